@@ -1,0 +1,236 @@
+use serde::{Deserialize, Serialize};
+
+use crate::{CharIndex, Error, TextRange};
+
+/// Index of a section in [`Document::sections`].
+pub type SectionId = u32;
+
+/// A heading and the text it governs.
+///
+/// Sections form a tree (through [`Section::parent`]) stored in reading order. A document
+/// without headings has no sections; text before the first heading belongs to none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    /// Heading text as displayed (markup removed).
+    pub heading: String,
+    /// Heading level, 1 (top) to 6.
+    pub level: u8,
+    /// Headings from the top of the tree down to this one.
+    pub path: Vec<String>,
+    /// From the heading to the next heading of the same or a higher level: the section
+    /// with all its subsections.
+    pub range: TextRange,
+    /// From the heading to the next heading of any level: the text only this section
+    /// governs. Chunks never cross the end of an `own` range.
+    pub own: TextRange,
+    /// The enclosing section.
+    pub parent: Option<SectionId>,
+}
+
+impl Section {
+    /// The heading path joined with `" > "`, e.g. `Methods > Cell segmentation`.
+    pub fn path_string(&self) -> String {
+        self.path.join(" > ")
+    }
+}
+
+/// One piece of a document's partition into chunks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Position in the document, 0..n.
+    pub ordinal: u32,
+    /// Where the chunk lies in the document text.
+    pub range: TextRange,
+    /// The innermost section containing the chunk.
+    pub section: Option<SectionId>,
+    /// Tokens of the embedding model's tokenizer in the chunk text (without special
+    /// tokens); 0 when the chunker did not count.
+    pub tokens: u32,
+}
+
+/// How a collection was cut into chunks. Recorded in the index, so queries and later
+/// ingests know how it was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChunkerConfig {
+    /// Zero-overlap chunks of at most `max_tokens` model tokens, never crossing a
+    /// section, broken at paragraph, then line, sentence, word boundaries.
+    Tokens {
+        /// Token limit per chunk.
+        max_tokens: usize,
+    },
+    /// Zero-overlap chunks of at most `size` characters, broken at the best boundary.
+    Chars {
+        /// Character limit per chunk.
+        size: usize,
+    },
+    /// One chunk per sentence.
+    Sentence,
+    /// One chunk per section's own text, split by tokens only when over `max_tokens`.
+    Section {
+        /// Token limit per chunk.
+        max_tokens: usize,
+    },
+}
+
+impl Default for ChunkerConfig {
+    fn default() -> Self {
+        ChunkerConfig::Tokens { max_tokens: 256 }
+    }
+}
+
+impl std::fmt::Display for ChunkerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChunkerConfig::Tokens { max_tokens } => write!(f, "tokens:{max_tokens}"),
+            ChunkerConfig::Chars { size } => write!(f, "chars:{size}"),
+            ChunkerConfig::Sentence => write!(f, "sentence"),
+            ChunkerConfig::Section { max_tokens } => write!(f, "section:{max_tokens}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ChunkerConfig {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, arg) = s.split_once(':').unwrap_or((s, ""));
+        let num = |default: usize| -> Result<usize, String> {
+            if arg.is_empty() {
+                return Ok(default);
+            }
+            match arg.parse::<usize>() {
+                Ok(n) if n >= 8 => Ok(n),
+                _ => Err(format!("chunker size must be a number >= 8, got {arg:?}")),
+            }
+        };
+        match kind {
+            "tokens" => Ok(ChunkerConfig::Tokens { max_tokens: num(256)? }),
+            "chars" => Ok(ChunkerConfig::Chars { size: num(800)? }),
+            "sentence" if arg.is_empty() => Ok(ChunkerConfig::Sentence),
+            "section" => Ok(ChunkerConfig::Section { max_tokens: num(256)? }),
+            _ => Err(format!(
+                "unknown chunker {s:?}: expected tokens[:N], chars[:N], sentence or section[:N]"
+            )),
+        }
+    }
+}
+
+/// A source text with its structure: the unit of ingest, deletion and provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Unique id: the path relative to the ingest root, or the `id` of a JSONL line.
+    pub id: String,
+    /// Display title (first heading, HTML `<title>`, front matter, or the file name).
+    pub title: String,
+    /// Where it came from (a path), if anywhere.
+    pub source: Option<String>,
+    /// Free-form metadata (front matter, JSONL `metadata`).
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The text every offset refers to.
+    pub text: String,
+    /// Content hash of everything above and the chunker: unchanged hash, nothing to do.
+    pub hash: String,
+    /// Section tree in reading order.
+    pub sections: Vec<Section>,
+    /// The partition of `text` into chunks, in order.
+    pub chunks: Vec<Chunk>,
+    /// Sentence ranges in order; they partition the text too (whitespace between
+    /// sentences belongs to the sentence before it).
+    pub sentences: Vec<TextRange>,
+    /// Page ranges for paged sources (PDF); empty otherwise.
+    #[serde(default)]
+    pub pages: Vec<TextRange>,
+}
+
+impl Document {
+    /// The text of chunk `ordinal`.
+    pub fn chunk_text(&self, ordinal: usize) -> &str {
+        self.chunks[ordinal].range.slice(&self.text)
+    }
+
+    /// The heading path of a chunk, `""` outside any section.
+    pub fn section_path(&self, section: Option<SectionId>) -> String {
+        section
+            .and_then(|s| self.sections.get(s as usize))
+            .map(Section::path_string)
+            .unwrap_or_default()
+    }
+
+    /// Checks the invariants: ids usable, every range valid for `text`, chunks and
+    /// sentences each partition `text` (no gap, no overlap, nothing empty unless the text
+    /// is), ordinals 0..n, chunk sections existing.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.id.is_empty() {
+            return Err(Error::BadId {
+                id: self.id.clone(),
+                reason: "empty",
+            });
+        }
+        let idx = CharIndex::new(&self.text);
+        let check = |r: &TextRange| -> Result<(), Error> {
+            let again = idx.range(r.byte_start, r.byte_end)?;
+            if again != *r {
+                return Err(Error::BadRange {
+                    start: r.byte_start,
+                    end: r.byte_end,
+                    len: self.text.len(),
+                });
+            }
+            Ok(())
+        };
+        let partition = |what: &str, ranges: &mut dyn Iterator<Item = &TextRange>| {
+            let mut at = 0usize;
+            let mut n = 0usize;
+            for r in ranges {
+                check(r)?;
+                if r.byte_start != at || r.is_empty() {
+                    return Err(Error::NotAPartition {
+                        doc_id: self.id.clone(),
+                        detail: format!("{what} {n} starts at byte {} instead of {at}", r.byte_start),
+                    });
+                }
+                at = r.byte_end;
+                n += 1;
+            }
+            if at != self.text.len() {
+                return Err(Error::NotAPartition {
+                    doc_id: self.id.clone(),
+                    detail: format!("{what}s end at byte {at} of {}", self.text.len()),
+                });
+            }
+            Ok(())
+        };
+        partition("chunk", &mut self.chunks.iter().map(|c| &c.range))?;
+        partition("sentence", &mut self.sentences.iter())?;
+        for (i, c) in self.chunks.iter().enumerate() {
+            if c.ordinal as usize != i {
+                return Err(Error::NotAPartition {
+                    doc_id: self.id.clone(),
+                    detail: format!("chunk {i} has ordinal {}", c.ordinal),
+                });
+            }
+            if let Some(s) = c.section {
+                let Some(sec) = self.sections.get(s as usize) else {
+                    return Err(Error::NotAPartition {
+                        doc_id: self.id.clone(),
+                        detail: format!("chunk {i} names missing section {s}"),
+                    });
+                };
+                if c.range.byte_start < sec.own.byte_start || c.range.byte_end > sec.own.byte_end {
+                    return Err(Error::NotAPartition {
+                        doc_id: self.id.clone(),
+                        detail: format!("chunk {i} crosses the boundary of section {s}"),
+                    });
+                }
+            }
+        }
+        for s in &self.sections {
+            check(&s.range)?;
+            check(&s.own)?;
+        }
+        for p in &self.pages {
+            check(p)?;
+        }
+        Ok(())
+    }
+}

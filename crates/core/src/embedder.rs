@@ -1,0 +1,76 @@
+/// Turns texts into unit vectors. Implementations: the local BERT-family model and the
+/// OpenAI-compatible remote client in `excerpt-embed`; users may bring their own.
+pub trait Embedder: Send + Sync {
+    /// A stable identifier of the model (name and a hash of its weights, or the remote
+    /// model name). Stored in the index: vectors of different models never mix.
+    fn model_id(&self) -> &str;
+
+    /// Length of every vector.
+    fn dimension(&self) -> usize;
+
+    /// Embeds passages: one L2-normalised vector per text, in order. Texts longer than
+    /// the model's limit are truncated by the model.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Embeds a query. Defaults to [`Embedder::embed`] of one text; models that expect a
+    /// query prefix override it.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut v = self.embed(&[query])?;
+        v.pop().ok_or_else(|| EmbedError::Inference {
+            message: "embedder returned no vector".into(),
+        })
+    }
+
+    /// The model's tokenizer, when it is local: the chunker budgets chunks in its tokens.
+    fn token_counter(&self) -> Option<&dyn TokenCounter> {
+        None
+    }
+}
+
+/// Counts tokens of a model's tokenizer.
+pub trait TokenCounter: Send + Sync {
+    /// Byte ranges in `text` of each token, special tokens excluded, never truncated.
+    fn token_spans(&self, text: &str) -> Vec<(usize, usize)>;
+
+    /// Tokens a sequence may hold, special tokens included (256 for all-MiniLM-L6-v2).
+    fn max_sequence_tokens(&self) -> usize;
+
+    /// Special tokens the model adds around one sequence ([CLS] and [SEP] for BERT).
+    fn special_tokens(&self) -> usize {
+        2
+    }
+
+    /// Number of tokens of `text`, special tokens excluded.
+    fn count(&self, text: &str) -> usize {
+        self.token_spans(text).len()
+    }
+}
+
+/// Why embedding failed, grouped by whose fault it is.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The model directory or its files are missing or malformed (the user's to fix).
+    #[error("cannot load model from {path}: {message}")]
+    ModelLoad {
+        /// The model directory or file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A remote endpoint refused or failed the request after retries.
+    #[error("embedding endpoint {url} failed: {message}")]
+    Remote {
+        /// The endpoint.
+        url: String,
+        /// HTTP status, if there was a response.
+        status: Option<u16>,
+        /// What happened.
+        message: String,
+    },
+    /// The model failed while running (a bug or resource exhaustion).
+    #[error("embedding failed: {message}")]
+    Inference {
+        /// What happened.
+        message: String,
+    },
+}
