@@ -1,1 +1,7 @@
 //! placeholder
+
+pub mod segments;
+
+pub use segments::{
+    best_segment, select_segments, DocValues, Segment, SegmentError, SegmentParams, SelectedSegment,
+};

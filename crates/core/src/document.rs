@@ -234,3 +234,33 @@ impl Document {
         Ok(())
     }
 }
+
+/// Addresses one chunk of a snapshot: `doc` is the document's position in the snapshot's
+/// id-sorted document list, `ordinal` the chunk's position in the document. Ordering by
+/// key is ordering by (document id, reading order): the tie-break of every ranking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ChunkKey {
+    /// Position of the document in the snapshot (document-id order).
+    pub doc: u32,
+    /// Chunk ordinal in the document.
+    pub ordinal: u32,
+}
+
+impl ChunkKey {
+    /// A key.
+    pub fn new(doc: u32, ordinal: u32) -> Self {
+        ChunkKey { doc, ordinal }
+    }
+}
+
+/// The header indexed (embedded and searched) with a chunk, never part of its text:
+/// `Document: <title>` and, inside a section, ` / Section: <path>`.
+pub fn chunk_header(doc: &Document, chunk: &Chunk) -> String {
+    let path = doc.section_path(chunk.section);
+    match (doc.title.trim(), path.is_empty()) {
+        ("", true) => String::new(),
+        ("", false) => format!("Section: {path}"),
+        (t, true) => format!("Document: {t}"),
+        (t, false) => format!("Document: {t} / Section: {path}"),
+    }
+}

@@ -1,1 +1,35 @@
-//! placeholder
+//! Excerpt's embedded index: one directory holding everything a query needs.
+//!
+//! - [`Manifest`]: the committed state, one JSON file replaced atomically (write, fsync,
+//!   rename). It names the live segments and the [`IndexConfig`] (model, chunker, headers).
+//! - Segments (`segments/<name>.docs` and `.vec`): immutable files of documents (text,
+//!   sections, chunks, sentences) and their chunk vectors, written once, checksummed in the
+//!   manifest, deleted only when no manifest names them.
+//! - BM25 ([`bm25`]): a tantivy index over chunk text (plus the chunk header), whose
+//!   commit payload is the manifest generation it matches.
+//! - [`Snapshot`]: an immutable reader view of one generation (documents in id order,
+//!   a contiguous vector matrix, a BM25 searcher). Queries never see half an ingest.
+//! - [`IndexWriter`]: the single writer (a lock file enforces it). `put`/`delete` stage,
+//!   `commit` makes a new generation visible.
+//!
+//! Crash safety: segment files first, then the BM25 commit tagged with the new
+//! generation, then the manifest rename. A crash before the rename leaves the old
+//! manifest in force; a BM25 index whose payload is not the manifest's generation is
+//! rebuilt from the segments (on disk by the next writer, in memory by a reader).
+
+pub mod bm25;
+mod dense;
+mod error;
+mod manifest;
+mod segment;
+mod snapshot;
+mod writer;
+
+pub use dense::top_k_dense;
+pub use error::IndexError;
+pub use manifest::{IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION};
+pub use snapshot::{DocMask, Snapshot, SnapshotStats};
+pub use writer::{CommitStats, IndexWriter};
+
+/// Name of the manifest file inside an index directory.
+pub const MANIFEST_FILE: &str = "MANIFEST.json";

@@ -1,0 +1,218 @@
+//! The lexical side of the index: one tantivy document per chunk, holding the document
+//! id (raw string, for deletion and filtering), the chunk ordinal, and the searched body
+//! (chunk header and chunk text, English-stemmed). Scores are BM25 (k1 1.2, b 0.75).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use excerpt_core::{chunk_header, Document};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
+};
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+use crate::IndexError;
+
+/// Fields of the BM25 schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// Document id, raw.
+    pub doc_id: Field,
+    /// Chunk ordinal.
+    pub ordinal: Field,
+    /// Header and chunk text.
+    pub body: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let doc_id = b.add_text_field("doc_id", STRING | STORED);
+    let ordinal = b.add_u64_field("ordinal", STORED | FAST);
+    let body_opts = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let body = b.add_text_field("body", body_opts);
+    (b.build(), Fields { doc_id, ordinal, body })
+}
+
+/// Opens the on-disk BM25 index of `dir`, creating it when absent.
+pub fn open_or_create(dir: &Path) -> Result<(Index, Fields), IndexError> {
+    let (schema, fields) = schema();
+    std::fs::create_dir_all(dir).map_err(IndexError::io("creating", dir))?;
+    let has_meta = dir.join("meta.json").exists();
+    let index = if has_meta {
+        Index::open_in_dir(dir)?
+    } else {
+        Index::create_in_dir(dir, schema)?
+    };
+    Ok((index, fields))
+}
+
+/// Opens the on-disk BM25 index of `dir` read-only; `None` when there is none.
+pub fn open_existing(dir: &Path) -> Result<Option<(Index, Fields)>, IndexError> {
+    if !dir.join("meta.json").exists() {
+        return Ok(None);
+    }
+    let (_, fields) = schema();
+    Ok(Some((Index::open_in_dir(dir)?, fields)))
+}
+
+/// A fresh in-memory BM25 index holding `docs` (used when the on-disk one does not
+/// match the manifest and cannot be repaired by a reader).
+pub fn build_in_ram<'a>(
+    docs: impl Iterator<Item = &'a Document>,
+    headers: bool,
+) -> Result<(Index, Fields), IndexError> {
+    let (schema, fields) = schema();
+    let index = Index::create_in_ram(schema);
+    let mut w: tantivy::IndexWriter<TantivyDocument> = index.writer_with_num_threads(1, 50_000_000)?;
+    for d in docs {
+        add_document(&w, fields, d, headers)?;
+    }
+    w.commit()?;
+    Ok((index, fields))
+}
+
+/// The generation a BM25 index was committed for (its commit payload).
+pub fn committed_generation(index: &Index) -> Result<Option<u64>, IndexError> {
+    Ok(index.load_metas()?.payload.and_then(|p| p.parse().ok()))
+}
+
+/// Adds every chunk of `d` to a tantivy writer.
+pub fn add_document(
+    w: &tantivy::IndexWriter<TantivyDocument>,
+    f: Fields,
+    d: &Document,
+    headers: bool,
+) -> Result<(), IndexError> {
+    for c in &d.chunks {
+        let text = c.range.slice(&d.text);
+        let body = if headers {
+            let h = chunk_header(d, c);
+            format!("{h}\n{text}")
+        } else {
+            text.to_string()
+        };
+        w.add_document(doc!(
+            f.doc_id => d.id.as_str(),
+            f.ordinal => c.ordinal as u64,
+            f.body => body,
+        ))?;
+    }
+    Ok(())
+}
+
+/// Deletes every chunk of document `id` from a tantivy writer.
+pub fn delete_document(w: &tantivy::IndexWriter<TantivyDocument>, f: Fields, id: &str) {
+    w.delete_term(Term::from_field_text(f.doc_id, id));
+}
+
+/// A reader over a committed BM25 index.
+pub struct Bm25Reader {
+    index: Index,
+    reader: IndexReader,
+    searcher: Searcher,
+    fields: Fields,
+}
+
+impl std::fmt::Debug for Bm25Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bm25Reader").finish_non_exhaustive()
+    }
+}
+
+impl Bm25Reader {
+    /// A reader of `index`, pinned to its current commit.
+    pub fn new(index: Index, fields: Fields) -> Result<Self, IndexError> {
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let searcher = reader.searcher();
+        Ok(Bm25Reader { index, reader, searcher, fields })
+    }
+
+    /// The commit payload of the pinned searcher's index.
+    pub fn generation(&self) -> Result<Option<u64>, IndexError> {
+        committed_generation(&self.index)
+    }
+
+    /// Number of chunks indexed.
+    pub fn num_chunks(&self) -> u64 {
+        self.searcher.num_docs()
+    }
+
+    /// The analysed terms of `text` (lower-cased, stemmed), deduplicated, in first
+    /// occurrence order.
+    pub fn terms(&self, text: &str) -> Result<Vec<String>, IndexError> {
+        let mut analyzer = self.index.tokenizer_for_field(self.fields.body)?;
+        let mut stream = analyzer.token_stream(text);
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        while stream.advance() {
+            let t = stream.token().text.clone();
+            if seen.insert(t.clone()) {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Top `k` chunks for `text` by BM25 as `(doc id, ordinal, score)`, optionally only in
+    /// documents whose ids are in `allowed`. Every query term is optional (OR); query
+    /// syntax is not interpreted. Ties: document id, then ordinal.
+    pub fn search(
+        &self,
+        text: &str,
+        k: usize,
+        allowed: Option<&[&str]>,
+    ) -> Result<Vec<(String, u32, f32)>, IndexError> {
+        let terms = self.terms(text)?;
+        if terms.is_empty() || k == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.body, t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        let query: Box<dyn Query> = match allowed {
+            None => text_query,
+            Some(ids) => {
+                let set = TermSetQuery::new(ids.iter().map(|id| Term::from_field_text(self.fields.doc_id, id)));
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, text_query),
+                    (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(set), 0.0))),
+                ]))
+            }
+        };
+        // Fetch a little more than k so ties at the cut are resolved by key, not by
+        // tantivy's internal doc order.
+        let hits = self.searcher.search(&query, &TopDocs::with_limit(k + 16).order_by_score())?;
+        let mut out = Vec::with_capacity(hits.len());
+        for (score, addr) in hits {
+            let d: TantivyDocument = self.searcher.doc(addr)?;
+            let id = d.get_first(self.fields.doc_id).and_then(|v| v.as_str()).unwrap_or_default();
+            let ord = d.get_first(self.fields.ordinal).and_then(|v| v.as_u64()).unwrap_or_default();
+            out.push((id.to_string(), ord as u32, score));
+        }
+        out.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        out.truncate(k);
+        Ok(out)
+    }
+
+    /// Keeps the reader alive (it owns the searcher's segments).
+    pub fn reader(&self) -> &IndexReader {
+        &self.reader
+    }
+}

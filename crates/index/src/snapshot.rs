@@ -1,0 +1,289 @@
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use excerpt_core::{ChunkKey, Document};
+
+use crate::bm25::{self, Bm25Reader};
+use crate::segment::read_segment;
+use crate::{dense, IndexConfig, IndexError, Manifest};
+
+/// Which documents of a snapshot a search may return (indexed like
+/// [`Snapshot::documents`]). Applied inside both searches, never as a post-filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocMask(pub Vec<bool>);
+
+impl DocMask {
+    /// Whether document `doc` is allowed.
+    pub fn allows(&self, doc: u32) -> bool {
+        self.0.get(doc as usize).copied().unwrap_or(false)
+    }
+    /// Number of allowed documents.
+    pub fn count(&self) -> usize {
+        self.0.iter().filter(|&&b| b).count()
+    }
+}
+
+/// Figures about one snapshot.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SnapshotStats {
+    /// Manifest generation.
+    pub generation: u64,
+    /// Live documents.
+    pub documents: usize,
+    /// Live chunks.
+    pub chunks: usize,
+    /// Bytes of document text.
+    pub text_bytes: usize,
+    /// Segments named by the manifest.
+    pub segments: usize,
+    /// Bytes the index directory takes on disk.
+    pub disk_bytes: u64,
+    /// Whether BM25 had to be rebuilt in memory (the on-disk one did not match).
+    pub bm25_rebuilt_in_memory: bool,
+}
+
+/// An immutable view of one committed generation of an index.
+pub struct Snapshot {
+    dir: PathBuf,
+    manifest: Manifest,
+    docs: Vec<Arc<Document>>,
+    by_id: HashMap<String, u32>,
+    /// `first_row[d]..first_row[d + 1]` are document `d`'s rows in `vectors`.
+    first_row: Vec<usize>,
+    vectors: Vec<f32>,
+    bm25: Bm25Reader,
+    bm25_in_ram: bool,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("dir", &self.dir)
+            .field("generation", &self.manifest.generation)
+            .field("docs", &self.docs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snapshot {
+    /// Opens the latest committed generation of the index in `dir`.
+    pub fn open(dir: &Path) -> Result<Snapshot, IndexError> {
+        for _attempt in 0..5 {
+            let Some(manifest) = Manifest::load(dir)? else {
+                return Err(IndexError::NotFound { dir: dir.to_path_buf() });
+            };
+            let bm25_dir = dir.join("bm25");
+            if let Some((index, fields)) = bm25::open_existing(&bm25_dir)? {
+                let before = bm25::committed_generation(&index)?;
+                let reader = Bm25Reader::new(index, fields)?;
+                let after = reader.generation()?;
+                if before == Some(manifest.generation) && after == before {
+                    return Self::load(dir, manifest, Some(reader));
+                }
+                // A writer may have committed in between: look again.
+                if Manifest::load(dir)?.map(|m| m.generation) != Some(manifest.generation) {
+                    continue;
+                }
+            }
+            return Self::load(dir, manifest, None);
+        }
+        // Still moving after several attempts: take whatever is committed and rebuild.
+        let manifest = Manifest::load(dir)?.ok_or_else(|| IndexError::NotFound { dir: dir.to_path_buf() })?;
+        Self::load(dir, manifest, None)
+    }
+
+    /// Loads the segments of `manifest`; with no matching BM25 reader, rebuilds one in
+    /// memory.
+    pub(crate) fn load(
+        dir: &Path,
+        manifest: Manifest,
+        bm25_reader: Option<Bm25Reader>,
+    ) -> Result<Snapshot, IndexError> {
+        let dim = manifest.config.dimension;
+        let mut entries: Vec<(Document, usize, usize)> = Vec::new(); // doc, segment, row offset
+        let mut seg_vectors: Vec<Vec<f32>> = Vec::new();
+        for (si, meta) in manifest.segments.iter().enumerate() {
+            let (docs, vectors) = read_segment(dir, meta, dim)?;
+            let mut row = 0usize;
+            for d in docs {
+                let n = d.chunks.len();
+                if meta.deleted.binary_search(&d.id).is_err() {
+                    entries.push((d, si, row));
+                }
+                row += n;
+            }
+            seg_vectors.push(vectors);
+        }
+        entries.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        if let Some(w) = entries.windows(2).find(|w| w[0].0.id == w[1].0.id) {
+            return Err(IndexError::Corrupt {
+                dir: dir.to_path_buf(),
+                detail: format!("document {} is live in two segments", w[0].0.id),
+            });
+        }
+        let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
+        let mut vectors = Vec::with_capacity(total_rows * dim);
+        let mut first_row = Vec::with_capacity(entries.len() + 1);
+        let mut docs = Vec::with_capacity(entries.len());
+        let mut by_id = HashMap::with_capacity(entries.len());
+        for (i, (d, si, row)) in entries.into_iter().enumerate() {
+            first_row.push(vectors.len() / dim.max(1));
+            let n = d.chunks.len();
+            vectors.extend_from_slice(&seg_vectors[si][row * dim..(row + n) * dim]);
+            by_id.insert(d.id.clone(), i as u32);
+            docs.push(Arc::new(d));
+        }
+        first_row.push(total_rows);
+        drop(seg_vectors);
+        let (bm25, bm25_in_ram) = match bm25_reader {
+            Some(r) => (r, false),
+            None => {
+                let (index, fields) =
+                    bm25::build_in_ram(docs.iter().map(|d| d.as_ref()), manifest.config.headers)?;
+                (Bm25Reader::new(index, fields)?, true)
+            }
+        };
+        Ok(Snapshot {
+            dir: dir.to_path_buf(),
+            manifest,
+            docs,
+            by_id,
+            first_row,
+            vectors,
+            bm25,
+            bm25_in_ram,
+        })
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// Creation settings.
+    pub fn config(&self) -> &IndexConfig {
+        &self.manifest.config
+    }
+    /// The committed manifest this snapshot reads.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+    /// Live documents, sorted by id; [`ChunkKey::doc`] indexes this slice.
+    pub fn documents(&self) -> &[Arc<Document>] {
+        &self.docs
+    }
+    /// Document at position `doc`.
+    pub fn doc(&self, doc: u32) -> Option<&Arc<Document>> {
+        self.docs.get(doc as usize)
+    }
+    /// Position of the document with this id.
+    pub fn doc_index(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+    /// Number of live chunks.
+    pub fn chunk_count(&self) -> usize {
+        self.first_row.last().copied().unwrap_or(0)
+    }
+    /// The vector of a chunk (unit length), if the key is valid.
+    pub fn vector(&self, key: ChunkKey) -> Option<&[f32]> {
+        let d = key.doc as usize;
+        let row = self.first_row.get(d)? + key.ordinal as usize;
+        if row >= *self.first_row.get(d + 1)? {
+            return None;
+        }
+        let dim = self.manifest.config.dimension;
+        self.vectors.get(row * dim..(row + 1) * dim)
+    }
+    /// All chunk vectors of document `doc`, row-major.
+    pub fn doc_vectors(&self, doc: u32) -> Option<&[f32]> {
+        let d = doc as usize;
+        let dim = self.manifest.config.dimension;
+        let (a, b) = (*self.first_row.get(d)?, *self.first_row.get(d + 1)?);
+        self.vectors.get(a * dim..b * dim)
+    }
+
+    /// Exact dense search: the `k` chunks with the highest cosine to `query` (a unit
+    /// vector), best first, ties by key; only in documents `mask` allows.
+    pub fn dense_search(&self, query: &[f32], k: usize, mask: Option<&DocMask>) -> Vec<(ChunkKey, f32)> {
+        let dim = self.manifest.config.dimension;
+        if query.len() != dim {
+            return Vec::new();
+        }
+        let rows: Box<dyn Iterator<Item = usize>> = match mask {
+            None => Box::new(0..self.chunk_count()),
+            Some(m) => Box::new(
+                (0..self.docs.len())
+                    .filter(|&d| m.allows(d as u32))
+                    .flat_map(|d| self.first_row[d]..self.first_row[d + 1]),
+            ),
+        };
+        dense::top_k_dense(&self.vectors, dim, query, k, rows)
+            .into_iter()
+            .map(|(row, s)| (self.key_of_row(row), s))
+            .collect()
+    }
+
+    fn key_of_row(&self, row: usize) -> ChunkKey {
+        // first_row is sorted; the owner is the last document starting at or before
+        // `row` (documents without chunks share their start with the next one).
+        let d = self.first_row.partition_point(|&r| r <= row) - 1;
+        ChunkKey::new(d as u32, (row - self.first_row[d]) as u32)
+    }
+
+    /// BM25 search: the `k` best chunks for `text`, best first, ties by key; only in
+    /// documents `mask` allows.
+    pub fn bm25_search(
+        &self,
+        text: &str,
+        k: usize,
+        mask: Option<&DocMask>,
+    ) -> Result<Vec<(ChunkKey, f32)>, IndexError> {
+        let allowed: Option<Vec<&str>> = mask.map(|m| {
+            self.docs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| m.allows(*i as u32))
+                .map(|(_, d)| d.id.as_str())
+                .collect()
+        });
+        let hits = self.bm25.search(text, k, allowed.as_deref())?;
+        let mut out: Vec<(ChunkKey, f32)> = hits
+            .into_iter()
+            .filter_map(|(id, ord, s)| {
+                let d = self.doc_index(&id)?;
+                ((ord as usize) < self.docs[d as usize].chunks.len()).then_some((ChunkKey::new(d, ord), s))
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+
+    /// The analysed query terms BM25 searches for.
+    pub fn bm25_terms(&self, text: &str) -> Result<Vec<String>, IndexError> {
+        self.bm25.terms(text)
+    }
+
+    /// Figures about this snapshot.
+    pub fn stats(&self) -> SnapshotStats {
+        SnapshotStats {
+            generation: self.manifest.generation,
+            documents: self.docs.len(),
+            chunks: self.chunk_count(),
+            text_bytes: self.docs.iter().map(|d| d.text.len()).sum(),
+            segments: self.manifest.segments.len(),
+            disk_bytes: dir_size(&self.dir),
+            bm25_rebuilt_in_memory: self.bm25_in_ram,
+        }
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+            Err(_) => 0,
+        })
+        .sum()
+}

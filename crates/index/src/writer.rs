@@ -1,0 +1,296 @@
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use excerpt_core::Document;
+use tantivy::TantivyDocument;
+
+use crate::bm25::{self, Bm25Reader, Fields};
+use crate::manifest::sync_dir;
+use crate::segment::{read_segment, write_segment};
+use crate::{IndexConfig, IndexError, Manifest, Snapshot, FORMAT_VERSION};
+
+/// What a commit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CommitStats {
+    /// The generation now visible (unchanged when there was nothing to commit).
+    pub generation: u64,
+    /// Documents written.
+    pub written: usize,
+    /// Documents removed (deletions and replaced versions).
+    pub removed: usize,
+}
+
+/// The single writer of an index directory. Stage documents with [`IndexWriter::put`] and
+/// [`IndexWriter::delete`]; nothing is visible to readers until [`IndexWriter::commit`].
+/// Dropping a writer without committing discards what was staged.
+pub struct IndexWriter {
+    dir: PathBuf,
+    manifest: Manifest,
+    _lock: fs::File,
+    tantivy: tantivy::IndexWriter<TantivyDocument>,
+    fields: Fields,
+    /// Committed live documents: id -> (segment name, content hash).
+    live: HashMap<String, (String, String)>,
+    staged: BTreeMap<String, (Document, Vec<f32>)>,
+    staged_deletes: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for IndexWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexWriter").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+impl IndexWriter {
+    /// Opens (creating if needed) the index in `dir` for writing with `config`. An
+    /// existing index must have been created with the same config. Repairs a BM25 index
+    /// left behind by a crash.
+    pub fn open(dir: &Path, config: IndexConfig) -> Result<IndexWriter, IndexError> {
+        fs::create_dir_all(dir).map_err(IndexError::io("creating", dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(IndexError::io("opening", &lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(IndexError::Locked { dir: dir.to_path_buf(), lock: lock_path });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(IndexError::io("locking", &lock_path)(e)),
+        }
+        let bm25_dir = dir.join("bm25");
+        let manifest = match Manifest::load(dir)? {
+            Some(m) => {
+                check_config(dir, &m.config, &config)?;
+                m
+            }
+            None => {
+                // A new index (or one whose first commit never happened): start clean.
+                if bm25_dir.exists() {
+                    fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
+                }
+                Manifest { format: FORMAT_VERSION, generation: 0, config, segments: Vec::new() }
+            }
+        };
+        let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
+        let mut tantivy = tindex.writer_with_num_threads(1, 64_000_000)?;
+        let mut live = HashMap::new();
+        let in_sync = bm25::committed_generation(&tindex)? == Some(manifest.generation);
+        if !in_sync {
+            tantivy.delete_all_documents()?;
+        }
+        for meta in &manifest.segments {
+            let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
+            for d in docs {
+                if meta.deleted.binary_search(&d.id).is_ok() {
+                    continue;
+                }
+                if !in_sync {
+                    bm25::add_document(&tantivy, fields, &d, manifest.config.headers)?;
+                }
+                live.insert(d.id, (meta.name.clone(), d.hash));
+            }
+        }
+        if !in_sync {
+            let mut prepared = tantivy.prepare_commit()?;
+            prepared.set_payload(&manifest.generation.to_string());
+            prepared.commit()?;
+        }
+        if Manifest::load(dir)?.is_none() {
+            manifest.store(dir)?;
+        }
+        let mut w = IndexWriter {
+            dir: dir.to_path_buf(),
+            manifest,
+            _lock: lock,
+            tantivy,
+            fields,
+            live,
+            staged: BTreeMap::new(),
+            staged_deletes: BTreeSet::new(),
+        };
+        w.collect_garbage();
+        Ok(w)
+    }
+
+    /// The index's creation settings.
+    pub fn config(&self) -> &IndexConfig {
+        &self.manifest.config
+    }
+
+    /// The committed generation.
+    pub fn generation(&self) -> u64 {
+        self.manifest.generation
+    }
+
+    /// The content hash of the committed version of a document, if it is live.
+    pub fn committed_hash(&self, id: &str) -> Option<&str> {
+        self.live.get(id).map(|(_, h)| h.as_str())
+    }
+
+    /// Ids of committed live documents, sorted.
+    pub fn committed_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.live.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+
+    /// Number of staged documents.
+    pub fn staged(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// A reader view of the committed state.
+    pub fn snapshot(&self) -> Result<Snapshot, IndexError> {
+        let (tindex, fields) = bm25::open_or_create(&self.dir.join("bm25"))?;
+        let reader = Bm25Reader::new(tindex, fields)?;
+        Snapshot::load(&self.dir, self.manifest.clone(), Some(reader))
+    }
+
+    /// Stages a document with one vector per chunk (concatenated), replacing any
+    /// committed or staged document with the same id.
+    pub fn put(&mut self, doc: Document, vectors: Vec<f32>) -> Result<(), IndexError> {
+        let bad = |reason: String| IndexError::BadDocument { doc_id: doc.id.clone(), reason };
+        doc.validate().map_err(|e| bad(e.to_string()))?;
+        let dim = self.manifest.config.dimension;
+        if vectors.len() != doc.chunks.len() * dim {
+            return Err(bad(format!(
+                "{} vector values for {} chunks of dimension {dim}",
+                vectors.len(),
+                doc.chunks.len()
+            )));
+        }
+        if vectors.iter().any(|x| !x.is_finite()) {
+            return Err(bad("vector values must be finite".into()));
+        }
+        self.staged_deletes.remove(&doc.id);
+        self.staged.insert(doc.id.clone(), (doc, vectors));
+        Ok(())
+    }
+
+    /// Stages the deletion of a document; returns whether it existed (committed or
+    /// staged).
+    pub fn delete(&mut self, id: &str) -> bool {
+        let was_staged = self.staged.remove(id).is_some();
+        let committed = self.live.contains_key(id);
+        if committed {
+            self.staged_deletes.insert(id.to_string());
+        }
+        was_staged || committed
+    }
+
+    /// Makes everything staged visible as a new generation, atomically.
+    pub fn commit(&mut self) -> Result<CommitStats, IndexError> {
+        let touched: BTreeSet<String> =
+            self.staged.keys().chain(self.staged_deletes.iter()).cloned().collect();
+        if touched.is_empty() {
+            return Ok(CommitStats { generation: self.manifest.generation, ..Default::default() });
+        }
+        let generation = self.manifest.generation + 1;
+        let mut next = self.manifest.clone();
+        next.generation = generation;
+        let staged = std::mem::take(&mut self.staged);
+        let staged_deletes = std::mem::take(&mut self.staged_deletes);
+
+        // 1. The new segment (documents in id order).
+        let name = format!("g{generation:010}");
+        let dim = next.config.dimension;
+        let mut docs = Vec::with_capacity(staged.len());
+        let mut vectors = Vec::new();
+        for (_, (d, v)) in staged {
+            vectors.extend_from_slice(&v);
+            docs.push(d);
+        }
+        let written = docs.len();
+        let new_segment = if docs.is_empty() {
+            None
+        } else {
+            Some(write_segment(&self.dir, &name, &docs, &vectors, dim)?)
+        };
+
+        // 2. Old versions become deleted in their segments.
+        let mut removed = 0;
+        for id in &touched {
+            if let Some((seg, _)) = self.live.get(id) {
+                if let Some(meta) = next.segments.iter_mut().find(|m| &m.name == seg) {
+                    if let Err(pos) = meta.deleted.binary_search(id) {
+                        meta.deleted.insert(pos, id.clone());
+                    }
+                }
+                if !docs.iter().any(|d| &d.id == id) {
+                    removed += 1;
+                }
+            }
+        }
+        next.segments.retain(|m| m.deleted.len() < m.docs);
+        if let Some(seg) = new_segment {
+            next.segments.push(seg);
+        }
+
+        // 3. BM25, tagged with the generation it belongs to.
+        for id in &touched {
+            bm25::delete_document(&self.tantivy, self.fields, id);
+        }
+        for d in &docs {
+            bm25::add_document(&self.tantivy, self.fields, d, next.config.headers)?;
+        }
+        let mut prepared = self.tantivy.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+
+        // 4. The switch.
+        next.store(&self.dir)?;
+        self.manifest = next;
+        for id in &staged_deletes {
+            self.live.remove(id);
+        }
+        for d in docs {
+            self.live.insert(d.id, (name.clone(), d.hash));
+        }
+        self.collect_garbage();
+        Ok(CommitStats { generation, written, removed })
+    }
+
+    /// Removes segment files no manifest names (left by crashes or dropped segments).
+    /// Failures are ignored: garbage is harmless.
+    fn collect_garbage(&mut self) {
+        let seg_dir = self.dir.join("segments");
+        let Ok(rd) = fs::read_dir(&seg_dir) else { return };
+        let keep: BTreeSet<&str> = self.manifest.segments.iter().map(|m| m.name.as_str()).collect();
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let stem = name.split('.').next().unwrap_or("");
+            if !keep.contains(stem) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+        let _ = sync_dir(&seg_dir);
+    }
+}
+
+fn check_config(dir: &Path, existing: &IndexConfig, requested: &IndexConfig) -> Result<(), IndexError> {
+    let mismatch = |field, e: String, r: String| IndexError::ConfigMismatch {
+        dir: dir.to_path_buf(),
+        field,
+        existing: e,
+        requested: r,
+    };
+    if existing.model_id != requested.model_id {
+        return Err(mismatch("model", existing.model_id.clone(), requested.model_id.clone()));
+    }
+    if existing.dimension != requested.dimension {
+        return Err(mismatch("dimension", existing.dimension.to_string(), requested.dimension.to_string()));
+    }
+    if existing.chunker != requested.chunker {
+        return Err(mismatch("chunker", existing.chunker.to_string(), requested.chunker.to_string()));
+    }
+    if existing.headers != requested.headers {
+        return Err(mismatch("headers", existing.headers.to_string(), requested.headers.to_string()));
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! The index on a real directory: commits, snapshots, searches, replacement, deletion,
+//! locking and recovery from a BM25 index that is ahead of the manifest.
+
+use excerpt_core::{CharIndex, Chunk, ChunkKey, ChunkerConfig, Document};
+use excerpt_index::{DocMask, IndexConfig, IndexError, IndexWriter, Manifest, Snapshot};
+
+const DIM: usize = 4;
+
+fn config() -> IndexConfig {
+    IndexConfig {
+        model_id: "test-model".into(),
+        dimension: DIM,
+        chunker: ChunkerConfig::Chars { size: 16 },
+        headers: true,
+    }
+}
+
+/// A document cut into chunks at every `|` (the bars stay in the text).
+fn doc(id: &str, text: &str) -> Document {
+    let idx = CharIndex::new(text);
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices('|') {
+        chunks.push((start, i + 1));
+        start = i + 1;
+    }
+    if start < text.len() {
+        chunks.push((start, text.len()));
+    }
+    let chunks: Vec<Chunk> = chunks
+        .iter()
+        .enumerate()
+        .map(|(o, &(a, b))| Chunk { ordinal: o as u32, range: idx.range(a, b).unwrap(), section: None, tokens: 0 })
+        .collect();
+    let sentences = chunks.iter().map(|c| c.range).collect();
+    Document {
+        id: id.into(),
+        title: format!("Title of {id}"),
+        source: None,
+        metadata: Default::default(),
+        hash: excerpt_core::content_hash(&[id.as_bytes(), text.as_bytes()]),
+        text: text.into(),
+        sections: vec![],
+        chunks,
+        sentences,
+        pages: vec![],
+    }
+}
+
+/// One unit vector per chunk: axis `(seed + ordinal) % DIM`.
+fn vectors(d: &Document, seed: usize) -> Vec<f32> {
+    let mut v = vec![0.0; d.chunks.len() * DIM];
+    for c in 0..d.chunks.len() {
+        v[c * DIM + (seed + c) % DIM] = 1.0;
+    }
+    v
+}
+
+#[test]
+fn commit_then_search_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a.txt", "apples are red|bananas are yellow|cherries");
+    let b = doc("b.txt", "éclair with crème|apples again");
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.put(b.clone(), vectors(&b, 1)).unwrap();
+    // Nothing visible before the commit.
+    assert!(matches!(Snapshot::open(dir.path()), Ok(s) if s.documents().is_empty()));
+    let stats = w.commit().unwrap();
+    assert_eq!((stats.generation, stats.written), (1, 2));
+
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.documents().len(), 2);
+    assert_eq!(s.chunk_count(), 5);
+    assert_eq!(s.doc(0).unwrap().as_ref(), &a);
+    assert_eq!(s.vector(ChunkKey::new(1, 1)).unwrap(), &[0.0, 0.0, 1.0, 0.0]);
+    assert!(s.vector(ChunkKey::new(1, 2)).is_none());
+
+    // Dense: axis 1 is a.txt chunk 1 and b.txt chunk 0; ties broken by key.
+    let hits = s.dense_search(&[0.0, 1.0, 0.0, 0.0], 3, None);
+    assert_eq!(hits[0], (ChunkKey::new(0, 1), 1.0));
+    assert_eq!(hits[1], (ChunkKey::new(1, 0), 1.0));
+    assert_eq!(hits[2].1, 0.0);
+    let only_b = DocMask(vec![false, true]);
+    let hits = s.dense_search(&[1.0, 0.0, 0.0, 0.0], 5, Some(&only_b));
+    assert!(hits.iter().all(|(k, _)| k.doc == 1));
+    assert_eq!(hits.len(), 2);
+
+    // BM25 with stemming ("apple" finds "apples"), filtered identically.
+    let hits = s.bm25_search("apple", 10, None).unwrap();
+    let keys: Vec<ChunkKey> = hits.iter().map(|h| h.0).collect();
+    assert_eq!(keys.len(), 2);
+    assert!(keys.contains(&ChunkKey::new(0, 0)) && keys.contains(&ChunkKey::new(1, 1)));
+    let hits = s.bm25_search("apple", 10, Some(&only_b)).unwrap();
+    assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![ChunkKey::new(1, 1)]);
+    // Headers are searched: the title word matches every chunk of a.txt.
+    let hits = s.bm25_search("title", 10, Some(&DocMask(vec![true, false]))).unwrap();
+    assert_eq!(hits.len(), 3);
+    // Query syntax is not interpreted.
+    assert!(s.bm25_search("apples AND (\"", 10, None).is_ok());
+    assert!(s.bm25_search("", 10, None).unwrap().is_empty());
+}
+
+#[test]
+fn replace_and_delete_make_new_generations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "one|two");
+    let b = doc("b", "three|four");
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.put(b.clone(), vectors(&b, 0)).unwrap();
+    w.commit().unwrap();
+    let old = Snapshot::open(dir.path()).unwrap();
+
+    let a2 = doc("a", "uno|dos|tres");
+    w.put(a2.clone(), vectors(&a2, 2)).unwrap();
+    assert!(w.delete("b"));
+    assert!(!w.delete("nope"));
+    let st = w.commit().unwrap();
+    assert_eq!((st.generation, st.written, st.removed), (2, 1, 1));
+
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.documents().len(), 1);
+    assert_eq!(s.doc(0).unwrap().text, "uno|dos|tres");
+    assert!(s.bm25_search("three", 5, None).unwrap().is_empty());
+    assert_eq!(s.bm25_search("dos", 5, None).unwrap()[0].0, ChunkKey::new(0, 1));
+    // The old snapshot still reads its own generation.
+    assert_eq!(old.doc(0).unwrap().text, "one|two");
+    assert_eq!(old.documents().len(), 2);
+    // The first segment is fully deleted: dropped from the manifest and from disk.
+    let m = Manifest::load(dir.path()).unwrap().unwrap();
+    assert_eq!(m.segments.len(), 1);
+    let files = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
+    assert_eq!(files, 2);
+    // Empty commit is a no-op.
+    assert_eq!(w.commit().unwrap().generation, 2);
+}
+
+#[test]
+fn one_writer_at_a_time_and_config_is_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = IndexWriter::open(dir.path(), config()).unwrap();
+    assert!(matches!(IndexWriter::open(dir.path(), config()), Err(IndexError::Locked { .. })));
+    drop(w);
+    let mut other = config();
+    other.chunker = ChunkerConfig::Sentence;
+    let err = IndexWriter::open(dir.path(), other).unwrap_err();
+    assert!(matches!(err, IndexError::ConfigMismatch { field: "chunker", .. }), "{err}");
+    assert!(matches!(Snapshot::open(&dir.path().join("missing")), Err(IndexError::NotFound { .. })));
+}
+
+#[test]
+fn bad_documents_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "x|y");
+    assert!(w.put(a.clone(), vec![0.0; 3]).is_err());
+    let mut nan = vectors(&a, 0);
+    nan[0] = f32::NAN;
+    assert!(w.put(a.clone(), nan).is_err());
+    let mut gap = a.clone();
+    gap.chunks.pop();
+    assert!(w.put(gap, vec![0.0; DIM]).is_err());
+}
+
+#[test]
+fn bm25_ahead_of_manifest_is_rebuilt() {
+    // A crash after the BM25 commit and before the manifest rename leaves BM25 one
+    // generation ahead. Readers must see exactly the manifest's generation.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "alpha|beta");
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.commit().unwrap();
+    let gen1 = std::fs::read(dir.path().join("MANIFEST.json")).unwrap();
+    let b = doc("b", "gamma|alpha");
+    w.put(b.clone(), vectors(&b, 0)).unwrap();
+    w.commit().unwrap();
+    drop(w);
+    std::fs::write(dir.path().join("MANIFEST.json"), &gen1).unwrap();
+
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert!(s.stats().bm25_rebuilt_in_memory);
+    assert_eq!(s.documents().len(), 1);
+    assert!(s.bm25_search("gamma", 5, None).unwrap().is_empty());
+    assert_eq!(s.bm25_search("alpha", 5, None).unwrap().len(), 1);
+
+    // The next writer repairs the on-disk BM25 index and removes the orphan segment.
+    let w = IndexWriter::open(dir.path(), config()).unwrap();
+    drop(w);
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert!(!s.stats().bm25_rebuilt_in_memory);
+    assert!(s.bm25_search("gamma", 5, None).unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(dir.path().join("segments")).unwrap().count(), 2);
+}
+
+#[test]
+fn corrupt_segment_is_reported_not_panicked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "alpha|beta");
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.commit().unwrap();
+    drop(w);
+    let seg = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().extension().is_some_and(|x| x == "vec"))
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&seg, bytes).unwrap();
+    assert!(matches!(Snapshot::open(dir.path()), Err(IndexError::Corrupt { .. })));
+}
