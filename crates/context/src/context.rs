@@ -1,0 +1,77 @@
+//! The typed output every front end consumes, and the inputs every strategy reads.
+
+use excerpt_core::{ChunkKey, Document};
+use serde::{Deserialize, Serialize};
+
+/// One ranked chunk from retrieval: what every strategy starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// The chunk.
+    pub key: ChunkKey,
+    /// The retrieval score (higher is better; its scale depends on the retrieval mode).
+    pub score: f32,
+    /// Absolute relevance in [0, 1] (calibrated by retrieval; see `excerpt-retrieve`).
+    pub relevance: f32,
+}
+
+/// Read access to the indexed collection (implemented by the index snapshot).
+pub trait Corpus: Sync {
+    /// The document at position `doc` (document-id order).
+    fn document(&self, doc: u32) -> Option<&Document>;
+    /// The unit vector of a chunk.
+    fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]>;
+}
+
+/// Counts LLM tokens: every budget is expressed in them.
+pub trait LlmTokens: Sync {
+    /// Tokens of `text`.
+    fn count(&self, text: &str) -> usize;
+    /// Name of the encoding, e.g. `cl100k_base`.
+    fn name(&self) -> &str;
+}
+
+/// One exact slice of one document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Piece {
+    /// Document id.
+    pub doc_id: String,
+    /// Document title.
+    pub title: String,
+    /// Heading path of the section the piece starts in (`""` if none).
+    pub section: String,
+    /// Character offset of the start in the document text.
+    pub start: usize,
+    /// Character offset of the end (exclusive).
+    pub end: usize,
+    /// First chunk ordinal covered.
+    pub first_chunk: u32,
+    /// Last chunk ordinal covered (inclusive).
+    pub last_chunk: u32,
+    /// The text: exactly `document.text[start..end]` in characters.
+    pub text: String,
+    /// The piece's score (strategy-specific, higher is better).
+    pub score: f32,
+    /// Relevance in [0, 1] shown to users and LLMs as a percentage.
+    pub relevance: f32,
+    /// LLM tokens of `text`.
+    pub tokens: usize,
+    /// Ordinals of chunks in the piece that were direct retrieval hits.
+    pub hits: Vec<u32>,
+}
+
+/// The context assembled for one query: what the CLI prints, the server returns and the
+/// eval harness scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    /// The strategy that assembled it.
+    pub strategy: String,
+    /// The token budget asked for.
+    pub budget: usize,
+    /// LLM tokens of all pieces.
+    pub tokens: usize,
+    /// Pieces in the order they are handed to an LLM.
+    pub pieces: Vec<Piece>,
+    /// What the strategy decided (e.g. `auto`'s chosen k), for people and logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
