@@ -264,3 +264,15 @@ pub fn chunk_header(doc: &Document, chunk: &Chunk) -> String {
         (t, false) => format!("Document: {t} / Section: {path}"),
     }
 }
+
+/// The text a chunk is indexed under (embedded and searched): its header on one line,
+/// then its text; just the text when `headers` is off or the header is empty.
+pub fn indexed_text(doc: &Document, chunk: &Chunk, headers: bool) -> String {
+    let text = chunk.range.slice(&doc.text);
+    let header = if headers { chunk_header(doc, chunk) } else { String::new() };
+    if header.is_empty() {
+        text.to_string()
+    } else {
+        format!("{header}\n{text}")
+    }
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use excerpt_core::{chunk_header, Document};
+use excerpt_core::{indexed_text, Document};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
@@ -90,13 +90,7 @@ pub fn add_document(
     headers: bool,
 ) -> Result<(), IndexError> {
     for c in &d.chunks {
-        let text = c.range.slice(&d.text);
-        let body = if headers {
-            let h = chunk_header(d, c);
-            format!("{h}\n{text}")
-        } else {
-            text.to_string()
-        };
+        let body = indexed_text(d, c, headers);
         w.add_document(doc!(
             f.doc_id => d.id.as_str(),
             f.ordinal => c.ordinal as u64,

@@ -1,1 +1,47 @@
-//! placeholder
+//! Ingest for Excerpt: from files to validated [`excerpt_core::Document`]s.
+//!
+//! The pipeline has four stages, each usable on its own:
+//!
+//! 1. **Walk** ([`walk`]): expand the paths given by the user into a sorted list of files,
+//!    respecting `.gitignore`/`.ignore`, skipping hidden files, applying include/exclude
+//!    globs. Problems (a missing path, an unreadable directory) are reported per path.
+//! 2. **Load** ([`load_path`], [`load_file`]): read one file into one or more
+//!    [`ParsedDocument`]s, choosing the loader by extension:
+//!    - plain text (`.txt`), CRLF/CR normalised to LF;
+//!    - Markdown (`.md`, `.markdown`): YAML front matter becomes metadata and is removed,
+//!      ATX and setext headings become [`excerpt_core::Section`]s, fenced code blocks
+//!      become *atomic* ranges the chunker avoids splitting;
+//!    - HTML (`.html`, `.htm`): visible text extracted with blocks separated by blank
+//!      lines, `h1`–`h6` become sections, `<pre>` blocks are atomic;
+//!    - JSONL (`.jsonl`, the eval corpus format): one document per line, text kept
+//!      byte-for-byte; ATX headings (if any) become sections without changing the text.
+//!
+//!    Every offset in a [`ParsedDocument`] refers to its `text`, which is exactly what is
+//!    stored. Binary, empty, non-UTF-8 and unknown files are refused with a typed
+//!    [`IngestError`] naming the path ([`IngestError::is_skip`] tells benign skips apart).
+//! 3. **Sentences** ([`split_sentences`]): byte ranges partitioning the text, based on
+//!    Unicode sentence boundaries, also broken after every line end; whitespace after a
+//!    sentence belongs to it.
+//! 4. **Chunk** ([`chunk`]): turn a [`ParsedDocument`] into a [`excerpt_core::Document`]
+//!    whose chunks partition the text exactly, never cross the end of a section's own
+//!    text, avoid splitting atomic ranges, and fit the configured limit. See
+//!    [`chunk`] for the rules of each [`excerpt_core::ChunkerConfig`].
+
+#![warn(missing_docs)]
+
+mod chunk;
+mod error;
+mod html;
+mod jsonl;
+mod load;
+mod markdown;
+mod sentences;
+mod walk;
+
+pub use chunk::{chunk, CHARS_PER_TOKEN_ESTIMATE};
+pub use error::IngestError;
+pub use load::{
+    is_supported, load_file, load_path, load_str, DocFormat, LoadOptions, Loaded, ParsedDocument,
+};
+pub use sentences::split_sentences;
+pub use walk::{walk, WalkItem, WalkOptions};

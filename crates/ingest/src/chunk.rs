@@ -1,0 +1,810 @@
+//! Chunkers: from a [`ParsedDocument`] to a validated [`Document`] whose chunks partition
+//! the text.
+
+use excerpt_core::{
+    content_hash, CharIndex, Chunk, ChunkerConfig, Document, Section, SectionId, TokenCounter,
+};
+
+use crate::{split_sentences, IngestError, ParsedDocument};
+
+/// Characters per token assumed by the token-budgeted chunkers when no
+/// [`TokenCounter`] is given: `max_tokens` becomes a limit of `max_tokens * 4`
+/// characters, and chunk `tokens` stay 0 (not counted).
+pub const CHARS_PER_TOKEN_ESTIMATE: usize = 4;
+
+/// Chunks a parsed document into a full [`Document`] that passes
+/// [`Document::validate`].
+///
+/// The text is first cut into *regions*: the text before the first heading (no section)
+/// and each section's `own` range. No chunk crosses a region boundary. Within a region:
+///
+/// - [`ChunkerConfig::Tokens`] and [`ChunkerConfig::Section`]: greedy packing. A chunk
+///   takes the rest of the region when it fits; otherwise it ends at the farthest break
+///   that fits, preferring (in order) a blank-line paragraph boundary, a line end, a
+///   sentence end, the whitespace between words, then token starts and finally character
+///   boundaries (a single giant word). Breaks lie after whitespace (whitespace belongs to
+///   the chunk before it) and, for lines, at line starts (indentation stays with its
+///   line). A higher-preference break is skipped when it would leave a chunk under 1/8
+///   of the limit while a lower-preference break fills it better (so a heading line is
+///   not left alone). Breaks strictly inside an atomic range (a code block) are not used
+///   when the range fits in one chunk; larger ones are split, preferably at lines.
+///   With a counter, chunk content is at most `max_tokens - counter.special_tokens()`
+///   tokens (at least 1): each region is tokenized once and candidate chunks measured
+///   with prefix counts over token offsets; each chosen chunk is then counted once more
+///   exactly (and shrunk in the rare case that tokenizing it alone gives more tokens).
+///   Without a counter the limit is `max_tokens * CHARS_PER_TOKEN_ESTIMATE` characters.
+///   `Section` behaves as `Tokens`: one chunk per region, split only when over the limit.
+/// - [`ChunkerConfig::Chars`]: the same packing with a limit of `size` characters.
+/// - [`ChunkerConfig::Sentence`]: one chunk per sentence (cut at region boundaries),
+///   except that sentences inside an atomic range stay together.
+///
+/// A whitespace-only piece at the end of a region joins the chunk before it when the
+/// limit allows. `tokens` is filled for every chunk when a counter is given. Empty text
+/// gives no chunks and no sentences. The hash covers id, title, metadata (JSON), text and
+/// the chunker config.
+pub fn chunk(
+    parsed: ParsedDocument,
+    config: &ChunkerConfig,
+    counter: Option<&dyn TokenCounter>,
+) -> Result<Document, IngestError> {
+    let ParsedDocument {
+        id,
+        title,
+        source,
+        metadata,
+        text,
+        sections,
+        atomic,
+    } = parsed;
+    let invalid = |source: excerpt_core::Error| IngestError::Invalid {
+        doc_id: id.clone(),
+        source,
+    };
+    let idx = CharIndex::new(&text);
+    let sentence_bytes = split_sentences(&text);
+    let sentences = sentence_bytes
+        .iter()
+        .map(|&(a, b)| idx.range(a, b))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(invalid)?;
+    let atomics = normalise_atomics(&text, &atomic);
+    let regions = regions(&text, &sections);
+
+    let mut pieces: Vec<(usize, usize, Option<usize>, Option<SectionId>)> = Vec::new();
+    match *config {
+        ChunkerConfig::Sentence => {
+            for &(rs, re, sec) in &regions {
+                for (a, b) in sentence_pieces(&text, rs, re, &sentence_bytes, &atomics) {
+                    pieces.push((a, b, None, sec));
+                }
+            }
+        }
+        ChunkerConfig::Tokens { max_tokens } | ChunkerConfig::Section { max_tokens } => {
+            let measure = match counter {
+                Some(c) => Measure::Tokens {
+                    counter: c,
+                    budget: max_tokens.saturating_sub(c.special_tokens()).max(1),
+                },
+                None => Measure::Chars {
+                    limit: max_tokens.saturating_mul(CHARS_PER_TOKEN_ESTIMATE).max(1),
+                },
+            };
+            pack_all(
+                &text,
+                &idx,
+                &regions,
+                &sentence_bytes,
+                &atomics,
+                &measure,
+                &mut pieces,
+            );
+        }
+        ChunkerConfig::Chars { size } => {
+            let measure = Measure::Chars { limit: size.max(1) };
+            pack_all(
+                &text,
+                &idx,
+                &regions,
+                &sentence_bytes,
+                &atomics,
+                &measure,
+                &mut pieces,
+            );
+        }
+    }
+
+    let mut chunks = Vec::with_capacity(pieces.len());
+    for (i, (a, b, n, sec)) in pieces.into_iter().enumerate() {
+        let tokens = match (n, counter) {
+            (Some(n), _) => n,
+            (None, Some(c)) => c.count(&text[a..b]),
+            (None, None) => 0,
+        };
+        chunks.push(Chunk {
+            ordinal: u32::try_from(i).unwrap_or(u32::MAX),
+            range: idx.range(a, b).map_err(invalid)?,
+            section: sec,
+            tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+        });
+    }
+
+    let meta_json = serde_json::to_string(&metadata).unwrap_or_default();
+    let config_str = config.to_string();
+    let hash = content_hash(&[
+        id.as_bytes(),
+        title.as_bytes(),
+        meta_json.as_bytes(),
+        text.as_bytes(),
+        config_str.as_bytes(),
+    ]);
+    drop(idx);
+    let doc = Document {
+        id,
+        title,
+        source,
+        metadata,
+        text,
+        hash,
+        sections,
+        chunks,
+        sentences,
+        pages: Vec::new(),
+    };
+    doc.validate().map_err(|source| IngestError::Invalid {
+        doc_id: doc.id.clone(),
+        source,
+    })?;
+    Ok(doc)
+}
+
+/// Sorted, merged, in-bounds atomic ranges.
+fn normalise_atomics(text: &str, atomic: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = atomic
+        .iter()
+        .map(|&(a, b)| (a.min(text.len()), b.min(text.len())))
+        .filter(|&(a, b)| a < b)
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a < last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The atomic range strictly containing `p` (`start < p < end`), if any.
+fn containing_atomic(atomics: &[(usize, usize)], p: usize) -> Option<(usize, usize)> {
+    let i = atomics.partition_point(|a| a.0 < p);
+    (i > 0 && atomics[i - 1].1 > p).then(|| atomics[i - 1])
+}
+
+/// Cuts the text at every section's `own` boundary: `(start, end, innermost section)`.
+fn regions(text: &str, sections: &[Section]) -> Vec<(usize, usize, Option<SectionId>)> {
+    let len = text.len();
+    let mut cuts = vec![0, len];
+    for s in sections {
+        for b in [s.own.byte_start, s.own.byte_end] {
+            if b <= len && text.is_char_boundary(b) {
+                cuts.push(b);
+            }
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut order: Vec<usize> = (0..sections.len()).collect();
+    order.sort_by_key(|&i| (sections[i].own.byte_start, i));
+    let mut out = Vec::with_capacity(cuts.len());
+    for w in cuts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let upto = order.partition_point(|&i| sections[i].own.byte_start <= a);
+        let sec = order[..upto]
+            .iter()
+            .rev()
+            .find(|&&i| sections[i].own.byte_end >= b)
+            .and_then(|&i| SectionId::try_from(i).ok());
+        out.push((a, b, sec));
+    }
+    out
+}
+
+/// Sentence chunks of one region: cut at sentence starts not inside an atomic range;
+/// whitespace-only pieces joined to a neighbour.
+fn sentence_pieces(
+    text: &str,
+    rs: usize,
+    re: usize,
+    sentences: &[(usize, usize)],
+    atomics: &[(usize, usize)],
+) -> Vec<(usize, usize)> {
+    let mut bounds = vec![rs];
+    let from = sentences.partition_point(|s| s.0 <= rs);
+    for &(s, _) in &sentences[from..] {
+        if s >= re {
+            break;
+        }
+        if containing_atomic(atomics, s).is_none() {
+            bounds.push(s);
+        }
+    }
+    bounds.push(re);
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(bounds.len());
+    let mut lead: Option<usize> = None;
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if text[a..b].trim().is_empty() {
+            match out.last_mut() {
+                Some(last) => last.1 = b,
+                None => {
+                    lead.get_or_insert(a);
+                }
+            }
+        } else {
+            out.push((lead.take().unwrap_or(a), b));
+        }
+    }
+    if let Some(a) = lead {
+        out.push((a, re));
+    }
+    out
+}
+
+/// What a chunk limit counts.
+enum Measure<'a> {
+    /// At most `limit` characters.
+    Chars { limit: usize },
+    /// At most `budget` tokens of `counter`.
+    Tokens {
+        counter: &'a dyn TokenCounter,
+        budget: usize,
+    },
+}
+
+impl Measure<'_> {
+    fn limit(&self) -> usize {
+        match self {
+            Measure::Chars { limit } => *limit,
+            Measure::Tokens { budget, .. } => *budget,
+        }
+    }
+}
+
+/// Break candidates over the whole text, by preference.
+struct Candidates {
+    /// After the last `\n` of a whitespace run holding two or more.
+    para: Vec<usize>,
+    /// After the last `\n` of any whitespace run holding one; also atomic starts/ends.
+    line: Vec<usize>,
+    /// Sentence ends.
+    sentence: Vec<usize>,
+    /// Ends of whitespace runs (starts of words).
+    word: Vec<usize>,
+}
+
+impl Candidates {
+    fn new(text: &str, sentences: &[(usize, usize)], atomics: &[(usize, usize)]) -> Self {
+        let mut c = Candidates {
+            para: Vec::new(),
+            line: Vec::new(),
+            sentence: sentences.iter().map(|s| s.1).collect(),
+            word: Vec::new(),
+        };
+        let mut run_newlines = 0usize;
+        let mut last_nl_end = 0usize;
+        let mut in_run = false;
+        for (i, ch) in text.char_indices() {
+            if ch.is_whitespace() {
+                in_run = true;
+                if ch == '\n' {
+                    run_newlines += 1;
+                    last_nl_end = i + 1;
+                }
+            } else if in_run {
+                c.word.push(i);
+                if run_newlines >= 2 {
+                    c.para.push(last_nl_end);
+                }
+                if run_newlines >= 1 {
+                    c.line.push(last_nl_end);
+                }
+                in_run = false;
+                run_newlines = 0;
+            }
+        }
+        for &(a, b) in atomics {
+            c.line.push(a);
+            c.line.push(b);
+        }
+        c.line.sort_unstable();
+        c.line.dedup();
+        c
+    }
+}
+
+/// One region's measuring context.
+struct Region<'a> {
+    text: &'a str,
+    idx: &'a CharIndex<'a>,
+    rs: usize,
+    re: usize,
+    measure: &'a Measure<'a>,
+    /// Absolute token starts and ends (ends at least start + 1), each sorted.
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+}
+
+impl Region<'_> {
+    /// Size of `a..b` in the measure's units (tokens overlapping it, or characters).
+    fn cost(&self, a: usize, b: usize) -> usize {
+        match self.measure {
+            Measure::Chars { .. } => {
+                let ca = self.idx.char_offset(a).unwrap_or(0);
+                let cb = self.idx.char_offset(b).unwrap_or(ca);
+                cb.saturating_sub(ca)
+            }
+            Measure::Tokens { .. } => {
+                let before_end = self.starts.partition_point(|&s| s < b);
+                let done = self.ends.partition_point(|&e| e <= a);
+                before_end.saturating_sub(done)
+            }
+        }
+    }
+
+    /// The farthest char boundary `p` (`s < p <= re`) with `cost(s, p) <= budget`; at
+    /// least one character.
+    fn reach(&self, s: usize, budget: usize) -> usize {
+        let p = match self.measure {
+            Measure::Chars { .. } => {
+                let c = self.idx.char_offset(s).unwrap_or(0);
+                self.idx
+                    .byte_offset(c.saturating_add(budget))
+                    .unwrap_or(self.text.len())
+            }
+            Measure::Tokens { .. } => {
+                let k = budget.saturating_add(self.ends.partition_point(|&e| e <= s));
+                self.starts.get(k).copied().unwrap_or(self.re)
+            }
+        };
+        let p = floor_boundary(self.text, p.min(self.re));
+        if p <= s {
+            next_boundary(self.text, s).min(self.re)
+        } else {
+            p
+        }
+    }
+
+    fn atomic_fits(&self, a: (usize, usize), budget: usize) -> bool {
+        let (s, e) = (a.0.max(self.rs), a.1.min(self.re));
+        s >= e || self.cost(s, e) <= budget
+    }
+
+    /// Farthest candidate in `level` within `(s, reach]` that is not strictly inside an
+    /// atomic range that fits.
+    fn best_in(
+        &self,
+        level: &[usize],
+        s: usize,
+        reach: usize,
+        atomics: &[(usize, usize)],
+        budget: usize,
+    ) -> Option<usize> {
+        let mut hi = level.partition_point(|&x| x <= reach);
+        while hi > 0 {
+            let p = level[hi - 1];
+            if p <= s {
+                return None;
+            }
+            match containing_atomic(atomics, p) {
+                Some(a) if self.atomic_fits(a, budget) => {
+                    hi = level[..hi - 1].partition_point(|&x| x <= a.0);
+                }
+                _ => {
+                    if self.text.is_char_boundary(p) {
+                        return Some(p);
+                    }
+                    hi -= 1;
+                }
+            }
+        }
+        None
+    }
+
+    /// End of the chunk starting at `s` under `budget`.
+    fn choose(
+        &self,
+        cands: &Candidates,
+        atomics: &[(usize, usize)],
+        s: usize,
+        budget: usize,
+    ) -> usize {
+        let reach = self.reach(s, budget);
+        if reach >= self.re {
+            return self.re;
+        }
+        let min_fill = budget.div_ceil(8);
+        let mut first_found = None;
+        for level in [&cands.para, &cands.line, &cands.sentence, &cands.word] {
+            if let Some(p) = self.best_in(level, s, reach, atomics, budget) {
+                if self.cost(s, p) >= min_fill {
+                    return p;
+                }
+                first_found.get_or_insert(p);
+            }
+        }
+        if let Some(p) = first_found {
+            return p;
+        }
+        if matches!(self.measure, Measure::Tokens { .. }) {
+            if let Some(p) = self.best_in(&self.starts, s, reach, atomics, budget) {
+                return p;
+            }
+        }
+        reach
+    }
+
+    /// The next chunk from `s`: its end and, with a counter, its exact token count.
+    fn next_chunk(
+        &self,
+        cands: &Candidates,
+        atomics: &[(usize, usize)],
+        s: usize,
+    ) -> (usize, Option<usize>) {
+        let full = self.measure.limit();
+        let mut budget = full;
+        let mut forced: Option<usize> = None;
+        loop {
+            let p = match forced {
+                Some(f) => f,
+                None => self.choose(cands, atomics, s, budget),
+            };
+            let Measure::Tokens { counter, .. } = self.measure else {
+                return (p, None);
+            };
+            let n = counter.count(&self.text[s..p]);
+            let one = next_boundary(self.text, s);
+            if n <= full || p <= one {
+                return (p, Some(n));
+            }
+            if forced.is_none() && budget > 1 {
+                budget = budget.saturating_sub((n - full).max(1)).max(1);
+            } else {
+                forced = Some(floor_boundary(self.text, s + (p - s) / 2).max(one));
+            }
+        }
+    }
+
+    fn pack(
+        &self,
+        cands: &Candidates,
+        atomics: &[(usize, usize)],
+    ) -> Vec<(usize, usize, Option<usize>)> {
+        let mut out: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        let mut s = self.rs;
+        while s < self.re {
+            let (p, n) = self.next_chunk(cands, atomics, s);
+            out.push((s, p, n));
+            s = p;
+        }
+        // A whitespace-only tail joins the chunk before it when that still fits.
+        while out.len() >= 2 {
+            let last = out[out.len() - 1];
+            if !self.text[last.0..last.1].trim().is_empty() {
+                break;
+            }
+            let prev = out[out.len() - 2];
+            let merged = match self.measure {
+                Measure::Chars { limit } => (self.cost(prev.0, last.1) <= *limit).then_some(None),
+                Measure::Tokens { counter, budget } => {
+                    let n = counter.count(&self.text[prev.0..last.1]);
+                    (n <= *budget).then_some(Some(n))
+                }
+            };
+            match merged {
+                Some(n) => {
+                    out.pop();
+                    if let Some(p) = out.last_mut() {
+                        *p = (prev.0, last.1, n);
+                    }
+                }
+                None => break,
+            }
+        }
+        out
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pack_all(
+    text: &str,
+    idx: &CharIndex<'_>,
+    regions: &[(usize, usize, Option<SectionId>)],
+    sentences: &[(usize, usize)],
+    atomics: &[(usize, usize)],
+    measure: &Measure<'_>,
+    pieces: &mut Vec<(usize, usize, Option<usize>, Option<SectionId>)>,
+) {
+    let cands = Candidates::new(text, sentences, atomics);
+    for &(rs, re, sec) in regions {
+        let (starts, ends) = match measure {
+            Measure::Tokens { counter, .. } => {
+                let mut starts = Vec::new();
+                let mut ends = Vec::new();
+                for (a, b) in counter.token_spans(&text[rs..re]) {
+                    let a = (rs + a).min(re);
+                    starts.push(a);
+                    ends.push((rs + b).max(a + 1));
+                }
+                starts.sort_unstable();
+                ends.sort_unstable();
+                (starts, ends)
+            }
+            Measure::Chars { .. } => (Vec::new(), Vec::new()),
+        };
+        let region = Region {
+            text,
+            idx,
+            rs,
+            re,
+            measure,
+            starts,
+            ends,
+        };
+        for (a, b, n) in region.pack(&cands, atomics) {
+            pieces.push((a, b, n, sec));
+        }
+    }
+}
+
+fn floor_boundary(text: &str, mut p: usize) -> usize {
+    p = p.min(text.len());
+    while p > 0 && !text.is_char_boundary(p) {
+        p -= 1;
+    }
+    p
+}
+
+fn next_boundary(text: &str, s: usize) -> usize {
+    let mut p = s + 1;
+    while p < text.len() && !text.is_char_boundary(p) {
+        p += 1;
+    }
+    p.min(text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{load_str, DocFormat};
+
+    /// Alphanumeric runs and single punctuation chars are tokens.
+    struct Words;
+    impl TokenCounter for Words {
+        fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
+            let mut out = Vec::new();
+            let mut word: Option<usize> = None;
+            for (i, c) in text.char_indices() {
+                if c.is_alphanumeric() {
+                    word.get_or_insert(i);
+                    continue;
+                }
+                if let Some(s) = word.take() {
+                    out.push((s, i));
+                }
+                if !c.is_whitespace() {
+                    out.push((i, i + c.len_utf8()));
+                }
+            }
+            if let Some(s) = word {
+                out.push((s, text.len()));
+            }
+            out
+        }
+        fn max_sequence_tokens(&self) -> usize {
+            256
+        }
+    }
+
+    fn parsed(text: &str) -> ParsedDocument {
+        ParsedDocument {
+            id: "d".into(),
+            title: "D".into(),
+            source: None,
+            metadata: Default::default(),
+            text: text.into(),
+            sections: Vec::new(),
+            atomic: Vec::new(),
+        }
+    }
+
+    fn md(text: &str) -> ParsedDocument {
+        load_str(DocFormat::Markdown, "d.md", text)
+            .unwrap()
+            .documents
+            .remove(0)
+    }
+
+    fn texts(doc: &Document) -> Vec<&str> {
+        (0..doc.chunks.len()).map(|i| doc.chunk_text(i)).collect()
+    }
+
+    #[test]
+    fn empty_and_whitespace_texts() {
+        for cfg in [
+            ChunkerConfig::Tokens { max_tokens: 8 },
+            ChunkerConfig::Chars { size: 8 },
+            ChunkerConfig::Sentence,
+            ChunkerConfig::Section { max_tokens: 8 },
+        ] {
+            let d = chunk(parsed(""), &cfg, Some(&Words)).unwrap();
+            assert!(d.chunks.is_empty() && d.sentences.is_empty());
+            let d = chunk(parsed(" \n\n "), &cfg, None).unwrap();
+            assert_eq!(d.chunks.len(), 1);
+        }
+    }
+
+    #[test]
+    fn tokens_prefer_paragraphs_and_respect_budget() {
+        let text =
+            "one two three.\n\nfour five six seven.\n\neight nine ten eleven twelve thirteen.";
+        // 6 tokens of content (8 minus 2 special).
+        let d = chunk(
+            parsed(text),
+            &ChunkerConfig::Tokens { max_tokens: 8 },
+            Some(&Words),
+        )
+        .unwrap();
+        assert_eq!(
+            texts(&d),
+            vec![
+                "one two three.\n\n",
+                "four five six seven.\n\n",
+                "eight nine ten eleven twelve ",
+                "thirteen."
+            ]
+        );
+        assert_eq!(
+            d.chunks.iter().map(|c| c.tokens).collect::<Vec<_>>(),
+            vec![4, 5, 5, 2]
+        );
+        // Whole text fits: one chunk.
+        let d = chunk(
+            parsed(text),
+            &ChunkerConfig::Tokens { max_tokens: 64 },
+            Some(&Words),
+        )
+        .unwrap();
+        assert_eq!(d.chunks.len(), 1);
+        assert_eq!(d.chunks[0].tokens, 16);
+    }
+
+    #[test]
+    fn without_counter_four_chars_per_token() {
+        let text = "aaaa bbbb cccc dddd";
+        let d = chunk(parsed(text), &ChunkerConfig::Tokens { max_tokens: 3 }, None).unwrap();
+        assert_eq!(texts(&d), vec!["aaaa bbbb ", "cccc dddd"]);
+        assert!(d.chunks.iter().all(|c| c.tokens == 0));
+    }
+
+    #[test]
+    fn giant_word_split_at_chars() {
+        let text = "é".repeat(25);
+        let d = chunk(parsed(&text), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
+        assert_eq!(
+            d.chunks
+                .iter()
+                .map(|c| c.range.char_len())
+                .collect::<Vec<_>>(),
+            vec![10, 10, 5]
+        );
+    }
+
+    #[test]
+    fn heading_not_left_alone() {
+        let body = "word ".repeat(40);
+        let d = chunk(
+            md(&format!("# Title\n\n{body}")),
+            &ChunkerConfig::Tokens { max_tokens: 22 },
+            Some(&Words),
+        )
+        .unwrap();
+        assert!(d.chunk_text(0).starts_with("# Title\n\nword word"));
+        assert!(d.chunks.iter().all(|c| c.tokens <= 20));
+    }
+
+    #[test]
+    fn chunks_never_cross_sections() {
+        let d = chunk(
+            md("intro text\n\n# A\nalpha\n## B\nbeta\n# C\ngamma"),
+            &ChunkerConfig::Tokens { max_tokens: 256 },
+            Some(&Words),
+        )
+        .unwrap();
+        assert_eq!(
+            texts(&d),
+            vec![
+                "intro text\n\n",
+                "# A\nalpha\n",
+                "## B\nbeta\n",
+                "# C\ngamma"
+            ]
+        );
+        let secs: Vec<_> = d.chunks.iter().map(|c| c.section).collect();
+        assert_eq!(secs, vec![None, Some(0), Some(1), Some(2)]);
+        assert_eq!(d.section_path(Some(1)), "A > B");
+        let s = chunk(
+            md("intro text\n\n# A\nalpha\n## B\nbeta\n# C\ngamma"),
+            &ChunkerConfig::Section { max_tokens: 256 },
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.chunks.len(), 4);
+    }
+
+    #[test]
+    fn code_block_kept_whole_when_it_fits() {
+        let code = "```\nline one here\nline two here\nline three here\n```\n";
+        let text = format!("Some intro words here.\n{code}after");
+        let d = chunk(md(&text), &ChunkerConfig::Chars { size: 70 }, None).unwrap();
+        assert!(
+            texts(&d).iter().any(|t| t.contains(code)),
+            "{:?}",
+            texts(&d)
+        );
+        // Too big for one chunk: split at lines inside.
+        let d = chunk(md(&text), &ChunkerConfig::Chars { size: 20 }, None).unwrap();
+        assert!(texts(&d).contains(&"line two here\n"), "{:?}", texts(&d));
+    }
+
+    #[test]
+    fn sentence_chunker() {
+        let text = "First one. Second one!\n\nThird\n```\na. b. c.\n```\n";
+        let d = chunk(md(text), &ChunkerConfig::Sentence, Some(&Words)).unwrap();
+        assert_eq!(
+            texts(&d),
+            vec![
+                "First one. ",
+                "Second one!\n\n",
+                "Third\n",
+                "```\na. b. c.\n```\n"
+            ]
+        );
+        assert_eq!(d.chunks[0].tokens, 3);
+    }
+
+    #[test]
+    fn whitespace_tail_joins_previous() {
+        let text = format!("abcdefgh{}", " ".repeat(3));
+        let d = chunk(parsed(&text), &ChunkerConfig::Chars { size: 9 }, None).unwrap();
+        // 11 chars cannot be one chunk; the tail stays separate only because it must.
+        assert_eq!(d.chunks.len(), 2);
+        let d = chunk(
+            parsed("abc def   "),
+            &ChunkerConfig::Chars { size: 10 },
+            None,
+        )
+        .unwrap();
+        assert_eq!(texts(&d), vec!["abc def   "]);
+    }
+
+    #[test]
+    fn hash_depends_on_config_and_content() {
+        let a = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
+        let b = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 11 }, None).unwrap();
+        let c = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
+        assert_ne!(a.hash, b.hash);
+        assert_eq!(a.hash, c.hash);
+    }
+
+    #[test]
+    fn tiny_token_budget_terminates() {
+        let d = chunk(
+            parsed("a, b; c!! dd"),
+            &ChunkerConfig::Tokens { max_tokens: 0 },
+            Some(&Words),
+        )
+        .unwrap();
+        assert!(d.chunks.iter().all(|c| c.tokens <= 1));
+    }
+}

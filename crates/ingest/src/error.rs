@@ -1,0 +1,94 @@
+use std::path::PathBuf;
+
+/// Why a file, a line of a JSONL file, a path given to the walker, or a document could not
+/// be ingested. Every variant names where the problem is.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The file or directory could not be read (missing, permissions, ...).
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file looks binary (a NUL byte in its first 8 KiB). Skipped.
+    #[error("{}: skipped: binary file", path.display())]
+    Binary {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is empty or holds only whitespace (after front matter, or after HTML
+    /// text extraction). Skipped.
+    #[error("{}: skipped: no text", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is not valid UTF-8.
+    #[error("{}: not valid UTF-8 (first bad byte at offset {byte_offset})", path.display())]
+    InvalidUtf8 {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the first invalid byte.
+        byte_offset: usize,
+    },
+    /// No loader handles the file's extension. Skipped.
+    #[error("{}: skipped: unsupported file type {extension:?}", path.display())]
+    UnknownExtension {
+        /// The file.
+        path: PathBuf,
+        /// The extension (without the dot, possibly empty).
+        extension: String,
+    },
+    /// One line of a JSONL corpus is malformed; the other lines still load.
+    #[error("{}:{line}: {message}", path.display())]
+    JsonlLine {
+        /// The JSONL file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The walker met a problem at a path (e.g. a directory that cannot be listed).
+    #[error("{}: {message}", path.display())]
+    Walk {
+        /// The path.
+        path: PathBuf,
+        /// What happened.
+        message: String,
+    },
+    /// An include or exclude glob does not parse.
+    #[error("invalid glob {glob:?}: {message}")]
+    Glob {
+        /// The glob as given.
+        glob: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The chunked document fails its invariants (a bug, or an inconsistent hand-made
+    /// [`crate::ParsedDocument`]).
+    #[error("document {doc_id}: {source}")]
+    Invalid {
+        /// The document.
+        doc_id: String,
+        /// The violated invariant.
+        #[source]
+        source: excerpt_core::Error,
+    },
+}
+
+impl IngestError {
+    /// True for the benign "skipped" reasons (binary, empty, unsupported type): the file
+    /// was not meant to be ingested, nothing is broken.
+    pub fn is_skip(&self) -> bool {
+        matches!(
+            self,
+            IngestError::Binary { .. }
+                | IngestError::Empty { .. }
+                | IngestError::UnknownExtension { .. }
+        )
+    }
+}

@@ -1,0 +1,500 @@
+//! Reading files and dispatching to the loader of their format.
+
+use std::path::{Path, PathBuf};
+
+use excerpt_core::{CharIndex, Section, SectionId};
+use serde::{Deserialize, Serialize};
+
+use crate::IngestError;
+
+/// A loaded document before chunking: its text and the structure found in it.
+///
+/// Every range refers to `text`, which is exactly what the chunked
+/// [`excerpt_core::Document`] stores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParsedDocument {
+    /// Unique id: the path relative to the ingest root (`/` separators), or the `id` of a
+    /// JSONL line.
+    pub id: String,
+    /// Display title.
+    pub title: String,
+    /// Where the document came from (the file path), if anywhere.
+    pub source: Option<String>,
+    /// Front matter or JSONL `metadata`.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The text all offsets refer to.
+    pub text: String,
+    /// Sections in reading order, with exact `range`/`own` into `text`.
+    pub sections: Vec<Section>,
+    /// Byte ranges (start, end) of `text` the chunker should not split when they fit in
+    /// one chunk: fenced code blocks (Markdown), `<pre>` blocks (HTML). Sorted.
+    #[serde(default)]
+    pub atomic: Vec<(usize, usize)>,
+}
+
+/// The formats the loaders understand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DocFormat {
+    /// Plain text, no structure.
+    Text,
+    /// CommonMark with YAML front matter.
+    Markdown,
+    /// HTML, text extracted.
+    Html,
+    /// One JSON document per line: `{"id", "title", "text", "metadata"?}`.
+    Jsonl,
+}
+
+impl DocFormat {
+    /// The format of a path by its extension (`txt`, `md`, `markdown`, `html`, `htm`,
+    /// `jsonl`; case-insensitive), or one of `opts.text_extensions` as plain text.
+    pub fn from_path(path: &Path, opts: &LoadOptions) -> Option<DocFormat> {
+        let ext = extension(path);
+        match ext.as_str() {
+            "txt" => Some(DocFormat::Text),
+            "md" | "markdown" => Some(DocFormat::Markdown),
+            "html" | "htm" => Some(DocFormat::Html),
+            "jsonl" => Some(DocFormat::Jsonl),
+            _ if opts
+                .text_extensions
+                .iter()
+                .any(|e| e.trim_start_matches('.').eq_ignore_ascii_case(&ext)) =>
+            {
+                Some(DocFormat::Text)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Options of the loaders.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Further extensions (without the dot, case-insensitive; `""` for files without an
+    /// extension) to load as plain text, e.g. `rst`, `log`. Off by default: unknown
+    /// extensions are skipped with [`IngestError::UnknownExtension`].
+    pub text_extensions: Vec<String>,
+}
+
+/// What loading one file produced: its documents and the problems that did not stop
+/// the rest (bad lines of a JSONL file).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Documents in file order.
+    pub documents: Vec<ParsedDocument>,
+    /// Per-line problems.
+    pub problems: Vec<IngestError>,
+}
+
+/// True when [`load_file`] has a loader for `path` (by extension).
+pub fn is_supported(path: &Path, opts: &LoadOptions) -> bool {
+    DocFormat::from_path(path, opts).is_some()
+}
+
+/// Loads one file with default options; see [`load_file`].
+///
+/// `root` is the ingest root the document id is made relative to (pass the file's parent
+/// directory for a file given directly). Bad lines of a JSONL file are dropped here; the
+/// first one is returned as the error only when no line loaded. Use [`load_file`] to see
+/// every problem.
+pub fn load_path(path: &Path, root: &Path) -> Result<Vec<ParsedDocument>, IngestError> {
+    let mut loaded = load_file(path, root, &LoadOptions::default())?;
+    if loaded.documents.is_empty() && !loaded.problems.is_empty() {
+        return Err(loaded.problems.remove(0));
+    }
+    Ok(loaded.documents)
+}
+
+/// Loads one file, choosing the loader by extension (see [`DocFormat::from_path`]).
+///
+/// The document id is `path` relative to `root` with `/` separators (the file name when
+/// `path` is not under `root`); JSONL documents keep their own ids. Never panics on bad
+/// input: binary files (a NUL byte in the first 8 KiB), empty or whitespace-only files,
+/// invalid UTF-8, unreadable files and unknown extensions give a typed error naming the
+/// path. A leading UTF-8 byte order mark is dropped; line ends are normalised to LF
+/// except in JSONL, whose texts are kept exactly.
+pub fn load_file(path: &Path, root: &Path, opts: &LoadOptions) -> Result<Loaded, IngestError> {
+    let Some(format) = DocFormat::from_path(path, opts) else {
+        return Err(IngestError::UnknownExtension {
+            path: path.to_path_buf(),
+            extension: extension(path),
+        });
+    };
+    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = decode(path, &bytes)?;
+    let id = relative_id(path, root);
+    let title = file_stem(path, &id);
+    let source = Some(path.display().to_string());
+    load_text(format, path, &id, &title, source, &text)
+}
+
+/// Loads an in-memory text as if it were a file of `format` named `id` (the id doubles
+/// as the path in errors; its file stem is the fallback title).
+pub fn load_str(format: DocFormat, id: &str, text: &str) -> Result<Loaded, IngestError> {
+    let path = PathBuf::from(id);
+    let title = file_stem(&path, id);
+    let text = if format == DocFormat::Jsonl {
+        text.to_string()
+    } else {
+        normalize_newlines(text.strip_prefix('\u{feff}').unwrap_or(text))
+    };
+    load_text(format, &path, id, &title, None, &text)
+}
+
+fn load_text(
+    format: DocFormat,
+    path: &Path,
+    id: &str,
+    title: &str,
+    source: Option<String>,
+    text: &str,
+) -> Result<Loaded, IngestError> {
+    if text.trim().is_empty() {
+        return Err(IngestError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let one = |doc: Result<ParsedDocument, IngestError>| -> Result<Loaded, IngestError> {
+        Ok(Loaded {
+            documents: vec![doc?],
+            problems: Vec::new(),
+        })
+    };
+    let base = ParsedDocument {
+        id: id.to_string(),
+        title: title.to_string(),
+        source,
+        metadata: serde_json::Map::new(),
+        text: String::new(),
+        sections: Vec::new(),
+        atomic: Vec::new(),
+    };
+    match format {
+        DocFormat::Text => one(Ok(ParsedDocument {
+            text: text.to_string(),
+            ..base
+        })),
+        DocFormat::Markdown => one(crate::markdown::load(path, base, text)),
+        DocFormat::Html => one(crate::html::load(path, base, text)),
+        DocFormat::Jsonl => Ok(crate::jsonl::load(path, base.source.as_deref(), text)),
+    }
+}
+
+/// Checks the bytes of a file and turns them into text: binary and invalid UTF-8 are
+/// refused, a BOM is dropped, line ends normalised (the caller keeps JSONL lines exact:
+/// normalisation never touches escaped `\r` inside JSON strings, and raw CR is not
+/// valid inside a JSON string anyway).
+fn decode(path: &Path, bytes: &[u8]) -> Result<String, IngestError> {
+    let head = &bytes[..bytes.len().min(8192)];
+    if head.contains(&0) {
+        return Err(IngestError::Binary {
+            path: path.to_path_buf(),
+        });
+    }
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| IngestError::InvalidUtf8 {
+        path: path.to_path_buf(),
+        byte_offset: e.valid_up_to(),
+    })?;
+    Ok(normalize_newlines(text))
+}
+
+/// CRLF and lone CR become LF.
+pub(crate) fn normalize_newlines(text: &str) -> String {
+    if !text.contains('\r') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' {
+            if chars.peek() == Some(&'\n') {
+                chars.next();
+            }
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// `path` relative to `root` with `/` separators, or the file name.
+pub(crate) fn relative_id(path: &Path, root: &Path) -> String {
+    let parts = |p: &Path| -> String {
+        p.components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    if let Ok(rel) = path.strip_prefix(root) {
+        let id = parts(rel);
+        if !id.is_empty() {
+            return id;
+        }
+    }
+    match path.file_name() {
+        Some(name) => name.to_string_lossy().into_owned(),
+        None => parts(path),
+    }
+}
+
+fn file_stem(path: &Path, id: &str) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| id.to_string())
+}
+
+/// A heading found by a loader: where its line starts in the text, its level and text.
+#[derive(Debug, Clone)]
+pub(crate) struct Heading {
+    pub start: usize,
+    pub level: u8,
+    pub text: String,
+}
+
+/// Byte offset of the start of the line containing `pos`.
+pub(crate) fn line_start(text: &str, pos: usize) -> usize {
+    let pos = pos.min(text.len());
+    text.as_bytes()[..pos]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1)
+}
+
+/// Builds the section tree from headings in reading order (starts strictly increasing
+/// and on char boundaries; others are dropped). `own` runs to the next heading, `range`
+/// to the next heading of the same or a higher level. When the text before the first
+/// heading is only whitespace, the first section starts at 0 so that no tiny
+/// whitespace-only region is left outside every section.
+pub(crate) fn build_sections(
+    text: &str,
+    headings: Vec<Heading>,
+) -> Result<Vec<Section>, excerpt_core::Error> {
+    let mut hs: Vec<Heading> = Vec::with_capacity(headings.len());
+    for h in headings {
+        let ok_order = hs.last().is_none_or(|p| h.start > p.start);
+        if ok_order && h.start < text.len() && text.is_char_boundary(h.start) {
+            hs.push(Heading {
+                level: h.level.clamp(1, 6),
+                ..h
+            });
+        }
+    }
+    if let Some(first) = hs.first_mut() {
+        if text[..first.start].trim().is_empty() {
+            first.start = 0;
+        }
+    }
+    let idx = CharIndex::new(text);
+    let mut sections: Vec<Section> = Vec::with_capacity(hs.len());
+    for (i, h) in hs.iter().enumerate() {
+        let own_end = hs.get(i + 1).map_or(text.len(), |n| n.start);
+        let range_end = hs[i + 1..]
+            .iter()
+            .find(|n| n.level <= h.level)
+            .map_or(text.len(), |n| n.start);
+        // Parent: nearest earlier section of a lower level.
+        let mut parent: Option<SectionId> = None;
+        let mut j = i;
+        while j > 0 {
+            j -= 1;
+            if sections[j].level < h.level {
+                parent = Some(j as SectionId);
+                break;
+            }
+        }
+        let mut path = parent
+            .map(|p| sections[p as usize].path.clone())
+            .unwrap_or_default();
+        path.push(h.text.clone());
+        sections.push(Section {
+            heading: h.text.clone(),
+            level: h.level,
+            path,
+            range: idx.range(h.start, range_end)?,
+            own: idx.range(h.start, own_end)?,
+            parent,
+        });
+    }
+    Ok(sections)
+}
+
+/// Collapses runs of whitespace to one space and trims.
+pub(crate) fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newlines_normalised() {
+        assert_eq!(normalize_newlines("a\r\nb\rc\n\r\n"), "a\nb\nc\n\n");
+    }
+
+    #[test]
+    fn ids_relative_with_slashes() {
+        let root = Path::new("/data/docs");
+        assert_eq!(relative_id(Path::new("/data/docs/a/b.md"), root), "a/b.md");
+        assert_eq!(relative_id(Path::new("/elsewhere/c.md"), root), "c.md");
+        assert_eq!(
+            relative_id(Path::new("/data/docs/x.txt"), Path::new("/data/docs/x.txt")),
+            "x.txt"
+        );
+    }
+
+    #[test]
+    fn section_tree() {
+        let text = "intro\n# A\na\n## B\nb\n### C\nc\n## D\nd\n# E\ne";
+        let starts = |s: &str| text.find(s).unwrap_or(0);
+        let hs = vec![
+            Heading {
+                start: starts("# A"),
+                level: 1,
+                text: "A".into(),
+            },
+            Heading {
+                start: starts("## B"),
+                level: 2,
+                text: "B".into(),
+            },
+            Heading {
+                start: starts("### C"),
+                level: 3,
+                text: "C".into(),
+            },
+            Heading {
+                start: starts("## D"),
+                level: 2,
+                text: "D".into(),
+            },
+            Heading {
+                start: starts("# E"),
+                level: 1,
+                text: "E".into(),
+            },
+        ];
+        let s = build_sections(text, hs).unwrap();
+        assert_eq!(s.len(), 5);
+        assert_eq!(s[2].path, vec!["A", "B", "C"]);
+        assert_eq!(s[2].parent, Some(1));
+        assert_eq!(s[3].parent, Some(0));
+        assert_eq!(s[4].parent, None);
+        assert_eq!(
+            s[0].range.slice(text),
+            "# A\na\n## B\nb\n### C\nc\n## D\nd\n"
+        );
+        assert_eq!(s[1].range.slice(text), "## B\nb\n### C\nc\n");
+        assert_eq!(s[1].own.slice(text), "## B\nb\n");
+        assert_eq!(s[4].own.slice(text), "# E\ne");
+    }
+
+    #[test]
+    fn leading_whitespace_joins_first_section() {
+        let text = "\n\n# A\nx";
+        let s = build_sections(
+            text,
+            vec![Heading {
+                start: 2,
+                level: 1,
+                text: "A".into(),
+            }],
+        )
+        .unwrap();
+        assert_eq!(s[0].own.byte_start, 0);
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn file_errors_are_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let write = |name: &str, bytes: &[u8]| {
+            let p = r.join(name);
+            fs::write(&p, bytes).unwrap();
+            p
+        };
+        let bin = write("bin.txt", b"abc\0def");
+        assert!(matches!(
+            load_path(&bin, r),
+            Err(IngestError::Binary { .. })
+        ));
+        let empty = write("empty.md", b"");
+        assert!(matches!(
+            load_path(&empty, r),
+            Err(IngestError::Empty { .. })
+        ));
+        let ws = write("ws.txt", b" \r\n\t\n");
+        let e = load_path(&ws, r).unwrap_err();
+        assert!(e.is_skip());
+        assert!(e.to_string().contains("ws.txt"));
+        let bad = write("bad.txt", b"ok \xff\xfe");
+        assert!(matches!(
+            load_path(&bad, r),
+            Err(IngestError::InvalidUtf8 { byte_offset: 3, .. })
+        ));
+        let unk = write("img.png", b"x");
+        assert!(matches!(
+            load_path(&unk, r),
+            Err(IngestError::UnknownExtension { .. })
+        ));
+        assert!(matches!(
+            load_path(&r.join("missing.txt"), r),
+            Err(IngestError::Io { .. })
+        ));
+        // Allowed extra extension loads as text.
+        let rst = write("notes.rst", b"\xEF\xBB\xBFline\r\nnext\r");
+        let opts = LoadOptions {
+            text_extensions: vec!["RST".into()],
+        };
+        let l = load_file(&rst, r, &opts).unwrap();
+        assert_eq!(l.documents[0].text, "line\nnext\n");
+        assert_eq!(l.documents[0].title, "notes");
+        assert_eq!(l.documents[0].id, "notes.rst");
+    }
+
+    #[test]
+    fn ids_and_jsonl_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("sub")).unwrap();
+        fs::write(r.join("sub/a.md"), "# Hi\ntext").unwrap();
+        let d = load_path(&r.join("sub/a.md"), r).unwrap();
+        assert_eq!(d[0].id, "sub/a.md");
+        assert_eq!(d[0].title, "Hi");
+        assert!(d[0].source.as_deref().is_some_and(|s| s.ends_with("a.md")));
+        fs::write(
+            r.join("c.jsonl"),
+            "{\"id\":\"x\",\"text\":\"a\\r\\nb\"}\r\nnope\n",
+        )
+        .unwrap();
+        let l = load_file(&r.join("c.jsonl"), r, &LoadOptions::default()).unwrap();
+        assert_eq!(l.documents[0].text, "a\r\nb");
+        assert_eq!(l.problems.len(), 1);
+        fs::write(r.join("bad.jsonl"), "nope\n").unwrap();
+        assert!(matches!(
+            load_path(&r.join("bad.jsonl"), r),
+            Err(IngestError::JsonlLine { line: 1, .. })
+        ));
+    }
+}

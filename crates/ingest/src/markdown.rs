@@ -1,0 +1,241 @@
+//! Markdown: YAML front matter, headings (ATX and setext) and fenced code blocks, found
+//! with pulldown-cmark's offset iterator so that `#` inside code is never a heading.
+
+use std::path::Path;
+
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+
+use crate::load::{build_sections, collapse_ws, line_start, Heading};
+use crate::{IngestError, ParsedDocument};
+
+/// Structure of a Markdown text: headings and fenced code block ranges.
+#[derive(Debug, Default)]
+pub(crate) struct Structure {
+    pub headings: Vec<Heading>,
+    pub fences: Vec<(usize, usize)>,
+}
+
+/// Finds top-level headings (not inside block quotes or lists) and fenced code blocks.
+/// With `atx_only`, setext headings are ignored.
+pub(crate) fn structure(text: &str, atx_only: bool) -> Structure {
+    let mut out = Structure::default();
+    let mut depth = 0usize;
+    // (level, start, text) of the heading being read.
+    let mut current: Option<(u8, usize, String)> = None;
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::BlockQuote(_) | Tag::List(_) | Tag::FootnoteDefinition(_)) => {
+                depth += 1
+            }
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::FootnoteDefinition) => {
+                depth = depth.saturating_sub(1)
+            }
+            Event::Start(Tag::Heading { level, .. }) if depth == 0 => {
+                let start = range.start.min(text.len());
+                let atx = text
+                    .get(start..)
+                    .is_some_and(|s| s.trim_start_matches(' ').starts_with('#'));
+                if !atx_only || atx {
+                    current = Some((level as u8, line_start(text, start), String::new()));
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((level, start, t)) = current.take() {
+                    out.headings.push(Heading {
+                        start,
+                        level,
+                        text: collapse_ws(&t),
+                    });
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                if let Some((_, _, buf)) = current.as_mut() {
+                    buf.push_str(&t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some((_, _, buf)) = current.as_mut() {
+                    buf.push(' ');
+                }
+            }
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
+                let start = line_start(text, range.start);
+                let mut end = range.end.min(text.len());
+                // Include the closing fence's line end: the block then ends at a line start.
+                let bytes = text.as_bytes();
+                if !bytes[..end].ends_with(b"\n") && bytes.get(end) == Some(&b'\n') {
+                    end += 1;
+                }
+                if start < end && text.is_char_boundary(end) {
+                    out.fences.push((start, end));
+                }
+            }
+            _ => {}
+        }
+    }
+    out.fences.sort_unstable();
+    out
+}
+
+/// Splits YAML front matter off: `---` on the first line, closed by a `---` or `...`
+/// line. Returns the metadata and the byte offset where the body starts (blank lines
+/// after the front matter are dropped too). `None` when there is no front matter, or
+/// it is not a YAML mapping (then it stays in the text).
+pub(crate) fn front_matter(
+    text: &str,
+) -> Option<(serde_json::Map<String, serde_json::Value>, usize)> {
+    let rest = text.strip_prefix("---\n")?;
+    let mut at = 4usize;
+    let mut body_start = None;
+    let mut yaml_end = 0usize;
+    for line in rest.split_inclusive('\n') {
+        let bare = line.trim_end_matches('\n').trim_end();
+        if bare == "---" || bare == "..." {
+            yaml_end = at;
+            body_start = Some(at + line.len());
+            break;
+        }
+        at += line.len();
+    }
+    let body_start = body_start?;
+    let yaml = &text[4..yaml_end];
+    let meta = if yaml.trim().is_empty() {
+        serde_json::Map::new()
+    } else {
+        match serde_norway::from_str::<serde_json::Value>(yaml) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(serde_json::Value::Null) => serde_json::Map::new(),
+            _ => return None,
+        }
+    };
+    // Drop the blank lines separating the front matter from the body.
+    let mut start = body_start;
+    for line in text[body_start..].split_inclusive('\n') {
+        if line.trim().is_empty() && line.ends_with('\n') {
+            start += line.len();
+        } else {
+            break;
+        }
+    }
+    Some((meta, start))
+}
+
+pub(crate) fn load(
+    path: &Path,
+    mut doc: ParsedDocument,
+    text: &str,
+) -> Result<ParsedDocument, IngestError> {
+    let body = match front_matter(text) {
+        Some((meta, start)) => {
+            doc.metadata = meta;
+            &text[start..]
+        }
+        None => text,
+    };
+    if body.trim().is_empty() {
+        return Err(IngestError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let st = structure(body, false);
+    let meta_title = doc
+        .metadata
+        .get("title")
+        .and_then(|t| match t {
+            serde_json::Value::String(s) => Some(collapse_ws(s)),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .filter(|t| !t.is_empty());
+    let h1 = st
+        .headings
+        .iter()
+        .find(|h| h.level == 1 && !h.text.is_empty())
+        .map(|h| h.text.clone());
+    if let Some(t) = meta_title.or(h1) {
+        doc.title = t;
+    }
+    doc.sections = build_sections(body, st.headings).map_err(|source| IngestError::Invalid {
+        doc_id: doc.id.clone(),
+        source,
+    })?;
+    doc.atomic = st.fences;
+    doc.text = body.to_string();
+    Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{load_str, DocFormat};
+
+    fn md(text: &str) -> ParsedDocument {
+        let mut l = load_str(DocFormat::Markdown, "notes/doc.md", text).unwrap();
+        l.documents.remove(0)
+    }
+
+    #[test]
+    fn front_matter_becomes_metadata() {
+        let d = md("---\ntitle: My Doc\ntags: [a, b]\n---\n\n# Heading\nBody\n");
+        assert_eq!(d.title, "My Doc");
+        assert_eq!(d.metadata["tags"], serde_json::json!(["a", "b"]));
+        assert_eq!(d.text, "# Heading\nBody\n");
+        assert_eq!(d.sections.len(), 1);
+        assert_eq!(d.sections[0].own.byte_start, 0);
+        assert_eq!(d.id, "notes/doc.md");
+    }
+
+    #[test]
+    fn title_falls_back_to_h1_then_stem() {
+        assert_eq!(md("intro\n\n## Two\n\n# One *x*\n").title, "One x");
+        assert_eq!(md("no headings\n").title, "doc");
+        // Front matter that is not a mapping stays in the text.
+        let d = md("---\njust text\n---\nbody\n");
+        assert!(d.text.starts_with("---"));
+    }
+
+    #[test]
+    fn setext_and_atx_headings() {
+        let text =
+            "Intro line\n\nFirst\n=====\n\npara\n\nSecond\n------\n\nmore\n\n### Third ###\nend";
+        let d = md(text);
+        let heads: Vec<_> = d
+            .sections
+            .iter()
+            .map(|s| (s.heading.as_str(), s.level))
+            .collect();
+        assert_eq!(heads, vec![("First", 1), ("Second", 2), ("Third", 3)]);
+        assert_eq!(d.sections[0].own.slice(&d.text), "First\n=====\n\npara\n\n");
+        assert_eq!(d.sections[2].path, vec!["First", "Second", "Third"]);
+        assert_eq!(d.sections[2].own.slice(&d.text), "### Third ###\nend");
+        assert_eq!(d.text, text);
+    }
+
+    #[test]
+    fn hashes_in_code_are_not_headings() {
+        let text = "# Real\n\n```sh\n# not a heading\necho hi\n```\n\n    # indented code\n\n## Also real\n";
+        let d = md(text);
+        let heads: Vec<_> = d.sections.iter().map(|s| s.heading.as_str()).collect();
+        assert_eq!(heads, vec!["Real", "Also real"]);
+        assert_eq!(d.atomic.len(), 1);
+        let (a, b) = d.atomic[0];
+        assert_eq!(&d.text[a..b], "```sh\n# not a heading\necho hi\n```\n");
+    }
+
+    #[test]
+    fn quoted_heading_is_not_a_section() {
+        let d = md("> # quoted\n\n# top\n");
+        assert_eq!(d.sections.len(), 1);
+        assert_eq!(d.sections[0].heading, "top");
+    }
+
+    #[test]
+    fn crlf_normalised_and_front_matter_only_is_empty() {
+        let d = md("# A\r\nb\r\n");
+        assert_eq!(d.text, "# A\nb\n");
+        assert!(matches!(
+            load_str(DocFormat::Markdown, "x.md", "---\ntitle: t\n---\n\n"),
+            Err(IngestError::Empty { .. })
+        ));
+    }
+}
