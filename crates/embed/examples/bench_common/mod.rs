@@ -1,0 +1,125 @@
+//! Shared body of the embedding benchmarks (`embed_bench` with mimalloc,
+//! `embed_bench_system` with the system allocator).
+
+use std::path::Path;
+use std::time::Instant;
+
+use excerpt_embed::{resolve_model, Embedder, LocalEmbedder, TokenCounter};
+
+/// Tokens per passage, roughly what the chunker produces.
+const PASSAGE_TOKENS: usize = 250;
+
+/// Passages of ~250 tokens cut from the QMSum corpus, or generated text when absent.
+fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
+    let corpus = Path::new("/work/shared/data/qmsum-val/corpus.jsonl");
+    let mut sources: Vec<String> = std::fs::read_to_string(corpus)
+        .ok()
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if sources.is_empty() {
+        eprintln!("corpus not found, using generated text");
+        let words = [
+            "the",
+            "committee",
+            "discussed",
+            "budget",
+            "remote",
+            "control",
+            "design",
+            "professor",
+            "agreed",
+            "that",
+            "speech",
+            "recognition",
+            "results",
+            "improved",
+            "after",
+            "training",
+            "on",
+            "new",
+            "data",
+            "and",
+            "marketing",
+            "wants",
+            "colour",
+        ];
+        let text: Vec<&str> = (0..200_000)
+            .map(|i| words[(i * 7 + i / 13) % words.len()])
+            .collect();
+        sources.push(text.join(" "));
+    }
+    let mut out = Vec::with_capacity(n);
+    'outer: for text in &sources {
+        let spans = counter.token_spans(text);
+        for chunk in spans.chunks(PASSAGE_TOKENS) {
+            if chunk.len() < PASSAGE_TOKENS {
+                break;
+            }
+            out.push(text[chunk[0].0..chunk[chunk.len() - 1].1].to_string());
+            if out.len() == n {
+                break 'outer;
+            }
+        }
+    }
+    while out.len() < n && !out.is_empty() {
+        out.push(out[out.len() % out.len().max(1)].clone());
+    }
+    out
+}
+
+/// Usage: `embed_bench [N] [BATCH]` (defaults 256 passages, batch 32).
+pub fn run(allocator: &str) {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(256);
+    let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(32);
+    let dir = match resolve_model(None) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let t0 = Instant::now();
+    let embedder = match LocalEmbedder::load(&dir) {
+        Ok(e) => e.with_batch_size(batch),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    println!("loaded {} in {:.2?}", embedder.model_id(), t0.elapsed());
+    let texts = passages(embedder.tokens(), n);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let tokens: usize = refs.iter().map(|t| embedder.tokens().count(t)).sum();
+    println!(
+        "{} passages, {:.0} tokens on average, batch {batch}, allocator {allocator}, threads {}",
+        refs.len(),
+        tokens as f64 / refs.len().max(1) as f64,
+        std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into())
+    );
+    // Warm up.
+    if let Err(e) = embedder.embed(&refs[..refs.len().min(batch)]) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+    let t = Instant::now();
+    match embedder.embed(&refs) {
+        Ok(v) => {
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "embedded {} passages in {secs:.2} s: {:.1} passages/s",
+                v.len(),
+                v.len() as f64 / secs
+            );
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The local embedder: a BERT-family sentence-transformers model run on the CPU with
+//! candle, and its tokenizer as a [`TokenCounter`].
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor, D};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use excerpt_core::{EmbedError, Embedder, TokenCounter};
+use serde::Deserialize;
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+/// Texts embedded per forward pass unless [`LocalEmbedder::with_batch_size`] says
+/// otherwise.
+pub const DEFAULT_BATCH_SIZE: usize = 32;
+
+/// Sequence length used when the model directory has no `sentence_bert_config.json`
+/// (capped by the model's `max_position_embeddings`).
+const DEFAULT_MAX_SEQ_LENGTH: usize = 512;
+
+/// Bytes hashed at each end of `model.safetensors` for [`LocalEmbedder::model_id`].
+const HASH_WINDOW: u64 = 1 << 20;
+
+/// How token vectors are pooled into one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// Mean of the token vectors, padding excluded (sentence-transformers' default).
+    Mean,
+    /// The vector of the first ([CLS]) token.
+    Cls,
+}
+
+/// A BERT-family sentence-transformers model on the CPU.
+///
+/// Load it with [`LocalEmbedder::load`]. Texts are truncated to the model's
+/// `max_seq_length` (256 tokens for all-MiniLM-L6-v2), embedded in batches padded to
+/// their longest member (texts are sorted by length within one call so that batches
+/// hold similar lengths; the output keeps the input order), pooled over the attention
+/// mask and L2-normalised. Matrix products use all cores (candle's gemm threads; set
+/// `RAYON_NUM_THREADS` to limit them).
+pub struct LocalEmbedder {
+    model: BertModel,
+    /// Truncates to `max_seq_length` and pads to the longest text of a batch.
+    tokenizer: Tokenizer,
+    counter: LocalTokenCounter,
+    pooling: Pooling,
+    dimension: usize,
+    batch_size: usize,
+    model_id: String,
+    device: Device,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("model_id", &self.model_id)
+            .field("dimension", &self.dimension)
+            .field("pooling", &self.pooling)
+            .field("max_seq_length", &self.counter.max_seq_length)
+            .field("batch_size", &self.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `1_Pooling/config.json`; only the fields we act on.
+#[derive(Debug, Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+}
+
+/// `sentence_bert_config.json`.
+#[derive(Debug, Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+/// One entry of `modules.json`.
+#[derive(Debug, Deserialize)]
+struct ModuleEntry {
+    #[serde(default)]
+    path: String,
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+fn load_error(path: &Path, message: impl Into<String>) -> EmbedError {
+    EmbedError::ModelLoad {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Inference {
+        message: format!("{context}: {err}"),
+    }
+}
+
+/// Reads and parses a JSON file; `None` when it does not exist.
+fn read_json_opt<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, EmbedError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(load_error(path, format!("cannot read: {e}"))),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| load_error(path, format!("malformed JSON: {e}")))
+}
+
+fn require_file(dir: &Path, name: &str) -> Result<PathBuf, EmbedError> {
+    let path = dir.join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(load_error(
+            &path,
+            format!(
+                "missing file `{name}` in model directory {} (expected a sentence-transformers \
+                 model with config.json, model.safetensors and tokenizer.json)",
+                dir.display()
+            ),
+        ))
+    }
+}
+
+/// Where the pooling module's config lives: from `modules.json` if present, else
+/// `1_Pooling/config.json`.
+fn pooling_config_path(dir: &Path) -> Result<PathBuf, EmbedError> {
+    let modules: Option<Vec<ModuleEntry>> = read_json_opt(&dir.join("modules.json"))?;
+    let sub = modules
+        .into_iter()
+        .flatten()
+        .find(|m| m.kind.ends_with(".Pooling") && !m.path.is_empty())
+        .map(|m| m.path)
+        .unwrap_or_else(|| "1_Pooling".to_string());
+    Ok(dir.join(sub).join("config.json"))
+}
+
+fn read_pooling(dir: &Path) -> Result<Pooling, EmbedError> {
+    let path = pooling_config_path(dir)?;
+    let Some(cfg) = read_json_opt::<PoolingConfig>(&path)? else {
+        return Ok(Pooling::Mean);
+    };
+    if cfg.pooling_mode_max_tokens || cfg.pooling_mode_mean_sqrt_len_tokens {
+        return Err(load_error(
+            &path,
+            "unsupported pooling mode (only mean and CLS pooling are implemented)",
+        ));
+    }
+    match (cfg.pooling_mode_mean_tokens, cfg.pooling_mode_cls_token) {
+        (true, true) => Err(load_error(
+            &path,
+            "unsupported pooling: both mean and CLS pooling enabled",
+        )),
+        (false, true) => Ok(Pooling::Cls),
+        _ => Ok(Pooling::Mean),
+    }
+}
+
+/// `<dir name>@<12 hex digits>`: blake3 of the file size and its first and last MiB.
+/// Cheap (2 MiB read) and changes whenever the weights file is replaced in practice.
+fn weights_fingerprint(dir: &Path, weights: &Path) -> Result<String, EmbedError> {
+    let io_err = |e: std::io::Error| load_error(weights, format!("cannot read: {e}"));
+    let mut file = File::open(weights).map_err(io_err)?;
+    let size = file.metadata().map_err(io_err)?.len();
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&size.to_le_bytes());
+    let mut buf = Vec::with_capacity(HASH_WINDOW as usize);
+    (&mut file)
+        .take(HASH_WINDOW)
+        .read_to_end(&mut buf)
+        .map_err(io_err)?;
+    hasher.update(&buf);
+    if size > HASH_WINDOW {
+        let tail_start = size.saturating_sub(HASH_WINDOW).max(HASH_WINDOW);
+        file.seek(SeekFrom::Start(tail_start)).map_err(io_err)?;
+        buf.clear();
+        file.read_to_end(&mut buf).map_err(io_err)?;
+        hasher.update(&buf);
+    }
+    let hex = hasher.finalize().to_hex();
+    let name = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "model".to_string());
+    Ok(format!("{name}@{}", &hex.as_str()[..12]))
+}
+
+impl LocalEmbedder {
+    /// Loads a sentence-transformers model directory.
+    ///
+    /// Reads `config.json` (a BERT config), `model.safetensors`, `tokenizer.json`, the
+    /// pooling module's `config.json` (mean pooling if absent) and
+    /// `sentence_bert_config.json` (`max_seq_length`, 512 if absent, capped by
+    /// `max_position_embeddings`). The tokenizer's own truncation and padding settings
+    /// are replaced: truncation to `max_seq_length`, padding to the longest text of a
+    /// batch.
+    ///
+    /// Fails with [`EmbedError::ModelLoad`] naming the missing or malformed file.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        if !dir.is_dir() {
+            return Err(load_error(dir, "model directory does not exist"));
+        }
+        let config_path = require_file(dir, "config.json")?;
+        let weights_path = require_file(dir, "model.safetensors")?;
+        let tokenizer_path = require_file(dir, "tokenizer.json")?;
+
+        // The exact (erf) GELU is kept: candle's tanh approximation measured slower here.
+        let config: BertConfig = read_json_opt(&config_path)?
+            .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
+        let pooling = read_pooling(dir)?;
+        let sbert_path = dir.join("sentence_bert_config.json");
+        let max_seq_length = read_json_opt::<SentenceBertConfig>(&sbert_path)?
+            .and_then(|c| c.max_seq_length)
+            .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
+            .min(config.max_position_embeddings);
+        if max_seq_length < 2 {
+            return Err(load_error(&sbert_path, "max_seq_length must be at least 2"));
+        }
+
+        let base = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| load_error(&tokenizer_path, format!("cannot parse tokenizer: {e}")))?;
+        let counter = LocalTokenCounter::new(base.clone(), max_seq_length, &tokenizer_path)?;
+        let tokenizer = embedding_tokenizer(base, max_seq_length, &config, &tokenizer_path)?;
+
+        let device = Device::Cpu;
+        let model_id = weights_fingerprint(dir, &weights_path)?;
+        let tensors = candle_core::safetensors::load(&weights_path, &device)
+            .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
+        let model = BertModel::load(vb, &config).map_err(|e| {
+            load_error(
+                &weights_path,
+                format!("weights do not match a BERT model with config.json: {e}"),
+            )
+        })?;
+
+        Ok(Self {
+            model,
+            tokenizer,
+            counter,
+            pooling,
+            dimension: config.hidden_size,
+            batch_size: DEFAULT_BATCH_SIZE,
+            model_id,
+            device,
+        })
+    }
+
+    /// Sets how many texts go through the model at once (at least 1; default
+    /// [`DEFAULT_BATCH_SIZE`]).
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// The batch size in use.
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// The pooling read from the model directory.
+    pub fn pooling(&self) -> Pooling {
+        self.pooling
+    }
+
+    /// Tokens per sequence, special tokens included; longer texts are truncated.
+    pub fn max_seq_length(&self) -> usize {
+        self.counter.max_seq_length
+    }
+
+    /// The tokenizer without truncation or padding, as a [`TokenCounter`].
+    pub fn tokens(&self) -> &LocalTokenCounter {
+        &self.counter
+    }
+
+    /// Embeds one batch (already ordered), returning normalised vectors in its order.
+    fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = texts.len();
+        let encodings = self
+            .tokenizer
+            .encode_batch_fast(texts, true)
+            .map_err(|e| inference_error("tokenization failed", e))?;
+        let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        if len == 0 {
+            return Err(inference_error("tokenization failed", "empty encoding"));
+        }
+        let mut ids = Vec::with_capacity(n * len);
+        let mut type_ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for enc in &encodings {
+            if enc.len() != len {
+                return Err(inference_error(
+                    "tokenization failed",
+                    "batch was not padded to one length",
+                ));
+            }
+            ids.extend_from_slice(enc.get_ids());
+            type_ids.extend_from_slice(enc.get_type_ids());
+            mask.extend_from_slice(enc.get_attention_mask());
+        }
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
+            let type_ids = Tensor::from_vec(type_ids, (n, len), &self.device)?;
+            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
+            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
+            let pooled = match self.pooling {
+                Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+                Pooling::Mean => {
+                    let mask = mask.to_dtype(DType::F32)?.unsqueeze(D::Minus1)?;
+                    let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+                    let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?;
+                    summed.broadcast_div(&counts)?
+                }
+            };
+            pooled.to_vec2::<f32>()
+        };
+        let mut vectors = run().map_err(|e| inference_error("model forward pass failed", e))?;
+        for v in &mut vectors {
+            normalize(v);
+        }
+        Ok(vectors)
+    }
+}
+
+/// Scales `v` to unit length (left as is when it is all zeros).
+fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 1e-12 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// The tokenizer used for embedding: truncation to `max_seq_length`, padding to the
+/// batch's longest sequence (overriding whatever `tokenizer.json` ships, e.g. fixed 128).
+fn embedding_tokenizer(
+    mut tokenizer: Tokenizer,
+    max_seq_length: usize,
+    config: &BertConfig,
+    path: &Path,
+) -> Result<Tokenizer, EmbedError> {
+    let mut padding = tokenizer
+        .get_padding()
+        .cloned()
+        .unwrap_or_else(|| PaddingParams {
+            pad_id: config.pad_token_id as u32,
+            ..PaddingParams::default()
+        });
+    padding.strategy = PaddingStrategy::BatchLongest;
+    padding.pad_to_multiple_of = None;
+    let truncation = TruncationParams {
+        max_length: max_seq_length,
+        ..tokenizer.get_truncation().cloned().unwrap_or_default()
+    };
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            stride: 0,
+            ..truncation
+        }))
+        .map_err(|e| load_error(path, format!("cannot set truncation: {e}")))?;
+    tokenizer.with_padding(Some(padding));
+    Ok(tokenizer)
+}
+
+impl Embedder for LocalEmbedder {
+    /// `<directory name>@<12 hex digits of a hash of the weights file>`.
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        // Sort by length so each batch pads little; write results back in input order.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+            let vectors = self.embed_batch(batch)?;
+            if vectors.len() != chunk.len() {
+                return Err(inference_error(
+                    "model forward pass failed",
+                    "wrong number of vectors",
+                ));
+            }
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn token_counter(&self) -> Option<&dyn TokenCounter> {
+        Some(&self.counter)
+    }
+}
+
+/// The model's tokenizer without truncation or padding, counting tokens for the
+/// chunker. Spans are byte ranges into the text given.
+#[derive(Clone)]
+pub struct LocalTokenCounter {
+    tokenizer: Tokenizer,
+    max_seq_length: usize,
+}
+
+impl std::fmt::Debug for LocalTokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalTokenCounter")
+            .field("max_seq_length", &self.max_seq_length)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalTokenCounter {
+    fn new(
+        mut tokenizer: Tokenizer,
+        max_seq_length: usize,
+        path: &Path,
+    ) -> Result<Self, EmbedError> {
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| load_error(path, format!("cannot disable truncation: {e}")))?;
+        tokenizer.with_padding(None);
+        Ok(Self {
+            tokenizer,
+            max_seq_length,
+        })
+    }
+
+    /// Loads just the tokenizer of a model directory (`tokenizer.json`, and
+    /// `max_seq_length` as [`LocalEmbedder::load`] reads it), without the weights.
+    pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let config_path = require_file(dir, "config.json")?;
+        let tokenizer_path = require_file(dir, "tokenizer.json")?;
+        let config: BertConfig = read_json_opt(&config_path)?
+            .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
+        let max_seq_length =
+            read_json_opt::<SentenceBertConfig>(&dir.join("sentence_bert_config.json"))?
+                .and_then(|c| c.max_seq_length)
+                .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
+                .min(config.max_position_embeddings);
+        let tokenizer = Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| load_error(&tokenizer_path, format!("cannot parse tokenizer: {e}")))?;
+        Self::new(tokenizer, max_seq_length, &tokenizer_path)
+    }
+}
+
+impl TokenCounter for LocalTokenCounter {
+    /// Byte ranges of the tokens of `text`, in order, without special tokens and
+    /// without truncation. Returns no spans if the tokenizer fails (it does not on
+    /// valid UTF-8 with a well-formed `tokenizer.json`).
+    fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
+        // `Tokenizer::encode` reports byte offsets into the original `&str`.
+        let Ok(encoding) = self.tokenizer.encode(text, false) else {
+            return Vec::new();
+        };
+        encoding
+            .get_offsets()
+            .iter()
+            .zip(encoding.get_special_tokens_mask())
+            .filter(|(_, &special)| special == 0)
+            .map(|(&(start, end), _)| (start.min(text.len()), end.min(text.len())))
+            .collect()
+    }
+
+    fn max_sequence_tokens(&self) -> usize {
+        self.max_seq_length
+    }
+
+    fn count(&self, text: &str) -> usize {
+        self.tokenizer
+            .encode_fast(text, false)
+            .map(|e| e.len())
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,244 @@
+//! The local model: reference embeddings, batching, order, tokenizer spans.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use excerpt_embed::{resolve_model, EmbedError, Embedder, LocalEmbedder, Pooling};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Reference {
+    model: String,
+    items: Vec<ReferenceItem>,
+}
+
+#[derive(Deserialize)]
+struct ReferenceItem {
+    text: String,
+    embedding: Vec<f32>,
+}
+
+fn model_dir() -> PathBuf {
+    match resolve_model(None) {
+        Ok(dir) => dir,
+        Err(e) => panic!(
+            "the test model all-MiniLM-L6-v2 is missing: {e}\n\
+             Fetch it with scripts/setup.sh (it goes to $EXCERPT_HOME/models or \
+             ~/.cache/excerpt/models)."
+        ),
+    }
+}
+
+/// One model shared by all tests of this binary (loading takes a moment).
+fn embedder() -> &'static LocalEmbedder {
+    static MODEL: OnceLock<LocalEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| match LocalEmbedder::load(&model_dir()) {
+        Ok(m) => m,
+        Err(e) => panic!("cannot load the test model: {e}"),
+    })
+}
+
+fn reference() -> Reference {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/minilm-reference.json"
+    );
+    let text = std::fs::read_to_string(path).expect("reference file is committed");
+    serde_json::from_str(&text).expect("reference file parses")
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+#[test]
+fn model_metadata() {
+    let e = embedder();
+    assert_eq!(e.dimension(), 384);
+    assert_eq!(e.max_seq_length(), 256);
+    assert_eq!(e.pooling(), Pooling::Mean);
+    let id = e.model_id();
+    let (name, hash) = id.split_once('@').expect("id is name@hash");
+    assert_eq!(name, "all-MiniLM-L6-v2");
+    assert_eq!(hash.len(), 12);
+    assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+    // Stable across loads.
+    let again = LocalEmbedder::load(&model_dir()).expect("loads");
+    assert_eq!(again.model_id(), id);
+    let counter = e.token_counter().expect("local model has a token counter");
+    assert_eq!(counter.max_sequence_tokens(), 256);
+    assert_eq!(counter.special_tokens(), 2);
+}
+
+#[test]
+fn matches_reference_embeddings() {
+    let reference = reference();
+    assert!(reference.model.contains("all-MiniLM-L6-v2"));
+    assert!(reference.items.len() >= 8);
+    let e = embedder();
+    // The long item must actually exceed the limit, so truncation is exercised.
+    let counter = e.token_counter().expect("counter");
+    assert!(
+        reference
+            .items
+            .iter()
+            .any(|it| counter.count(&it.text) + 2 > 256),
+        "reference should contain a text longer than 256 tokens"
+    );
+
+    let texts: Vec<&str> = reference.items.iter().map(|it| it.text.as_str()).collect();
+    let batched = e.embed(&texts).expect("embeds");
+    assert_eq!(batched.len(), texts.len());
+    for (item, got) in reference.items.iter().zip(&batched) {
+        let c = cosine(got, &item.embedding);
+        eprintln!(
+            "cosine {c:.6} for {:?}",
+            item.text.chars().take(40).collect::<String>()
+        );
+        assert!(
+            c >= 0.999,
+            "cosine {c} < 0.999 for {:?}",
+            item.text.chars().take(60).collect::<String>()
+        );
+    }
+    // Each text alone too (no padding at all).
+    for item in &reference.items {
+        let got = e.embed_query(&item.text).expect("embeds");
+        let c = cosine(&got, &item.embedding);
+        assert!(
+            c >= 0.999,
+            "single: cosine {c} for {:?}",
+            item.text.chars().take(60).collect::<String>()
+        );
+    }
+}
+
+fn mixed_texts() -> Vec<String> {
+    let reference = reference();
+    let mut texts: Vec<String> = reference.items.into_iter().map(|it| it.text).collect();
+    texts.push(String::new());
+    texts.push("short".into());
+    texts.push(
+        "A medium length sentence about quarterly budgets and the remote control design.".repeat(3),
+    );
+    texts.push("word ".repeat(400));
+    texts.push("Another one: the committee discussed the new curriculum.".into());
+    texts
+}
+
+#[test]
+fn batches_equal_singles_and_keep_order() {
+    let texts = mixed_texts();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let singles: Vec<Vec<f32>> = refs
+        .iter()
+        .map(|t| embedder().embed(&[t]).expect("embeds").remove(0))
+        .collect();
+    // Small batches mix lengths differently; results must not depend on batching.
+    for batch_size in [1, 3, 32] {
+        let e = LocalEmbedder::load(&model_dir())
+            .expect("loads")
+            .with_batch_size(batch_size);
+        assert_eq!(e.batch_size(), batch_size);
+        let got = e.embed(&refs).expect("embeds");
+        assert_eq!(got.len(), refs.len());
+        for (i, (g, s)) in got.iter().zip(&singles).enumerate() {
+            let c = cosine(g, s);
+            assert!(c >= 0.9999, "batch {batch_size}, text {i}: cosine {c}");
+        }
+    }
+    // Reversed input gives reversed output.
+    let reversed: Vec<&str> = refs.iter().rev().copied().collect();
+    let got = embedder().embed(&reversed).expect("embeds");
+    for (g, s) in got.iter().zip(singles.iter().rev()) {
+        assert!(cosine(g, s) >= 0.9999);
+    }
+    // Distinct texts give distinct vectors (order really is preserved, not just shape).
+    assert!(cosine(&singles[0], &singles[1]) < 0.99);
+}
+
+#[test]
+fn vectors_are_unit_length() {
+    let texts = mixed_texts();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    for v in embedder().embed(&refs).expect("embeds") {
+        assert_eq!(v.len(), 384);
+        assert!((norm(&v) - 1.0).abs() < 1e-4, "norm {}", norm(&v));
+        assert!(v.iter().all(|x| x.is_finite()));
+    }
+    assert!(embedder()
+        .embed(&[])
+        .expect("empty input is fine")
+        .is_empty());
+}
+
+#[test]
+fn token_spans_are_byte_ranges() {
+    let counter = embedder().token_counter().expect("counter");
+    let text = "Ünïcödé text: café, naïve, 東京, Привет, emoji 🙂 included. Hello world!";
+    let spans = counter.token_spans(text);
+    assert!(!spans.is_empty());
+    assert_eq!(counter.count(text), spans.len());
+    let mut last_end = 0;
+    for &(s, e) in &spans {
+        assert!(s < e && e <= text.len(), "span {s}..{e}");
+        assert!(text.is_char_boundary(s) && text.is_char_boundary(e));
+        assert!(s >= last_end, "spans overlap or go backwards");
+        last_end = e;
+    }
+    // Byte offsets, not char offsets: the CJK characters are whole tokens of 3 bytes.
+    let tokyo = text.find('東').expect("present");
+    assert!(spans.contains(&(tokyo, tokyo + '東'.len_utf8())));
+    // Wordpieces of a word cover it contiguously.
+    let hello = text.find("Hello").expect("present");
+    assert!(spans.contains(&(hello, hello + 5)));
+
+    // No special tokens, no truncation.
+    assert!(counter.token_spans("").is_empty());
+    assert!(counter.token_spans("   \n\t ").is_empty());
+    let long = "token ".repeat(1000);
+    assert_eq!(counter.count(&long), 1000);
+    assert_eq!(counter.token_spans(&long).len(), 1000);
+}
+
+#[test]
+fn load_errors_name_the_missing_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let err = LocalEmbedder::load(tmp.path()).expect_err("empty dir fails");
+    match &err {
+        EmbedError::ModelLoad { path, message } => {
+            assert!(path.ends_with("config.json"), "{path}");
+            assert!(message.contains("config.json"), "{message}");
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    // With config.json present, the next missing file is named.
+    std::fs::copy(
+        model_dir().join("config.json"),
+        tmp.path().join("config.json"),
+    )
+    .expect("copy");
+    let err = LocalEmbedder::load(tmp.path()).expect_err("no weights");
+    assert!(err.to_string().contains("model.safetensors"), "{err}");
+
+    let missing = tmp.path().join("nope");
+    let err = LocalEmbedder::load(&missing).expect_err("no dir");
+    assert!(matches!(err, EmbedError::ModelLoad { .. }));
+    assert!(err.to_string().contains("nope"));
+}
+
+#[test]
+fn embedders_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<LocalEmbedder>();
+    check::<excerpt_embed::RemoteEmbedder>();
+    let _: &dyn Embedder = embedder();
+}

@@ -1,0 +1,6 @@
+//! Integration tests of excerpt-embed: the local model against reference embeddings,
+//! its tokenizer, model location, and the remote client against a real local server.
+
+mod local;
+mod location;
+mod remote;

@@ -1,0 +1,391 @@
+//! The remote client against a real HTTP server on 127.0.0.1 speaking the
+//! OpenAI embeddings protocol, with scripted failures.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use excerpt_embed::{EmbedError, Embedder, RemoteConfig, RemoteEmbedder};
+use serde::Deserialize;
+use serde_json::json;
+
+const DIM: usize = 8;
+
+/// A scripted failure, answered instead of embeddings while the script lasts.
+#[derive(Clone, Copy)]
+enum Fail {
+    Status(u16),
+    RateLimited { retry_after_secs: u32 },
+}
+
+#[derive(Default)]
+struct ServerState {
+    script: Mutex<VecDeque<Fail>>,
+    /// Answer every request with this failure (after the script).
+    always: Mutex<Option<Fail>>,
+    /// Return `data` in reverse order (with correct `index`).
+    reverse: bool,
+    requests: AtomicUsize,
+    auth: Mutex<Vec<Option<String>>>,
+    models: Mutex<Vec<String>>,
+    batch_sizes: Mutex<Vec<usize>>,
+}
+
+#[derive(Deserialize)]
+struct EmbedRequest {
+    model: String,
+    input: Vec<String>,
+}
+
+/// A deterministic, deliberately unnormalised vector for `text`.
+fn fake_vector(text: &str) -> Vec<f32> {
+    let h = blake3::hash(text.as_bytes());
+    h.as_bytes()[..DIM]
+        .iter()
+        .map(|&b| (b as f32 - 127.5) * 3.0)
+        .collect()
+}
+
+fn normalized(mut v: Vec<f32>) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= n);
+    v
+}
+
+async fn embeddings(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Json(req): Json<EmbedRequest>,
+) -> Response {
+    state.requests.fetch_add(1, Ordering::SeqCst);
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    state.auth.lock().unwrap().push(auth);
+    state.models.lock().unwrap().push(req.model.clone());
+    let scripted = state.script.lock().unwrap().pop_front();
+    let fail = scripted.or(*state.always.lock().unwrap());
+    match fail {
+        Some(Fail::Status(code)) => {
+            let status = StatusCode::from_u16(code).unwrap();
+            return (
+                status,
+                Json(json!({"error": {"message": format!("scripted {code}")}})),
+            )
+                .into_response();
+        }
+        Some(Fail::RateLimited { retry_after_secs }) => {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", retry_after_secs.to_string())],
+                "slow down",
+            )
+                .into_response();
+        }
+        None => {}
+    }
+    state.batch_sizes.lock().unwrap().push(req.input.len());
+    let mut data: Vec<_> = req
+        .input
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": fake_vector(t)}))
+        .collect();
+    if state.reverse {
+        data.reverse();
+    }
+    Json(json!({
+        "object": "list",
+        "data": data,
+        "model": req.model,
+        "usage": {"prompt_tokens": 0, "total_tokens": 0}
+    }))
+    .into_response()
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    state: Arc<ServerState>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl TestServer {
+    fn start(state: ServerState) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let state = Arc::new(state);
+        let app = Router::new()
+            .route("/v1/embeddings", post(embeddings))
+            .with_state(state.clone());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        runtime.spawn(async move {
+            axum::serve(listener, app).await.expect("serve");
+        });
+        Self {
+            addr,
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn config(&self) -> RemoteConfig {
+        RemoteConfig {
+            max_retries: 3,
+            initial_backoff: Duration::from_millis(10),
+            timeout: Duration::from_secs(10),
+            ..RemoteConfig::new(self.url(), "test-embed-model")
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+}
+
+fn texts(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("passage number {i}")).collect()
+}
+
+fn check_vectors(texts: &[String], got: &[Vec<f32>]) {
+    assert_eq!(got.len(), texts.len());
+    for (t, v) in texts.iter().zip(got) {
+        let want = normalized(fake_vector(t));
+        assert_eq!(v.len(), DIM);
+        for (a, b) in v.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-6, "vector of {t:?} differs");
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn normal_path_batches_and_normalises() {
+    let server = TestServer::start(ServerState::default());
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    assert_eq!(
+        embedder.endpoint(),
+        format!("{}/v1/embeddings", server.url())
+    );
+    assert_eq!(embedder.model_id(), "test-embed-model");
+    let texts = texts(150);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let got = embedder.embed(&refs).expect("embeds");
+    check_vectors(&texts, &got);
+    assert_eq!(*server.state.batch_sizes.lock().unwrap(), vec![64, 64, 22]);
+    assert!(server
+        .state
+        .models
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|m| m == "test-embed-model"));
+    // Dimension learned from the responses; no extra request for it.
+    let before = server.requests();
+    assert_eq!(embedder.dimension(), DIM);
+    assert_eq!(server.requests(), before);
+    // Query embedding and empty input.
+    let q = embedder.embed_query("passage number 3").expect("query");
+    check_vectors(&texts[3..4], &[q]);
+    assert!(embedder.embed(&[]).expect("empty").is_empty());
+}
+
+#[test]
+fn base_url_with_v1_and_dimension_probe() {
+    let server = TestServer::start(ServerState::default());
+    let config = RemoteConfig {
+        url: format!("{}/v1/", server.url()),
+        batch_size: 5,
+        ..server.config()
+    };
+    let embedder = RemoteEmbedder::new(config).expect("client");
+    assert_eq!(
+        embedder.endpoint(),
+        format!("{}/v1/embeddings", server.url())
+    );
+    // Unknown dimension: probed with one request.
+    assert_eq!(embedder.dimension(), DIM);
+    assert_eq!(server.requests(), 1);
+    let texts = texts(12);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    check_vectors(&texts, &embedder.embed(&refs).expect("embeds"));
+    assert_eq!(server.requests(), 4);
+}
+
+#[test]
+fn reordered_index_is_put_back_in_order() {
+    let server = TestServer::start(ServerState {
+        reverse: true,
+        ..Default::default()
+    });
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    let texts = texts(10);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    check_vectors(&texts, &embedder.embed(&refs).expect("embeds"));
+}
+
+#[test]
+fn rate_limit_then_success_honours_retry_after() {
+    let server = TestServer::start(ServerState::default());
+    server
+        .state
+        .script
+        .lock()
+        .unwrap()
+        .push_back(Fail::RateLimited {
+            retry_after_secs: 1,
+        });
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    let texts = texts(3);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    let got = embedder.embed(&refs).expect("succeeds after retry");
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "Retry-After was not honoured"
+    );
+    check_vectors(&texts, &got);
+    assert_eq!(server.requests(), 2);
+}
+
+#[test]
+fn service_unavailable_twice_then_success() {
+    let server = TestServer::start(ServerState::default());
+    server
+        .state
+        .script
+        .lock()
+        .unwrap()
+        .extend([Fail::Status(503), Fail::Status(503)]);
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    let texts = texts(4);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    check_vectors(
+        &texts,
+        &embedder.embed(&refs).expect("succeeds on third try"),
+    );
+    assert_eq!(server.requests(), 3);
+}
+
+#[test]
+fn persistent_server_error_fails_with_status() {
+    let server = TestServer::start(ServerState {
+        always: Mutex::new(Some(Fail::Status(500))),
+        ..Default::default()
+    });
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    let err = embedder.embed(&["x"]).expect_err("fails");
+    match &err {
+        EmbedError::Remote {
+            url,
+            status,
+            message,
+        } => {
+            assert_eq!(*status, Some(500));
+            assert!(url.ends_with("/v1/embeddings"));
+            assert!(message.contains("scripted 500"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // One attempt plus max_retries.
+    assert_eq!(server.requests(), 4);
+}
+
+#[test]
+fn unauthorized_is_not_retried() {
+    let server = TestServer::start(ServerState {
+        always: Mutex::new(Some(Fail::Status(401))),
+        ..Default::default()
+    });
+    let embedder = RemoteEmbedder::new(server.config()).expect("client");
+    let err = embedder.embed(&["x"]).expect_err("fails");
+    assert!(
+        matches!(
+            err,
+            EmbedError::Remote {
+                status: Some(401),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
+fn api_key_from_env_is_sent_as_bearer() {
+    const VAR: &str = "EXCERPT_EMBED_TEST_KEY_7F3A";
+    // Edition 2021: set_var is safe; no other test reads this variable.
+    std::env::set_var(VAR, "sk-test-secret");
+    let server = TestServer::start(ServerState::default());
+    let with_key = RemoteEmbedder::new(RemoteConfig {
+        api_key_env: Some(VAR.into()),
+        ..server.config()
+    })
+    .expect("client");
+    with_key.embed(&["a"]).expect("embeds");
+    // An unset variable, or none configured: no header (local servers need none).
+    let unset = RemoteEmbedder::new(RemoteConfig {
+        api_key_env: Some("EXCERPT_EMBED_TEST_UNSET_VAR_9C1".into()),
+        ..server.config()
+    })
+    .expect("client");
+    unset.embed(&["b"]).expect("embeds");
+    let none = RemoteEmbedder::new(server.config()).expect("client");
+    none.embed(&["c"]).expect("embeds");
+    let auth = server.state.auth.lock().unwrap().clone();
+    assert_eq!(
+        auth,
+        vec![Some("Bearer sk-test-secret".to_string()), None, None]
+    );
+    // The key never shows in Debug output.
+    assert!(!format!("{with_key:?}").contains("sk-test-secret"));
+}
+
+#[test]
+fn connection_refused_is_retried_then_reported() {
+    // A port with nothing listening: bind, note the port, close.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port");
+    let embedder = RemoteEmbedder::new(RemoteConfig {
+        max_retries: 2,
+        initial_backoff: Duration::from_millis(5),
+        ..RemoteConfig::new(format!("http://{addr}"), "m")
+    })
+    .expect("client");
+    let err = embedder.embed(&["x"]).expect_err("nothing listens");
+    match &err {
+        EmbedError::Remote {
+            status, message, ..
+        } => {
+            assert_eq!(*status, None);
+            assert!(message.contains("after 2 retries"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_config_is_rejected() {
+    assert!(RemoteEmbedder::new(RemoteConfig::new("ftp://x", "m")).is_err());
+    assert!(RemoteEmbedder::new(RemoteConfig::new("http://127.0.0.1:1", " ")).is_err());
+}
