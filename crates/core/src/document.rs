@@ -256,12 +256,17 @@ impl ChunkKey {
 /// The header indexed (embedded and searched) with a chunk, never part of its text:
 /// `Document: <title>` and, inside a section, ` / Section: <path>`.
 pub fn chunk_header(doc: &Document, chunk: &Chunk) -> String {
-    let path = doc.section_path(chunk.section);
-    match (doc.title.trim(), path.is_empty()) {
+    header_text(&doc.title, &doc.section_path(chunk.section))
+}
+
+/// The header for a title and a section path (see [`chunk_header`]); `""` when both are
+/// empty.
+pub fn header_text(title: &str, section_path: &str) -> String {
+    match (title.trim(), section_path.is_empty()) {
         ("", true) => String::new(),
-        ("", false) => format!("Section: {path}"),
+        ("", false) => format!("Section: {section_path}"),
         (t, true) => format!("Document: {t}"),
-        (t, false) => format!("Document: {t} / Section: {path}"),
+        (t, false) => format!("Document: {t} / Section: {section_path}"),
     }
 }
 

@@ -14,7 +14,7 @@ mod error;
 mod hash;
 mod offsets;
 
-pub use document::{chunk_header, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section, SectionId};
+pub use document::{chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section, SectionId};
 pub use embedder::{Embedder, EmbedError, TokenCounter};
 pub use error::Error;
 pub use hash::content_hash;

@@ -47,6 +47,33 @@ pub fn chunk(
     config: &ChunkerConfig,
     counter: Option<&dyn TokenCounter>,
 ) -> Result<Document, IngestError> {
+    chunk_with_headers(parsed, config, counter, false)
+}
+
+/// [`chunk`] for an index that embeds a header with every chunk
+/// ([`excerpt_core::indexed_text`]): with `headers` and a counter, the token budget of
+/// every chunk of the document shrinks by the tokens of its longest header, so header
+/// and chunk together still fit the model (the budget never drops below half the
+/// limit: a giant title is truncated by the model rather than shredding the text).
+pub fn chunk_with_headers(
+    parsed: ParsedDocument,
+    config: &ChunkerConfig,
+    counter: Option<&dyn TokenCounter>,
+    headers: bool,
+) -> Result<Document, IngestError> {
+    let header_tokens = match (headers, counter) {
+        (true, Some(c)) => std::iter::once(excerpt_core::header_text(&parsed.title, ""))
+            .chain(
+                parsed
+                    .sections
+                    .iter()
+                    .map(|s| excerpt_core::header_text(&parsed.title, &s.path_string())),
+            )
+            .map(|h| c.count(&h))
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    };
     let ParsedDocument {
         id,
         title,
@@ -81,10 +108,13 @@ pub fn chunk(
         }
         ChunkerConfig::Tokens { max_tokens } | ChunkerConfig::Section { max_tokens } => {
             let measure = match counter {
-                Some(c) => Measure::Tokens {
-                    counter: c,
-                    budget: max_tokens.saturating_sub(c.special_tokens()).max(1),
-                },
+                Some(c) => {
+                    let full = max_tokens.saturating_sub(c.special_tokens()).max(1);
+                    Measure::Tokens {
+                        counter: c,
+                        budget: full.saturating_sub(header_tokens).max(full / 2).max(1),
+                    }
+                }
                 None => Measure::Chars {
                     limit: max_tokens.saturating_mul(CHARS_PER_TOKEN_ESTIMATE).max(1),
                 },
@@ -627,6 +657,25 @@ mod tests {
 
     fn texts(doc: &Document) -> Vec<&str> {
         (0..doc.chunks.len()).map(|i| doc.chunk_text(i)).collect()
+    }
+
+    #[test]
+    fn headers_shrink_the_token_budget() {
+        // Header "Document: A long title / Section: Part" is 8 Words tokens (':' and '/'
+        // count); with a 20-token limit and 2 special tokens, chunks get 10 tokens.
+        let text = "# Part\n\n".to_string() + &"word ".repeat(60);
+        let mut p = md(&text);
+        p.title = "A long title".into();
+        let cfg = ChunkerConfig::Tokens { max_tokens: 20 };
+        let plain = chunk(p.clone(), &cfg, Some(&Words)).unwrap();
+        let with = chunk_with_headers(p, &cfg, Some(&Words), true).unwrap();
+        assert!(plain.chunks.iter().all(|c| c.tokens <= 18));
+        assert!(plain.chunks.iter().any(|c| c.tokens > 10));
+        for c in &with.chunks {
+            let header = excerpt_core::chunk_header(&with, c);
+            assert!(Words.count(&header) + c.tokens as usize <= 18, "{header:?} + {}", c.tokens);
+        }
+        assert!(with.chunks.len() > plain.chunks.len());
     }
 
     #[test]
