@@ -1,1 +1,26 @@
-fn main() {}
+//! The `excerpt` command. Thin: parses arguments into typed options, calls the
+//! [`excerpt::Engine`], renders. Exit codes: 0 success, 1 error, 2 usage error,
+//! 3 nothing could be ingested, 4 not found (no index, unknown document id).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod args;
+mod bench;
+mod commands;
+mod progress;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(commands::exit_code(&e))
+        }
+    }
+}

@@ -1,13 +1,36 @@
 //! Context assembly: turning ranked chunks into context that reads like the source.
 //!
+//! - [`assemble`] with a [`StrategyConfig`] and an [`AssembleRequest`]: the single entry
+//!   point. The strategies ([`Strategy`]): `topk`, `adjacent`, `rse`, `window`, `section`,
+//!   `auto`; the guarantees they all keep are documented on [`assemble`]
+//!   (exact slices, merged non-overlapping pieces, exact token budget, determinism).
 //! - [`Context`] and [`Piece`]: the typed output (exact slices with provenance).
-//! - [`Hit`], [`Corpus`], [`LlmTokens`]: what strategies read.
+//! - [`Hit`], [`Corpus`], [`LlmTokens`]: what strategies read; [`TiktokenCounter`] counts
+//!   LLM tokens with an embedded BPE vocabulary.
+//! - [`render_json`], [`render_markdown`], [`render_text`]: renderings of a context.
 //! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search.
 
+mod assemble;
+mod auto;
 mod context;
+mod error;
+pub mod render;
+mod rse;
+mod section;
 pub mod segments;
+mod strategy;
+mod tokens;
+mod window;
 
+pub use assemble::{assemble, AssembleRequest};
 pub use context::{Context, Corpus, Hit, LlmTokens, Piece};
+pub use error::ContextError;
+pub use render::{render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION};
 pub use segments::{
     best_segment, select_segments, DocValues, Segment, SegmentError, SegmentParams, SelectedSegment,
 };
+pub use strategy::{
+    AdjacentParams, AutoInner, AutoParams, RseParams, RsePreset, SectionParams, Strategy,
+    StrategyConfig, TopkParams, WindowParams,
+};
+pub use tokens::TiktokenCounter;

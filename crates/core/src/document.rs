@@ -125,6 +125,7 @@ pub struct Document {
     /// Where it came from (a path), if anywhere.
     pub source: Option<String>,
     /// Free-form metadata (front matter, JSONL `metadata`).
+    #[serde(with = "metadata_serde")]
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// The text every offset refers to.
     pub text: String,
@@ -279,5 +280,29 @@ pub fn indexed_text(doc: &Document, chunk: &Chunk, headers: bool) -> String {
         text.to_string()
     } else {
         format!("{header}\n{text}")
+    }
+}
+
+/// Metadata is arbitrary JSON: a map in human-readable formats, a JSON string in binary
+/// ones (which cannot carry self-describing values such as postcard, used on disk).
+mod metadata_serde {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    type Map = serde_json::Map<String, serde_json::Value>;
+
+    pub fn serialize<S: Serializer>(m: &Map, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            m.serialize(s)
+        } else {
+            serde_json::to_string(m).map_err(serde::ser::Error::custom)?.serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Map, D::Error> {
+        if d.is_human_readable() {
+            Map::deserialize(d)
+        } else {
+            let s = String::deserialize(d)?;
+            serde_json::from_str(&s).map_err(serde::de::Error::custom)
+        }
     }
 }

@@ -214,3 +214,18 @@ fn corrupt_segment_is_reported_not_panicked() {
     std::fs::write(&seg, bytes).unwrap();
     assert!(matches!(Snapshot::open(dir.path()), Err(IndexError::Corrupt { .. })));
 }
+
+#[test]
+fn metadata_survives_the_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let mut a = doc("a", "x|y");
+    a.metadata = serde_json::json!({"year": 2021, "tags": ["a", "b"], "nested": {"k": null}})
+        .as_object()
+        .cloned()
+        .unwrap();
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.commit().unwrap();
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.doc(0).unwrap().metadata, a.metadata);
+}

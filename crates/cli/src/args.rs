@@ -1,0 +1,176 @@
+//! Raw command-line arguments (clap derive). Every option can also come from an
+//! `EXCERPT_*` environment variable.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Excerpt: retrieval for RAG that returns context reading like the source: contiguous
+/// segments, sections or whole documents, in reading order, with exact offsets.
+///
+/// Quick start:
+///   excerpt ingest docs/            # index a folder (Markdown, HTML, text, JSONL)
+///   excerpt query "how are chunks made?"
+///   excerpt query "..." --format json | jq .pieces[0]
+///
+/// Everything runs offline with a local embedding model (fetched once by
+/// scripts/setup.sh). The index lives in ./.excerpt unless --index says otherwise.
+#[derive(Debug, Parser)]
+#[command(name = "excerpt", version, about, long_about, verbatim_doc_comment)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Index directory.
+    #[arg(long, global = true, env = "EXCERPT_INDEX", default_value = ".excerpt")]
+    pub index: PathBuf,
+    /// Local embedding model: a sentence-transformers directory, or a name under
+    /// $EXCERPT_HOME/models (default all-MiniLM-L6-v2).
+    #[arg(long, global = true, env = "EXCERPT_MODEL")]
+    pub model: Option<String>,
+    /// Use an OpenAI-compatible embeddings endpoint instead of the local model
+    /// (e.g. http://localhost:11434/v1 for Ollama).
+    #[arg(long, global = true, env = "EXCERPT_EMBED_URL")]
+    pub embed_url: Option<String>,
+    /// Model name sent to --embed-url.
+    #[arg(long, global = true, env = "EXCERPT_EMBED_MODEL", default_value = "text-embedding-3-small")]
+    pub embed_model: String,
+    /// Environment variable holding the API key for --embed-url.
+    #[arg(long, global = true, env = "EXCERPT_EMBED_API_KEY_ENV", default_value = "OPENAI_API_KEY")]
+    pub embed_api_key_env: String,
+    /// Tokenizer for LLM token budgets.
+    #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "cl100k_base",
+          value_parser = ["cl100k_base", "o200k_base"])]
+    pub llm_encoding: String,
+    /// No progress bars or summaries on stderr (errors are still printed).
+    #[arg(long, short, global = true, env = "EXCERPT_QUIET")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Add files and directories to the index (new and changed documents only).
+    ///
+    /// Directories are walked recursively, honouring .gitignore/.ignore files and
+    /// skipping hidden files. Supported: .md/.markdown, .html/.htm, .txt, and .jsonl
+    /// corpora ({"id","title","text","metadata"} per line). Document ids are paths
+    /// relative to the directory given (or the JSONL id). Re-ingesting an unchanged file
+    /// is a no-op; a changed file replaces its old version. Work is committed in batches,
+    /// so an interrupted ingest keeps what it finished.
+    #[command(verbatim_doc_comment)]
+    Ingest(IngestArgs),
+    /// Retrieve context for a query and print it.
+    Query(QueryArgs),
+    /// List the indexed documents.
+    Docs(FormatArgs),
+    /// Remove documents by id.
+    Rm {
+        /// Document ids (see `excerpt docs`).
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Show index statistics: documents, chunks, bytes, model, chunker, size on disk.
+    Stats(FormatArgs),
+    /// Measure index build, size, memory and query latency on a generated collection.
+    Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Files or directories.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Only files matching this glob (relative to the directory; repeatable).
+    #[arg(long, env = "EXCERPT_INCLUDE", value_delimiter = ',')]
+    pub include: Vec<String>,
+    /// Skip files matching this glob (repeatable).
+    #[arg(long, env = "EXCERPT_EXCLUDE", value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// Also walk hidden files and directories.
+    #[arg(long, env = "EXCERPT_HIDDEN")]
+    pub hidden: bool,
+    /// Do not honour .gitignore/.ignore files.
+    #[arg(long, env = "EXCERPT_NO_IGNORE")]
+    pub no_ignore: bool,
+    /// Also load files with these extensions as plain text (e.g. rst,log).
+    #[arg(long, env = "EXCERPT_TEXT_EXT", value_delimiter = ',')]
+    pub text_ext: Vec<String>,
+    /// Chunker of a new index: tokens[:N] (default tokens:256, model tokens),
+    /// chars[:N], sentence, section[:N]. Fixed once the index exists.
+    #[arg(long, env = "EXCERPT_CHUNKER")]
+    pub chunker: Option<excerpt::ChunkerConfig>,
+    /// Do not embed and search the "Document: title / Section: path" header with each
+    /// chunk (new index only).
+    #[arg(long, env = "EXCERPT_NO_HEADERS")]
+    pub no_headers: bool,
+    /// Commit after this many new chunks (an interrupted ingest keeps what was
+    /// committed).
+    #[arg(long, env = "EXCERPT_COMMIT_EVERY", default_value_t = 2048, hide_short_help = true)]
+    pub commit_every: usize,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// Structured context for an LLM: grouped by document, with headers.
+    Text,
+    /// Markdown.
+    Markdown,
+    /// The context value as JSON (pieces with doc_id, start, end, text, score).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The query.
+    pub text: String,
+    /// Context strategy: topk, adjacent, rse, window, section, auto.
+    #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "topk")]
+    pub strategy: String,
+    /// LLM-token budget for the whole context.
+    #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000)]
+    pub budget: usize,
+    /// Hits handed to the strategy (default: every fused candidate; the budget cuts).
+    #[arg(long, short = 'k', env = "EXCERPT_TOP_K")]
+    pub top_k: Option<usize>,
+    /// First-stage retrieval.
+    #[arg(long, env = "EXCERPT_MODE", default_value = "hybrid", value_parser = ["dense", "bm25", "hybrid"])]
+    pub mode: String,
+    /// Fusion in hybrid mode: rrf[:K], minmax[:ALPHA], dbsf[:ALPHA] (ALPHA weights dense).
+    #[arg(long, env = "EXCERPT_FUSION", default_value = "rrf:60")]
+    pub fusion: String,
+    /// Candidates each search returns before fusion.
+    #[arg(long, env = "EXCERPT_CANDIDATES", default_value_t = 100)]
+    pub candidates: usize,
+    /// Only these documents (repeatable).
+    #[arg(long = "doc", value_name = "ID")]
+    pub docs: Vec<String>,
+    /// Only documents whose id starts with this prefix (repeatable).
+    #[arg(long = "prefix", value_name = "PREFIX")]
+    pub prefixes: Vec<String>,
+    /// Metadata condition: key=value, key=a|b, key>=n, key<=n, key=n..m (repeatable, all
+    /// must hold).
+    #[arg(long = "where", value_name = "COND")]
+    pub conditions: Vec<String>,
+    /// Output format.
+    #[arg(long, short, env = "EXCERPT_FORMAT", value_enum, default_value = "text")]
+    pub format: Format,
+    /// Closing instruction of the text format ("" for none).
+    #[arg(long, env = "EXCERPT_INSTRUCTION")]
+    pub instruction: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FormatArgs {
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,56 @@
+//! The ingest progress bar: chunks embedded out of chunks queued, with rate and ETA.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use excerpt::IngestProgress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Bar {
+    bar: ProgressBar,
+    files: AtomicUsize,
+    files_done: AtomicUsize,
+}
+
+impl Bar {
+    pub fn new(quiet: bool) -> Bar {
+        let target = if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        let bar = ProgressBar::with_draw_target(Some(0), target);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} files {msg} [{bar:30}] {pos}/{len} chunks  {per_sec}  ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        Bar { bar, files: AtomicUsize::new(0), files_done: AtomicUsize::new(0) }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    fn update_msg(&self) {
+        self.bar.set_message(format!(
+            "{}/{}",
+            self.files_done.load(Ordering::Relaxed),
+            self.files.load(Ordering::Relaxed)
+        ));
+    }
+}
+
+impl IngestProgress for Bar {
+    fn files_found(&self, files: usize) {
+        self.files.store(files, Ordering::Relaxed);
+        self.update_msg();
+    }
+    fn file_done(&self, _path: &str) {
+        self.files_done.fetch_add(1, Ordering::Relaxed);
+        self.update_msg();
+    }
+    fn chunks_queued(&self, chunks: usize) {
+        self.bar.inc_length(chunks as u64);
+    }
+    fn chunks_done(&self, chunks: usize) {
+        self.bar.inc(chunks as u64);
+    }
+}

@@ -1,0 +1,76 @@
+//! Errors of context assembly.
+
+use excerpt_core::EmbedError;
+
+use crate::segments::SegmentError;
+
+/// Why context assembly (or building one of its parts) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// A strategy name that is not one of `topk`, `adjacent`, `rse`, `window`, `section`,
+    /// `auto` (or an unknown preset).
+    #[error("unknown strategy {0:?}: expected topk, adjacent, rse[:balanced|precision|find_all], window, section or auto")]
+    UnknownStrategy(String),
+    /// A parameter is out of range.
+    #[error("{strategy}: invalid parameter {param}: {message}")]
+    InvalidParams {
+        /// The strategy whose parameters are wrong.
+        strategy: &'static str,
+        /// The parameter.
+        param: &'static str,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// A hit names a document or chunk the corpus does not have.
+    #[error("hit {index} names chunk {ordinal} of document {doc}, which the corpus does not have")]
+    MissingChunk {
+        /// Position of the hit in the ranked list.
+        index: usize,
+        /// Document position.
+        doc: u32,
+        /// Chunk ordinal.
+        ordinal: u32,
+    },
+    /// A hit has a score or relevance that is not a finite number.
+    #[error("hit {index} has a non-finite {what}: {value}")]
+    InvalidHit {
+        /// Position of the hit in the ranked list.
+        index: usize,
+        /// `score` or `relevance`.
+        what: &'static str,
+        /// The value given.
+        value: f32,
+    },
+    /// Two vectors that must be compared have different lengths.
+    #[error("vector dimension mismatch: {what} has {got} dimensions, expected {expected}")]
+    DimensionMismatch {
+        /// Which vector.
+        what: &'static str,
+        /// Expected length (the query vector's).
+        expected: usize,
+        /// Length found.
+        got: usize,
+    },
+    /// The embedder returned the wrong number of vectors.
+    #[error("embedder returned {got} vectors for {expected} texts")]
+    EmbedCount {
+        /// Texts sent.
+        expected: usize,
+        /// Vectors received.
+        got: usize,
+    },
+    /// Embedding sentences or the query failed.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    /// The segment search refused its input.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+    /// A tokenizer could not be loaded.
+    #[error("cannot load tokenizer {name}: {message}")]
+    Tokenizer {
+        /// Encoding name.
+        name: String,
+        /// What failed.
+        message: String,
+    },
+}

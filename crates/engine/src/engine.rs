@@ -1,0 +1,143 @@
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use excerpt_context::TiktokenCounter;
+use excerpt_core::{ChunkerConfig, Embedder};
+use excerpt_embed::{resolve_model, LocalEmbedder, RemoteConfig, RemoteEmbedder};
+use excerpt_index::Snapshot;
+
+use crate::EngineError;
+
+/// Which embedding model to use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbedderSpec {
+    /// A local sentence-transformers directory, or a model name under
+    /// `$EXCERPT_HOME/models` (`None`: all-MiniLM-L6-v2).
+    Local {
+        /// Directory or name.
+        model: Option<String>,
+    },
+    /// An OpenAI-compatible `/v1/embeddings` endpoint.
+    Remote(RemoteConfig),
+}
+
+/// How to open an [`Engine`].
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The index directory.
+    pub index_dir: PathBuf,
+    /// The embedding model.
+    pub embedder: EmbedderSpec,
+    /// Chunker for a new index (`None`: the index's own, or the default for a new one).
+    pub chunker: Option<ChunkerConfig>,
+    /// Whether a new index embeds and searches chunk headers (`None`: the index's own,
+    /// or on for a new one).
+    pub headers: Option<bool>,
+    /// LLM token encoding for budgets (`cl100k_base` or `o200k_base`).
+    pub llm_encoding: String,
+}
+
+impl EngineOptions {
+    /// Defaults for an index directory: local default model, default chunker, headers on,
+    /// `cl100k_base` budgets.
+    pub fn new(index_dir: impl Into<PathBuf>) -> Self {
+        EngineOptions {
+            index_dir: index_dir.into(),
+            embedder: EmbedderSpec::Local { model: None },
+            chunker: None,
+            headers: None,
+            llm_encoding: "cl100k_base".into(),
+        }
+    }
+}
+
+/// The library facade: ingest into, query and maintain one index directory.
+///
+/// The embedding model and the LLM tokenizer are loaded on first use, so listing or
+/// removing documents never loads a model. Snapshots are cached and refreshed when the
+/// index has a newer commit.
+pub struct Engine {
+    pub(crate) options: EngineOptions,
+    embedder: OnceLock<Arc<dyn Embedder>>,
+    llm_tokens: OnceLock<Arc<TiktokenCounter>>,
+    snapshot: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `options.index_dir` (nothing is read yet).
+    pub fn new(options: EngineOptions) -> Engine {
+        Engine {
+            options,
+            embedder: OnceLock::new(),
+            llm_tokens: OnceLock::new(),
+            snapshot: Mutex::new(None),
+        }
+    }
+
+    /// An engine using a caller-provided embedder.
+    pub fn with_embedder(options: EngineOptions, embedder: Arc<dyn Embedder>) -> Engine {
+        let e = Engine::new(options);
+        let _ = e.embedder.set(embedder);
+        e
+    }
+
+    /// The index directory.
+    pub fn index_dir(&self) -> &Path {
+        &self.options.index_dir
+    }
+
+    /// The embedding model, loaded on first call.
+    pub fn embedder(&self) -> Result<Arc<dyn Embedder>, EngineError> {
+        if let Some(e) = self.embedder.get() {
+            return Ok(e.clone());
+        }
+        let loaded: Arc<dyn Embedder> = match &self.options.embedder {
+            EmbedderSpec::Local { model } => {
+                let dir = resolve_model(model.as_deref())?;
+                Arc::new(LocalEmbedder::load(&dir)?)
+            }
+            EmbedderSpec::Remote(cfg) => Arc::new(RemoteEmbedder::new(cfg.clone())?),
+        };
+        Ok(self.embedder.get_or_init(|| loaded).clone())
+    }
+
+    /// The LLM token counter budgets are measured with, loaded on first call.
+    pub fn llm_tokens(&self) -> Result<Arc<TiktokenCounter>, EngineError> {
+        if let Some(t) = self.llm_tokens.get() {
+            return Ok(t.clone());
+        }
+        let t = Arc::new(TiktokenCounter::new(&self.options.llm_encoding)?);
+        Ok(self.llm_tokens.get_or_init(|| t).clone())
+    }
+
+    /// The latest committed snapshot (cached; reopened when a newer generation exists).
+    pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
+        let current = excerpt_index::Manifest::load(&self.options.index_dir)?
+            .map(|m| m.generation)
+            .ok_or_else(|| excerpt_index::IndexError::NotFound { dir: self.options.index_dir.clone() })?;
+        let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = guard.as_ref() {
+            if s.manifest().generation == current {
+                return Ok(s.clone());
+            }
+        }
+        let s = Arc::new(Snapshot::open(&self.options.index_dir)?);
+        *guard = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Deletes documents by id; returns the ids that existed. One atomic commit.
+    pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
+        let snap = self.snapshot()?;
+        let mut w = excerpt_index::IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
+        let removed: Vec<String> = ids.iter().filter(|id| w.delete(id)).cloned().collect();
+        w.commit()?;
+        Ok(removed)
+    }
+}
