@@ -378,7 +378,14 @@ fn topk(
             continue;
         };
         let o = h.key.ordinal as usize;
-        if !sel.try_add(h.key.doc, doc, chunk_span(doc, o, o), h.score, h.relevance, &[h.key.ordinal]) {
+        if !sel.try_add(
+            h.key.doc,
+            doc,
+            chunk_span(doc, o, o),
+            h.score,
+            h.relevance,
+            &[h.key.ordinal],
+        ) {
             notes.push(format!(
                 "topk: stopped at rank {} (chunk did not fit the remaining budget)",
                 h.rank + 1
@@ -441,7 +448,13 @@ pub(crate) fn adjacent(
     }
     let mut order: Vec<(ChunkKey, Cand)> = cands.into_iter().collect();
     order.sort_by(|(ka, a), (kb, b)| {
-        let phase = |c: &Cand| if p.hits_first { c.hit_rank.map_or(usize::MAX, |r| r) } else { 0 };
+        let phase = |c: &Cand| {
+            if p.hits_first {
+                c.hit_rank.map_or(usize::MAX, |r| r)
+            } else {
+                0
+            }
+        };
         phase(a)
             .cmp(&phase(b))
             .then(b.score.total_cmp(&a.score))
@@ -455,8 +468,19 @@ pub(crate) fn adjacent(
             continue;
         };
         let o = key.ordinal as usize;
-        let hit: &[u32] = if c.hit_rank.is_some() { std::slice::from_ref(&key.ordinal) } else { &[] };
-        if sel.try_add(key.doc, doc, chunk_span(doc, o, o), c.score, c.relevance, hit) {
+        let hit: &[u32] = if c.hit_rank.is_some() {
+            std::slice::from_ref(&key.ordinal)
+        } else {
+            &[]
+        };
+        if sel.try_add(
+            key.doc,
+            doc,
+            chunk_span(doc, o, o),
+            c.score,
+            c.relevance,
+            hit,
+        ) {
             added += 1;
         }
     }

@@ -8,10 +8,35 @@ use crate::strategy::{AutoInner, AutoParams, RseParams, RsePreset};
 
 /// Words that make a query broad (enumeration, comparison, exhaustiveness).
 const BROAD_CUES: &[&str] = &[
-    "all", "compare", "compared", "comparing", "comparison", "contrast", "difference",
-    "differences", "differ", "versus", "vs", "every", "each", "list", "enumerate", "overview",
-    "summarize", "summarise", "summary", "both", "between", "pros", "cons", "advantages",
-    "disadvantages", "types", "kinds", "ways", "steps",
+    "all",
+    "compare",
+    "compared",
+    "comparing",
+    "comparison",
+    "contrast",
+    "difference",
+    "differences",
+    "differ",
+    "versus",
+    "vs",
+    "every",
+    "each",
+    "list",
+    "enumerate",
+    "overview",
+    "summarize",
+    "summarise",
+    "summary",
+    "both",
+    "between",
+    "pros",
+    "cons",
+    "advantages",
+    "disadvantages",
+    "types",
+    "kinds",
+    "ways",
+    "steps",
 ];
 
 /// Query class: index into [`AutoParams`]' per-class arrays.
@@ -71,7 +96,11 @@ pub(crate) fn auto(
     let mut cut: Option<(usize, f32)> = None;
     for i in min_keep..n {
         let prev = hits[i - 1].relevance;
-        let gap = if prev > 0.0 { (prev - hits[i].relevance) / prev } else { 0.0 };
+        let gap = if prev > 0.0 {
+            (prev - hits[i].relevance) / prev
+        } else {
+            0.0
+        };
         if cut.is_none_or(|(_, g)| gap > g) {
             cut = Some((i, gap));
         }

@@ -25,7 +25,9 @@ mod window;
 pub use assemble::{assemble, AssembleRequest};
 pub use context::{Context, Corpus, Hit, LlmTokens, Piece};
 pub use error::ContextError;
-pub use render::{render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION};
+pub use render::{
+    render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
+};
 pub use segments::{
     best_segment, select_segments, DocValues, Segment, SegmentError, SegmentParams, SelectedSegment,
 };

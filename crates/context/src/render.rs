@@ -10,7 +10,8 @@
 use crate::context::{Context, Piece};
 
 /// The default closing instruction of [`render_text`].
-pub const DEFAULT_CLOSING_INSTRUCTION: &str = "Use the excerpts above to answer the user's question. \
+pub const DEFAULT_CLOSING_INSTRUCTION: &str =
+    "Use the excerpts above to answer the user's question. \
 They are exact quotations, shown in reading order within each document. If the answer is spread \
 across several excerpts or documents, synthesize them into one coherent answer, and say so if \
 the excerpts do not contain it.";
@@ -83,8 +84,17 @@ pub fn render_markdown(ctx: &Context) -> String {
     }
     for (i, g) in gs.iter().enumerate() {
         let d = g[0];
-        let title = if d.title.trim().is_empty() { &d.doc_id } else { &d.title };
-        s.push_str(&format!("\n## {}. {}\n\n`{}`\n", i + 1, title.trim(), d.doc_id));
+        let title = if d.title.trim().is_empty() {
+            &d.doc_id
+        } else {
+            &d.title
+        };
+        s.push_str(&format!(
+            "\n## {}. {}\n\n`{}`\n",
+            i + 1,
+            title.trim(),
+            d.doc_id
+        ));
         for p in g {
             let mut head = Vec::new();
             if !p.section.is_empty() {
@@ -125,11 +135,19 @@ pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
     let n_docs = gs.len();
     for (i, g) in gs.iter().enumerate() {
         let d = g[0];
-        let title = if d.title.trim().is_empty() { d.doc_id.as_str() } else { d.title.trim() };
+        let title = if d.title.trim().is_empty() {
+            d.doc_id.as_str()
+        } else {
+            d.title.trim()
+        };
+        let name = if title == d.doc_id {
+            title.to_string()
+        } else {
+            format!("{title} ({})", d.doc_id)
+        };
         s.push_str(&format!(
-            "\n--- Document {} of {n_docs}: {title} ({}) · {} ---\n",
+            "\n--- Document {} of {n_docs}: {name} · {} ---\n",
             i + 1,
-            d.doc_id,
             plural(g.len(), "excerpt", "excerpts")
         ));
         for p in g {
@@ -146,7 +164,11 @@ pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
         s.push_str(&format!("\n--- End of document {} ---\n", i + 1));
     }
     s.push_str("\n=== END OF DOCUMENT CONTEXT ===\n");
-    if let Some(instr) = opts.closing_instruction.as_deref().filter(|i| !i.trim().is_empty()) {
+    if let Some(instr) = opts
+        .closing_instruction
+        .as_deref()
+        .filter(|i| !i.trim().is_empty())
+    {
         s.push('\n');
         s.push_str(instr.trim_end());
         s.push('\n');

@@ -60,7 +60,11 @@ impl CosMap {
 
 fn fit_map(points: &[(f64, f64)], cap: f64) -> CosMap {
     let n = points.len() as f64;
-    let identity = CosMap { a: 0.0, b: 1.0, cap };
+    let identity = CosMap {
+        a: 0.0,
+        b: 1.0,
+        cap,
+    };
     if points.len() < 2 {
         return identity;
     }
@@ -75,7 +79,11 @@ fn fit_map(points: &[(f64, f64)], cap: f64) -> CosMap {
     if !(b > 0.0 && b.is_finite()) {
         return identity;
     }
-    CosMap { a: my - b * mx, b, cap }
+    CosMap {
+        a: my - b * mx,
+        b,
+        cap,
+    }
 }
 
 pub(crate) fn rse(

@@ -43,9 +43,14 @@ struct Unit {
 
 fn unit_of(doc: &Document, ordinal: usize) -> (UnitKey, usize, usize) {
     let chunk = &doc.chunks[ordinal];
-    if let Some(sec) = chunk.section.and_then(|s| doc.sections.get(s as usize).map(|x| (s, x))) {
+    if let Some(sec) = chunk
+        .section
+        .and_then(|s| doc.sections.get(s as usize).map(|x| (s, x)))
+    {
         let r = sec.1.range;
-        let first = doc.chunks.partition_point(|c| c.range.byte_end <= r.byte_start);
+        let first = doc
+            .chunks
+            .partition_point(|c| c.range.byte_end <= r.byte_start);
         let last = doc
             .chunks
             .partition_point(|c| c.range.byte_start < r.byte_end)
@@ -102,7 +107,10 @@ pub(crate) fn section(
             u.relevance = u.relevance.max(h.relevance);
             u.hits.push(*h);
         }
-        let best_score = doc_hits.iter().map(|h| h.score).fold(f32::NEG_INFINITY, f32::max);
+        let best_score = doc_hits
+            .iter()
+            .map(|h| h.score)
+            .fold(f32::NEG_INFINITY, f32::max);
         let best_rel = doc_hits.iter().map(|h| h.relevance).fold(0.0, f32::max);
         let mut ordinals: Vec<u32> = doc_hits.iter().map(|h| h.key.ordinal).collect();
         ordinals.sort_unstable();
@@ -127,12 +135,26 @@ pub(crate) fn section(
         for u in order {
             let mut unit_hits: Vec<u32> = u.hits.iter().map(|h| h.key.ordinal).collect();
             unit_hits.sort_unstable();
-            if sel.try_add(d, doc, chunk_span(doc, u.first, u.last), u.score, u.relevance, &unit_hits) {
+            if sel.try_add(
+                d,
+                doc,
+                chunk_span(doc, u.first, u.last),
+                u.score,
+                u.relevance,
+                &unit_hits,
+            ) {
                 continue;
             }
             for h in &u.hits {
                 let o = h.key.ordinal as usize;
-                sel.try_add(d, doc, chunk_span(doc, o, o), h.score, h.relevance, &[h.key.ordinal]);
+                sel.try_add(
+                    d,
+                    doc,
+                    chunk_span(doc, o, o),
+                    h.score,
+                    h.relevance,
+                    &[h.key.ordinal],
+                );
             }
         }
     }

@@ -89,7 +89,11 @@ fn check_range(
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(invalid(strategy, param, format!("must be in [{lo}, {hi}], got {v}")))
+        Err(invalid(
+            strategy,
+            param,
+            format!("must be in [{lo}, {hi}], got {v}"),
+        ))
     }
 }
 
@@ -102,7 +106,11 @@ fn check_min(
     if v >= min {
         Ok(())
     } else {
-        Err(invalid(strategy, param, format!("must be >= {min}, got {v}")))
+        Err(invalid(
+            strategy,
+            param,
+            format!("must be >= {min}, got {v}"),
+        ))
     }
 }
 
@@ -159,10 +167,18 @@ impl AdjacentParams {
     /// `window ≤ 32`, `decay ∈ (0, 1]`, `max_hits ≥ 1`.
     pub fn validate(&self) -> Result<(), ContextError> {
         if self.window > 32 {
-            return Err(invalid("adjacent", "window", format!("must be <= 32, got {}", self.window)));
+            return Err(invalid(
+                "adjacent",
+                "window",
+                format!("must be <= 32, got {}", self.window),
+            ));
         }
         if !(self.decay.is_finite() && self.decay > 0.0 && self.decay <= 1.0) {
-            return Err(invalid("adjacent", "decay", format!("must be in (0, 1], got {}", self.decay)));
+            return Err(invalid(
+                "adjacent",
+                "decay",
+                format!("must be in (0, 1], got {}", self.decay),
+            ));
         }
         check_min("adjacent", "max_hits", self.max_hits, 1)
     }
@@ -283,13 +299,25 @@ impl RseParams {
     /// `threshold ∈ [0, 1)`, `rank_decay > 0`, `min_value` finite, counts `≥ 1`.
     pub fn validate(&self) -> Result<(), ContextError> {
         if !(self.threshold.is_finite() && (0.0..1.0).contains(&self.threshold)) {
-            return Err(invalid("rse", "threshold", format!("must be in [0, 1), got {}", self.threshold)));
+            return Err(invalid(
+                "rse",
+                "threshold",
+                format!("must be in [0, 1), got {}", self.threshold),
+            ));
         }
         if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
-            return Err(invalid("rse", "rank_decay", format!("must be > 0, got {}", self.rank_decay)));
+            return Err(invalid(
+                "rse",
+                "rank_decay",
+                format!("must be > 0, got {}", self.rank_decay),
+            ));
         }
         if !self.min_value.is_finite() {
-            return Err(invalid("rse", "min_value", format!("must be finite, got {}", self.min_value)));
+            return Err(invalid(
+                "rse",
+                "min_value",
+                format!("must be finite, got {}", self.min_value),
+            ));
         }
         check_min("rse", "max_len_chunks", self.max_len_chunks, 1)?;
         check_min("rse", "max_segments", self.max_segments, 1)?;
@@ -345,7 +373,11 @@ impl WindowParams {
             check_range("window", "query_threshold", q, -1.0, 1.0)?;
         }
         if self.max_expand > 64 {
-            return Err(invalid("window", "max_expand", format!("must be <= 64, got {}", self.max_expand)));
+            return Err(invalid(
+                "window",
+                "max_expand",
+                format!("must be <= 64, got {}", self.max_expand),
+            ));
         }
         if self.fallback_window > 32 {
             return Err(invalid(
@@ -385,7 +417,12 @@ impl SectionParams {
     /// `max_hits ≥ 1`, `multi_section_threshold ≥ 1`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("section", "max_hits", self.max_hits, 1)?;
-        check_min("section", "multi_section_threshold", self.multi_section_threshold, 1)
+        check_min(
+            "section",
+            "multi_section_threshold",
+            self.multi_section_threshold,
+            1,
+        )
     }
 }
 
@@ -450,7 +487,11 @@ impl AutoParams {
         }
         for s in self.budget_share {
             if !(s.is_finite() && s > 0.0 && s <= 1.0) {
-                return Err(invalid("auto", "budget_share", format!("must be in (0, 1], got {s}")));
+                return Err(invalid(
+                    "auto",
+                    "budget_share",
+                    format!("must be in (0, 1], got {s}"),
+                ));
             }
         }
         check_range("auto", "min_relative_gap", self.min_relative_gap, 0.0, 1.0)?;

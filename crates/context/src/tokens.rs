@@ -20,7 +20,9 @@ pub struct TiktokenCounter {
 
 impl std::fmt::Debug for TiktokenCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TiktokenCounter").field("name", &self.name).finish()
+        f.debug_struct("TiktokenCounter")
+            .field("name", &self.name)
+            .finish()
     }
 }
 

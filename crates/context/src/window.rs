@@ -65,7 +65,9 @@ pub(crate) fn window(
             continue;
         };
         let c = doc.chunks[h.key.ordinal as usize].range;
-        let s0 = doc.sentences.partition_point(|s| s.byte_end <= c.byte_start);
+        let s0 = doc
+            .sentences
+            .partition_point(|s| s.byte_end <= c.byte_start);
         let s1 = doc.sentences.partition_point(|s| s.byte_start < c.byte_end);
         if s0 < s1 {
             let lo = s0.saturating_sub(p.max_expand);
@@ -120,7 +122,14 @@ pub(crate) fn window(
         let o = h.key.ordinal as usize;
         if s.s0 >= s.s1 {
             // No sentence information: the chunk itself.
-            sel.try_add(d, doc, chunk_span(doc, o, o), h.score, h.relevance, &[h.key.ordinal]);
+            sel.try_add(
+                d,
+                doc,
+                chunk_span(doc, o, o),
+                h.score,
+                h.relevance,
+                &[h.key.ordinal],
+            );
             continue;
         }
         let mut seed = s.s0;

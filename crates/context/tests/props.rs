@@ -11,7 +11,16 @@ use excerpt_core::ChunkKey;
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
-    "alpha", "beta", "gamma", "délta", "straße", "日本語", "omega", "kappa", "cell", "segment",
+    "alpha",
+    "beta",
+    "gamma",
+    "délta",
+    "straße",
+    "日本語",
+    "omega",
+    "kappa",
+    "cell",
+    "segment",
 ];
 
 fn sentence() -> impl Strategy<Value = String> {
@@ -25,7 +34,13 @@ fn sentence() -> impl Strategy<Value = String> {
 fn chunk_spec() -> impl Strategy<Value = ChunkSpec> {
     (
         prop::collection::vec(sentence(), 1..4),
-        prop::option::weighted(0.3, (1u8..3, prop::sample::select(vec!["Intro", "Méthodes", "Results"]))),
+        prop::option::weighted(
+            0.3,
+            (
+                1u8..3,
+                prop::sample::select(vec!["Intro", "Méthodes", "Results"]),
+            ),
+        ),
     )
         .prop_map(|(sentences, section)| ChunkSpec {
             sentences,
@@ -45,10 +60,18 @@ fn corpus() -> impl Strategy<Value = TestCorpus> {
 }
 
 fn configs() -> Vec<(StrategyConfig, bool)> {
-    let mut v: Vec<(StrategyConfig, bool)> = ["topk", "adjacent", "rse", "rse:precision", "rse:find_all", "section", "auto"]
-        .iter()
-        .map(|s| (s.parse().expect("known"), false))
-        .collect();
+    let mut v: Vec<(StrategyConfig, bool)> = [
+        "topk",
+        "adjacent",
+        "rse",
+        "rse:precision",
+        "rse:find_all",
+        "section",
+        "auto",
+    ]
+    .iter()
+    .map(|s| (s.parse().expect("known"), false))
+    .collect();
     v.push((
         StrategyConfig::Section(SectionParams {
             full_documents: false,

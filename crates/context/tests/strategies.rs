@@ -6,9 +6,8 @@ use std::sync::atomic::Ordering;
 
 use common::*;
 use excerpt_context::{
-    assemble, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit, LlmTokens,
-    RseParams, SectionParams, Strategy, StrategyConfig, TiktokenCounter, TopkParams,
-    WindowParams,
+    assemble, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit, LlmTokens, RseParams,
+    SectionParams, Strategy, StrategyConfig, TiktokenCounter, TopkParams, WindowParams,
 };
 use excerpt_core::{ChunkKey, Embedder};
 
@@ -46,7 +45,11 @@ fn five_chunks() -> TestCorpus {
 fn zero_hits_give_an_empty_context() {
     let c = five_chunks();
     for s in Strategy::ALL {
-        let ctx = assemble(&StrategyConfig::default_for(s), &req(&c, &[], 100, None, None)).unwrap();
+        let ctx = assemble(
+            &StrategyConfig::default_for(s),
+            &req(&c, &[], 100, None, None),
+        )
+        .unwrap();
         assert!(ctx.pieces.is_empty(), "{s}");
         assert_eq!(ctx.tokens, 0);
         assert_eq!(ctx.strategy, s.name());
@@ -58,10 +61,16 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
     let c = five_chunks();
     let hits = [hit(0, 2, 0.9)];
     for s in Strategy::ALL {
-        let ctx = assemble(&StrategyConfig::default_for(s), &req(&c, &hits, 3, None, None)).unwrap();
+        let ctx = assemble(
+            &StrategyConfig::default_for(s),
+            &req(&c, &hits, 3, None, None),
+        )
+        .unwrap();
         assert!(ctx.pieces.is_empty(), "{s}: {ctx:?}");
         assert!(
-            ctx.notes.iter().any(|n| n.contains("nothing fit") || n.contains("no candidate")),
+            ctx.notes
+                .iter()
+                .any(|n| n.contains("nothing fit") || n.contains("no candidate")),
             "{s}: {:?}",
             ctx.notes
         );
@@ -69,16 +78,27 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
     // Exactly one chunk's worth: the best chunk alone.
     let ctx = assemble(&"adjacent".parse().unwrap(), &req(&c, &hits, 4, None, None)).unwrap();
     assert_eq!(ctx.pieces.len(), 1);
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (2, 2));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (2, 2)
+    );
     assert_eq!(ctx.pieces[0].text, "c2 one. c2 two. ");
 }
 
 #[test]
 fn one_chunk_document() {
-    let c = TestCorpus::new(vec![build_doc("one.md", "One", &[chunk(&["Only sentence here. "])])]);
+    let c = TestCorpus::new(vec![build_doc(
+        "one.md",
+        "One",
+        &[chunk(&["Only sentence here. "])],
+    )]);
     let hits = [hit(0, 0, 0.7)];
     for s in Strategy::ALL {
-        let ctx = assemble(&StrategyConfig::default_for(s), &req(&c, &hits, 50, None, None)).unwrap();
+        let ctx = assemble(
+            &StrategyConfig::default_for(s),
+            &req(&c, &hits, 50, None, None),
+        )
+        .unwrap();
         if s == Strategy::Rse {
             // 0.7 − 0.2 = 0.5 ≥ min_value 0.5.
             assert_eq!(ctx.pieces.len(), 1, "{s}");
@@ -114,18 +134,44 @@ fn topk_stops_at_the_first_chunk_that_does_not_fit() {
 #[test]
 fn adjacent_expands_merges_and_groups() {
     let c = TestCorpus::new(vec![
-        build_doc("a.md", "A", &(0..6).map(|i| chunk(&[&format!("a{i} x. ")])).collect::<Vec<_>>()),
-        build_doc("b.md", "B", &(0..6).map(|i| chunk(&[&format!("b{i} y. ")])).collect::<Vec<_>>()),
+        build_doc(
+            "a.md",
+            "A",
+            &(0..6)
+                .map(|i| chunk(&[&format!("a{i} x. ")]))
+                .collect::<Vec<_>>(),
+        ),
+        build_doc(
+            "b.md",
+            "B",
+            &(0..6)
+                .map(|i| chunk(&[&format!("b{i} y. ")]))
+                .collect::<Vec<_>>(),
+        ),
     ]);
     let hits = [hit(1, 4, 0.9), hit(0, 1, 0.8), hit(0, 3, 0.5)];
-    let ctx = assemble(&"adjacent".parse().unwrap(), &req(&c, &hits, 1000, None, None)).unwrap();
+    let ctx = assemble(
+        &"adjacent".parse().unwrap(),
+        &req(&c, &hits, 1000, None, None),
+    )
+    .unwrap();
     let got: Vec<_> = ctx
         .pieces
         .iter()
-        .map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk, p.hits.clone()))
+        .map(|p| {
+            (
+                p.doc_id.as_str(),
+                p.first_chunk,
+                p.last_chunk,
+                p.hits.clone(),
+            )
+        })
         .collect();
     // b.md first (best score 0.9), then a.md: chunks 0..=4 merged from two windows.
-    assert_eq!(got, vec![("b.md", 3, 5, vec![4]), ("a.md", 0, 4, vec![1, 3])]);
+    assert_eq!(
+        got,
+        vec![("b.md", 3, 5, vec![4]), ("a.md", 0, 4, vec![1, 3])]
+    );
     assert!((ctx.pieces[0].relevance - 0.9).abs() < 1e-6);
     // Tight budget: hits first (3 chunks × 2 tokens), then the best neighbours.
     let ctx = assemble(&"adjacent".parse().unwrap(), &req(&c, &hits, 8, None, None)).unwrap();
@@ -142,7 +188,10 @@ fn adjacent_expands_merges_and_groups() {
         ..Default::default()
     });
     let ctx = assemble(&cfg, &req(&c, &hits[..1], 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (2, 5));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (2, 5)
+    );
 }
 
 #[test]
@@ -161,12 +210,18 @@ fn rse_values_unretrieved_neighbours_by_similarity() {
     let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, Some(&qv))).unwrap();
     assert_eq!(ctx.pieces.len(), 1, "{ctx:?}");
     // Chunk 3 is similar to the query: included although not retrieved; 1 is not.
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (2, 3));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (2, 3)
+    );
     assert_eq!(ctx.pieces[0].hits, vec![2]);
     assert!(ctx.notes.iter().any(|n| n.contains("valued by similarity")));
     // Without a query vector unretrieved chunks get a flat penalty: the hit alone.
     let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (2, 2));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (2, 2)
+    );
     // A low threshold lets one segment bridge the chunks between two hits; the default
     // bridges too (0.7 + 0.67 − 3·0.2 > 0.7) — RSE working as designed; 0.3 does not.
     let hits2 = [hit(0, 0, 0.9), hit(0, 4, 0.9)];
@@ -176,7 +231,10 @@ fn rse_values_unretrieved_neighbours_by_similarity() {
     });
     let ctx = assemble(&low, &req(&c, &hits2, 1000, None, Some(&qv))).unwrap();
     assert_eq!(ctx.pieces.len(), 1, "{ctx:?}");
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (0, 4));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (0, 4)
+    );
     assert_eq!(ctx.pieces[0].hits, vec![0, 4]);
     let ctx = assemble(&"rse".parse().unwrap(), &req(&c, &hits2, 1000, None, None)).unwrap();
     assert_eq!(ctx.pieces.len(), 1);
@@ -196,7 +254,10 @@ fn rse_presets_and_max_tokens() {
         let cfg: StrategyConfig = preset.parse().unwrap();
         let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, None)).unwrap();
         assert_eq!(ctx.pieces.len(), 1, "{preset}");
-        assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (1, 3));
+        assert_eq!(
+            (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+            (1, 3)
+        );
     }
     let cfg = StrategyConfig::Rse(RseParams {
         max_tokens: Some(8),
@@ -222,7 +283,11 @@ fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     let cfg: StrategyConfig = "window".parse().unwrap();
     let qv = emb.vector("alpha beta");
     let ctx = assemble(&cfg, &req(&c, &hits, 1000, Some(&emb), Some(&qv))).unwrap();
-    assert_eq!(emb.calls.load(Ordering::SeqCst), 1, "one batched embed call");
+    assert_eq!(
+        emb.calls.load(Ordering::SeqCst),
+        1,
+        "one batched embed call"
+    );
     // 7 sentences reachable (hit chunks 1-2 ± 3 sentences), each embedded once.
     assert_eq!(emb.texts.load(Ordering::SeqCst), 7);
     assert_eq!(ctx.pieces.len(), 1, "{ctx:#?}");
@@ -243,7 +308,10 @@ fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     // Without an embedder: chunk windows like adjacent, with a note.
     let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, None)).unwrap();
     assert!(ctx.notes.iter().any(|n| n.contains("no embedder")));
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (0, 3));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (0, 3)
+    );
 }
 
 /// Sections: Intro (0-1), Methods (2) with subsection Detail (3), Results (4); chunk 5
@@ -269,7 +337,11 @@ fn section_promotion_on_and_off() {
     let hits = [hit(0, 2, 0.9), hit(0, 5, 0.8), hit(1, 0, 0.5)];
     let on: StrategyConfig = "section".parse().unwrap();
     let ctx = assemble(&on, &req(&c, &hits, 1000, None, None)).unwrap();
-    let got: Vec<_> = ctx.pieces.iter().map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk)).collect();
+    let got: Vec<_> = ctx
+        .pieces
+        .iter()
+        .map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk))
+        .collect();
     assert_eq!(got, vec![("s.md", 0, 5), ("o.md", 0, 0)]);
     assert!(ctx.notes.iter().any(|n| n.contains("whole document")));
     let off = StrategyConfig::Section(SectionParams {
@@ -277,11 +349,33 @@ fn section_promotion_on_and_off() {
         ..Default::default()
     });
     let ctx = assemble(&off, &req(&c, &hits, 1000, None, None)).unwrap();
-    let got: Vec<_> = ctx.pieces.iter().map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk, p.section.as_str())).collect();
-    assert_eq!(got, vec![("s.md", 1, 2, "Intro"), ("s.md", 5, 5, "Results"), ("o.md", 0, 0, "Only")]);
+    let got: Vec<_> = ctx
+        .pieces
+        .iter()
+        .map(|p| {
+            (
+                p.doc_id.as_str(),
+                p.first_chunk,
+                p.last_chunk,
+                p.section.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("s.md", 1, 2, "Intro"),
+            ("s.md", 5, 5, "Results"),
+            ("o.md", 0, 0, "Only")
+        ]
+    );
     // Whole document does not fit (12 tokens): sections instead (4 + 2 tokens).
     let ctx = assemble(&on, &req(&c, &hits[..2], 8, None, None)).unwrap();
-    let got: Vec<_> = ctx.pieces.iter().map(|p| (p.first_chunk, p.last_chunk)).collect();
+    let got: Vec<_> = ctx
+        .pieces
+        .iter()
+        .map(|p| (p.first_chunk, p.last_chunk))
+        .collect();
     assert_eq!(got, vec![(1, 2), (5, 5)]);
     assert!(ctx.notes.iter().any(|n| n.contains("did not fit")));
 }
@@ -292,24 +386,43 @@ fn section_single_match_subsections_and_preamble() {
     let on: StrategyConfig = "section".parse().unwrap();
     // A hit in Methods returns Methods with its subsection Detail.
     let ctx = assemble(&on, &req(&c, &[hit(0, 3, 0.9)], 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (3, 4));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (3, 4)
+    );
     assert_eq!(ctx.pieces[0].section, "Methods");
     // A hit in Detail returns Detail only; in the preamble, the preamble.
     let ctx = assemble(&on, &req(&c, &[hit(0, 4, 0.9)], 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (4, 4));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (4, 4)
+    );
     assert_eq!(ctx.pieces[0].section, "Methods > Detail");
     let ctx = assemble(&on, &req(&c, &[hit(0, 0, 0.9)], 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk, ctx.pieces[0].section.as_str()), (0, 0, ""));
+    assert_eq!(
+        (
+            ctx.pieces[0].first_chunk,
+            ctx.pieces[0].last_chunk,
+            ctx.pieces[0].section.as_str()
+        ),
+        (0, 0, "")
+    );
     // Section too big for the budget: the hit chunk.
     let ctx = assemble(&on, &req(&c, &[hit(0, 2, 0.9)], 2, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (2, 2));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (2, 2)
+    );
     // Promotion with threshold 1: any match promotes.
     let one = StrategyConfig::Section(SectionParams {
         multi_section_threshold: 1,
         ..Default::default()
     });
     let ctx = assemble(&one, &req(&c, &[hit(0, 2, 0.9)], 1000, None, None)).unwrap();
-    assert_eq!((ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk), (0, 5));
+    assert_eq!(
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk),
+        (0, 5)
+    );
 }
 
 #[test]
@@ -317,7 +430,9 @@ fn auto_classifies_and_cuts_at_the_gap() {
     let c = TestCorpus::new(vec![build_doc(
         "g.md",
         "G",
-        &(0..20).map(|i| chunk(&[&format!("g{i} w. ")])).collect::<Vec<_>>(),
+        &(0..20)
+            .map(|i| chunk(&[&format!("g{i} w. ")]))
+            .collect::<Vec<_>>(),
     )]);
     let rels = [0.9, 0.85, 0.3, 0.29, 0.28];
     let hits: Vec<Hit> = rels
@@ -330,13 +445,21 @@ fn auto_classifies_and_cuts_at_the_gap() {
     r.query = "who wrote it";
     let ctx = assemble(&cfg, &r).unwrap();
     assert!(ctx.notes[0].contains("narrow query"), "{:?}", ctx.notes);
-    assert!(ctx.notes[0].contains("kept 2 hit(s) (gap 0.65 after rank 2)"), "{:?}", ctx.notes);
+    assert!(
+        ctx.notes[0].contains("kept 2 hit(s) (gap 0.65 after rank 2)"),
+        "{:?}",
+        ctx.notes
+    );
     assert!(ctx.notes[0].contains("budget 500 of 1000"));
     let got: Vec<u32> = ctx.pieces.iter().flat_map(|p| p.hits.clone()).collect();
     assert_eq!(got, vec![0, 4]);
     r.query = "compare all the approaches";
     let ctx = assemble(&cfg, &r).unwrap();
-    assert!(ctx.notes[0].contains("broad query (cue \"compare\")"), "{:?}", ctx.notes);
+    assert!(
+        ctx.notes[0].contains("broad query (cue \"compare\")"),
+        "{:?}",
+        ctx.notes
+    );
     // Broad queries keep at least 3 before a cut; the gaps after that are small.
     assert_eq!(ctx.pieces.iter().flat_map(|p| p.hits.clone()).count(), 5);
     // No gap large enough: keep k (4 for a narrow query).
@@ -359,10 +482,14 @@ fn strategy_names_configs_and_validation() {
         assert_eq!(serde_json::from_str::<StrategyConfig>(&json).unwrap(), cfg);
         assert_eq!(cfg.to_string(), s.name());
     }
-    assert!(matches!("nope".parse::<Strategy>(), Err(ContextError::UnknownStrategy(_))));
+    assert!(matches!(
+        "nope".parse::<Strategy>(),
+        Err(ContextError::UnknownStrategy(_))
+    ));
     assert!("rse:wild".parse::<StrategyConfig>().is_err());
     assert!("topk:precision".parse::<StrategyConfig>().is_err());
-    let partial: StrategyConfig = serde_json::from_str(r#"{"strategy":"rse","threshold":0.25}"#).unwrap();
+    let partial: StrategyConfig =
+        serde_json::from_str(r#"{"strategy":"rse","threshold":0.25}"#).unwrap();
     assert_eq!(
         partial,
         StrategyConfig::Rse(RseParams {
@@ -370,21 +497,47 @@ fn strategy_names_configs_and_validation() {
             ..Default::default()
         })
     );
-    assert!(serde_json::from_str::<StrategyConfig>(r#"{"strategy":"rse","treshold":0.25}"#).is_err());
+    assert!(
+        serde_json::from_str::<StrategyConfig>(r#"{"strategy":"rse","treshold":0.25}"#).is_err()
+    );
     let bad = [
-        StrategyConfig::Rse(RseParams { threshold: 1.5, ..Default::default() }),
-        StrategyConfig::Rse(RseParams { rank_decay: 0.0, ..Default::default() }),
-        StrategyConfig::Adjacent(AdjacentParams { decay: 0.0, ..Default::default() }),
-        StrategyConfig::Window(WindowParams { threshold: f32::NAN, ..Default::default() }),
-        StrategyConfig::Window(WindowParams { query_threshold: Some(2.0), ..Default::default() }),
-        StrategyConfig::Section(SectionParams { multi_section_threshold: 0, ..Default::default() }),
-        StrategyConfig::Auto(AutoParams { budget_share: [0.0, 1.0, 1.0], ..Default::default() }),
+        StrategyConfig::Rse(RseParams {
+            threshold: 1.5,
+            ..Default::default()
+        }),
+        StrategyConfig::Rse(RseParams {
+            rank_decay: 0.0,
+            ..Default::default()
+        }),
+        StrategyConfig::Adjacent(AdjacentParams {
+            decay: 0.0,
+            ..Default::default()
+        }),
+        StrategyConfig::Window(WindowParams {
+            threshold: f32::NAN,
+            ..Default::default()
+        }),
+        StrategyConfig::Window(WindowParams {
+            query_threshold: Some(2.0),
+            ..Default::default()
+        }),
+        StrategyConfig::Section(SectionParams {
+            multi_section_threshold: 0,
+            ..Default::default()
+        }),
+        StrategyConfig::Auto(AutoParams {
+            budget_share: [0.0, 1.0, 1.0],
+            ..Default::default()
+        }),
         StrategyConfig::Topk(TopkParams { max_chunks: 0 }),
     ];
     let c = five_chunks();
     for cfg in bad {
         let e = assemble(&cfg, &req(&c, &[], 10, None, None)).unwrap_err();
-        assert!(matches!(e, ContextError::InvalidParams { .. }), "{cfg:?}: {e}");
+        assert!(
+            matches!(e, ContextError::InvalidParams { .. }),
+            "{cfg:?}: {e}"
+        );
         assert!(e.to_string().contains("invalid parameter"));
     }
 }
@@ -392,19 +545,37 @@ fn strategy_names_configs_and_validation() {
 #[test]
 fn bad_hits_are_errors() {
     let c = five_chunks();
-    let missing = [Hit { key: ChunkKey::new(0, 9), score: 1.0, relevance: 1.0 }];
+    let missing = [Hit {
+        key: ChunkKey::new(0, 9),
+        score: 1.0,
+        relevance: 1.0,
+    }];
     assert!(matches!(
         assemble(&"topk".parse().unwrap(), &req(&c, &missing, 10, None, None)),
-        Err(ContextError::MissingChunk { index: 0, doc: 0, ordinal: 9 })
+        Err(ContextError::MissingChunk {
+            index: 0,
+            doc: 0,
+            ordinal: 9
+        })
     ));
-    let nan = [Hit { key: ChunkKey::new(0, 1), score: 1.0, relevance: f32::NAN }];
+    let nan = [Hit {
+        key: ChunkKey::new(0, 1),
+        score: 1.0,
+        relevance: f32::NAN,
+    }];
     assert!(matches!(
         assemble(&"topk".parse().unwrap(), &req(&c, &nan, 10, None, None)),
-        Err(ContextError::InvalidHit { what: "relevance", .. })
+        Err(ContextError::InvalidHit {
+            what: "relevance",
+            ..
+        })
     ));
     let short = [0.5f32; 3];
     assert!(matches!(
-        assemble(&"rse".parse().unwrap(), &req(&c, &[hit(0, 1, 0.9)], 10, None, Some(&short))),
+        assemble(
+            &"rse".parse().unwrap(),
+            &req(&c, &[hit(0, 1, 0.9)], 10, None, Some(&short))
+        ),
         Err(ContextError::DimensionMismatch { .. })
     ));
 }
@@ -419,12 +590,18 @@ fn tiktoken_counts_offline() {
     let o = TiktokenCounter::new("o200k_base").unwrap();
     assert_eq!(o.name(), "o200k_base");
     assert!(o.count("Bonjour, le monde — naïve café") > 0);
-    assert!(matches!(TiktokenCounter::new("gpt2"), Err(ContextError::Tokenizer { .. })));
+    assert!(matches!(
+        TiktokenCounter::new("gpt2"),
+        Err(ContextError::Tokenizer { .. })
+    ));
     // Budgets in real LLM tokens.
     let c = five_chunks();
     let hits = [hit(0, 2, 0.9), hit(0, 0, 0.5)];
     for s in Strategy::ALL {
-        let r = AssembleRequest { tokens: &t, ..req(&c, &hits, 12, None, None) };
+        let r = AssembleRequest {
+            tokens: &t,
+            ..req(&c, &hits, 12, None, None)
+        };
         let ctx = assemble(&StrategyConfig::default_for(s), &r).unwrap();
         check_invariants(&ctx, &c, &hits, 12, &t, false).unwrap();
     }

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use excerpt_context::{Context, Corpus, Hit, LlmTokens};
-use excerpt_core::{CharIndex, Chunk, ChunkKey, Document, EmbedError, Embedder, Section, TextRange};
+use excerpt_core::{
+    CharIndex, Chunk, ChunkKey, Document, EmbedError, Embedder, Section, TextRange,
+};
 
 /// One chunk of a test document: its sentences, and whether a section (of `level`, with
 /// `heading`) starts at it.
@@ -62,7 +64,9 @@ pub fn build_doc(id: &str, title: &str, specs: &[ChunkSpec]) -> Document {
             .iter()
             .find(|s| s.1 <= *level)
             .map_or(text.len(), |s| chunk_bytes[s.0].0);
-        let parent = (0..k).rev().find(|&j| starts[j].1 < *level && sections[j].range.byte_end >= range_end);
+        let parent = (0..k)
+            .rev()
+            .find(|&j| starts[j].1 < *level && sections[j].range.byte_end >= range_end);
         let mut path = parent.map_or_else(Vec::new, |p| sections[p].path.clone());
         path.push(heading.clone());
         sections.push(Section {
@@ -235,7 +239,10 @@ pub fn check_invariants(
         }
         if let Some(e) = prev_end {
             if p.start <= e {
-                return Err(format!("pieces overlap or touch in {}: {} <= {}", p.doc_id, p.start, e));
+                return Err(format!(
+                    "pieces overlap or touch in {}: {} <= {}",
+                    p.doc_id, p.start, e
+                ));
             }
         }
         prev_end = Some(p.end);
@@ -258,9 +265,9 @@ pub fn check_invariants(
             return Err("chunk out of range".into());
         };
         if sentence_aligned {
-            if !(fc.range.char_start <= p.start && p.start < fc.range.char_end)
-                || !(lc.range.char_start < p.end && p.end <= lc.range.char_end)
-            {
+            let starts_in_first = fc.range.char_start <= p.start && p.start < fc.range.char_end;
+            let ends_in_last = lc.range.char_start < p.end && p.end <= lc.range.char_end;
+            if !(starts_in_first && ends_in_last) {
                 return Err("window piece chunk range wrong".into());
             }
             if !doc.sentences.iter().any(|s| s.char_start == p.start)
@@ -269,7 +276,10 @@ pub fn check_invariants(
                 return Err("window piece not on sentence boundaries".into());
             }
         } else if fc.range.char_start != p.start || lc.range.char_end != p.end {
-            return Err(format!("piece {}..{} not on chunk boundaries {f}..={l}", p.start, p.end));
+            return Err(format!(
+                "piece {}..{} not on chunk boundaries {f}..={l}",
+                p.start, p.end
+            ));
         }
         if p.title != doc.title || p.section != doc.section_path(fc.section) {
             return Err("title/section wrong".into());
