@@ -1,1 +1,96 @@
-//! placeholder
+//! Excerpt's evaluation harness: how much of the gold evidence the context covers, at
+//! what cost, how coherent it is and how fast it comes.
+//!
+//! ```text
+//! corpus.jsonl ──ingest──▶ index ─┐
+//! queries.jsonl ──▶ retrieve once per query ──▶ assemble per strategy × budget
+//!        ──▶ DIR/results-<strategy>-<budget>.jsonl   (the eval format, one line per query)
+//!        ──▶ metrics ──▶ DIR/report.json, DIR/report.md, DIR/recall-vs-budget.svg
+//! ```
+//!
+//! - [`format`](mod@format): the tool-neutral file format (`EVAL_FORMAT.md`): corpus, query and
+//!   result lines, JSONL readers with line-numbered errors. Offsets are characters
+//!   (Unicode scalar values), as Python string indices.
+//! - [`metrics`]: pure functions. The coverage metrics (`recall`, `hit`, `full`,
+//!   `precision`, `chars`, `pieces`, `bad_text`, `queries`, `missing`, with an optional
+//!   character budget) reproduce the reference scorer `score_context.py` exactly; a test
+//!   runs that script on the same files and compares. Also mean LLM tokens, intra-piece
+//!   coherence (pairwise cosine of chunk vectors inside a piece), boundary coherence
+//!   (pieces starting and ending on sentence boundaries) and latency percentiles.
+//! - [`run_eval`]: ingests the corpus into an [`excerpt::Engine`]'s index (incremental;
+//!   the index must hold exactly the corpus), runs every query once through retrieval
+//!   and then through each strategy at each budget, streams the results files, and
+//!   writes the report and the chart.
+//! - [`report`], [`plot`]: `report.json`, `report.md`, `recall-vs-budget.svg`.
+//!
+//! Not done yet: answer-level evaluation (generating answers from the context with an
+//! LLM and grading them against the reference `answer`).
+
+pub mod format;
+pub mod metrics;
+pub mod plot;
+pub mod report;
+mod runner;
+
+use std::path::{Path, PathBuf};
+
+pub use format::{CorpusDoc, Evidence, QueryLine, ResultLine, ResultPiece};
+pub use metrics::{
+    boundary_coherence, intra_coherence, latency, mean, overlap, percentile, piece_coherence,
+    score_query, score_results, sentence_boundaries, summarize, union, ChunkVectors, CorpusTexts,
+    CoverageSummary, Latency, PieceSpan, QueryScore, SentenceBoundaries,
+};
+pub use report::{EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult};
+pub use runner::{run_eval, EvalOptions, DEFAULT_BUDGETS};
+
+/// Errors of an evaluation run.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A JSONL line does not parse.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// JSON could not be written or a JSON file read.
+    #[error("{path}: {message}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The inputs or options are unusable.
+    #[error("{0}")]
+    Invalid(String),
+    /// The index holds something other than the corpus.
+    #[error("{0}")]
+    IndexMismatch(String),
+    /// The engine failed outside a single query.
+    #[error(transparent)]
+    Engine(#[from] excerpt::EngineError),
+    /// The chart could not be drawn.
+    #[error("drawing the chart: {0}")]
+    Plot(String),
+}
+
+impl EvalError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> EvalError {
+        EvalError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The evaluation report: `report.json` (machine-readable) and `report.md` (a table).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{round_to, CoverageSummary, Latency};
+use crate::EvalError;
+
+/// How the run was made.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The corpus file.
+    pub corpus: String,
+    /// The queries file.
+    pub queries_file: String,
+    /// Queries run.
+    pub queries: usize,
+    /// Documents in the corpus (and the index).
+    pub documents: usize,
+    /// The index directory.
+    pub index: String,
+    /// First-stage retrieval mode.
+    pub mode: String,
+    /// Fusion of dense and BM25 lists (hybrid mode).
+    pub fusion: serde_json::Value,
+    /// Candidates per search before fusion.
+    pub candidates: usize,
+    /// Embedding model of the index.
+    pub model_id: String,
+    /// Chunker of the index.
+    pub chunker: String,
+    /// LLM token encoding the budgets are measured in.
+    pub llm_encoding: String,
+    /// Strategies run.
+    pub strategies: Vec<String>,
+    /// Token budgets run.
+    pub budgets: Vec<usize>,
+    /// Documents the ingest added or updated (0 when the index was already current).
+    pub ingested: usize,
+    /// Seconds spent ingesting.
+    pub ingest_seconds: f64,
+    /// Seconds for the whole run.
+    pub seconds: f64,
+}
+
+/// All metrics of one strategy at one budget.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Queries scored.
+    pub queries: usize,
+    /// Queries without a result (retrieval or assembly failed).
+    pub missing: usize,
+    /// Mean fraction of evidence characters covered.
+    pub recall: f64,
+    /// Fraction of queries with any evidence covered.
+    pub hit: f64,
+    /// Fraction of queries with ≥ 90 % of their evidence covered.
+    pub full: f64,
+    /// Evidence characters returned / characters returned.
+    pub precision: f64,
+    /// Mean characters returned per query.
+    pub chars: f64,
+    /// Mean pieces per query.
+    pub pieces: f64,
+    /// Pieces whose text is not the corpus slice (must be 0).
+    pub bad_text: usize,
+    /// Mean LLM tokens returned per query.
+    pub tokens: f64,
+    /// Mean pairwise cosine of chunk vectors inside pieces of two or more chunks.
+    pub intra_coherence: Option<f64>,
+    /// Share of pieces starting and ending on sentence boundaries.
+    pub boundary_coherence: Option<f64>,
+    /// Median latency (retrieve + assemble), milliseconds.
+    pub p50_ms: f64,
+    /// 95th-percentile latency, milliseconds.
+    pub p95_ms: f64,
+    /// Mean latency, milliseconds.
+    pub mean_ms: f64,
+}
+
+impl Metrics {
+    /// Combines the scorer's numbers (rounded as it prints them) with the others.
+    pub fn new(
+        coverage: &CoverageSummary,
+        tokens: f64,
+        intra_coherence: Option<f64>,
+        boundary_coherence: Option<f64>,
+        latency: Latency,
+    ) -> Metrics {
+        let c = coverage.rounded();
+        Metrics {
+            queries: c.queries,
+            missing: c.missing,
+            recall: c.recall,
+            hit: c.hit,
+            full: c.full,
+            precision: c.precision,
+            chars: c.chars,
+            pieces: c.pieces,
+            bad_text: c.bad_text,
+            tokens: round_to(tokens, 1),
+            intra_coherence: intra_coherence.map(|x| round_to(x, 4)),
+            boundary_coherence: boundary_coherence.map(|x| round_to(x, 4)),
+            p50_ms: round_to(latency.p50_ms, 3),
+            p95_ms: round_to(latency.p95_ms, 3),
+            mean_ms: round_to(latency.mean_ms, 3),
+        }
+    }
+}
+
+/// One strategy at one budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyResult {
+    /// The strategy's name.
+    pub strategy: String,
+    /// The LLM-token budget.
+    pub budget: usize,
+    /// The results file, relative to the output directory.
+    pub results_file: String,
+    /// The metrics.
+    pub metrics: Metrics,
+}
+
+/// A query that produced no result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryFailure {
+    /// The query.
+    pub query_id: String,
+    /// The strategy and budget, when assembly failed (`None`: retrieval failed).
+    pub strategy: Option<String>,
+    /// The budget, when assembly failed.
+    pub budget: Option<usize>,
+    /// Why.
+    pub message: String,
+}
+
+/// Everything an evaluation run measured.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// How the run was made.
+    pub run: RunInfo,
+    /// One entry per strategy and budget, strategies in the order given, budgets
+    /// ascending.
+    pub results: Vec<StrategyResult>,
+    /// Queries that failed (they count as missing).
+    pub failures: Vec<QueryFailure>,
+    /// Parts of the evaluation not performed.
+    pub not_done: Vec<String>,
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
+}
+
+impl EvalReport {
+    /// The result of a strategy at a budget.
+    pub fn get(&self, strategy: &str, budget: usize) -> Option<&StrategyResult> {
+        self.results
+            .iter()
+            .find(|r| r.strategy == strategy && r.budget == budget)
+    }
+
+    /// The report as Markdown: run information, then one table row per strategy and
+    /// budget.
+    pub fn to_markdown(&self) -> String {
+        let r = &self.run;
+        let mut s = String::new();
+        let _ = writeln!(s, "# Context evaluation\n");
+        let _ = writeln!(s, "- corpus: `{}` ({} documents)", r.corpus, r.documents);
+        let _ = writeln!(s, "- queries: `{}` ({} queries)", r.queries_file, r.queries);
+        let _ = writeln!(
+            s,
+            "- retrieval: {} (fusion {}), {} candidates",
+            r.mode, r.fusion, r.candidates
+        );
+        let _ = writeln!(s, "- model: {}, chunker: {}", r.model_id, r.chunker);
+        let _ = writeln!(
+            s,
+            "- budgets in {} tokens; recall, hit, full, precision and chars as scored by `score_context.py` on each results file",
+            r.llm_encoding
+        );
+        let _ = writeln!(
+            s,
+            "- {:.1} s in all ({:.1} s ingesting, {} documents ingested)\n",
+            r.seconds, r.ingest_seconds, r.ingested
+        );
+        let _ = writeln!(
+            s,
+            "| strategy | budget | recall | hit | full | precision | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
+        );
+        let _ = writeln!(
+            s,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for x in &self.results {
+            let m = &x.metrics;
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
+                x.strategy,
+                x.budget,
+                m.recall,
+                m.hit,
+                m.full,
+                m.precision,
+                m.chars,
+                m.tokens,
+                m.pieces,
+                opt(m.intra_coherence),
+                opt(m.boundary_coherence),
+                m.p50_ms,
+                m.p95_ms
+            );
+        }
+        let bad: usize = self.results.iter().map(|x| x.metrics.bad_text).sum();
+        if bad > 0 {
+            let _ = writeln!(
+                s,
+                "\n**{bad} pieces had text differing from the corpus (bad_text).**"
+            );
+        }
+        if !self.failures.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{} failures (counted as missing):\n",
+                self.failures.len()
+            );
+            for f in self.failures.iter().take(20) {
+                let at = match (&f.strategy, f.budget) {
+                    (Some(st), Some(b)) => format!(" ({st} @ {b})"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(s, "- `{}`{at}: {}", f.query_id, f.message);
+            }
+            if self.failures.len() > 20 {
+                let _ = writeln!(
+                    s,
+                    "- … and {} more (see report.json)",
+                    self.failures.len() - 20
+                );
+            }
+        }
+        if !self.not_done.is_empty() {
+            let _ = writeln!(s, "\nNot done: {}.", self.not_done.join("; "));
+        }
+        s
+    }
+
+    /// Writes `report.json` (pretty-printed).
+    pub fn write_json(&self, path: &Path) -> Result<(), EvalError> {
+        let mut json = serde_json::to_string_pretty(self).map_err(|e| EvalError::Json {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        json.push('\n');
+        std::fs::write(path, json).map_err(|e| EvalError::io(path, e))
+    }
+
+    /// Writes `report.md`.
+    pub fn write_markdown(&self, path: &Path) -> Result<(), EvalError> {
+        std::fs::write(path, self.to_markdown()).map_err(|e| EvalError::io(path, e))
+    }
+
+    /// Reads a `report.json`.
+    pub fn read_json(path: &Path) -> Result<EvalReport, EvalError> {
+        let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| EvalError::Json {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_has_one_row_per_result() {
+        let cov = CoverageSummary {
+            queries: 2,
+            missing: 0,
+            recall: 0.123456,
+            hit: 0.5,
+            full: 0.0,
+            precision: 0.25,
+            chars: 1234.56,
+            pieces: 2.5,
+            bad_text: 0,
+        };
+        let m = Metrics::new(&cov, 300.0, Some(0.61234), None, Latency::default());
+        assert_eq!(m.recall, 0.1235);
+        assert_eq!(m.chars, 1234.6);
+        let report = EvalReport {
+            results: vec![
+                StrategyResult {
+                    strategy: "topk".into(),
+                    budget: 500,
+                    results_file: "results-topk-500.jsonl".into(),
+                    metrics: m.clone(),
+                },
+                StrategyResult {
+                    strategy: "rse".into(),
+                    budget: 500,
+                    results_file: "results-rse-500.jsonl".into(),
+                    metrics: m,
+                },
+            ],
+            not_done: vec!["answer-level evaluation".into()],
+            ..Default::default()
+        };
+        let md = report.to_markdown();
+        assert!(
+            md.contains(
+                "| topk | 500 | 0.123 | 0.500 | 0.000 | 0.250 | 1235 | 300 | 2.50 | 0.612 | – |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| rse | 500 |"));
+        assert!(md.contains("Not done: answer-level evaluation."));
+        assert!(report.get("rse", 500).is_some());
+        let back: EvalReport =
+            serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+}

@@ -1,0 +1,90 @@
+//! Runs the reference scorer (`tests/data/score_context.py`, standard-library Python) and
+//! compares its output with the native metrics.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use excerpt_eval::CoverageSummary;
+
+/// The copy of the reference scorer shipped with the tests.
+pub fn scorer() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/score_context.py")
+}
+
+/// Output of one scorer run.
+#[derive(Debug)]
+pub struct Scored {
+    pub json: serde_json::Value,
+    pub exit_code: Option<i32>,
+}
+
+/// Runs `python3 score_context.py` and parses the JSON line it prints. Fails the test
+/// with a clear message when python3 is missing.
+pub fn score_with_python(
+    corpus: &Path,
+    queries: &Path,
+    results: &Path,
+    budget: Option<usize>,
+) -> Scored {
+    let mut cmd = Command::new("python3");
+    cmd.arg(scorer())
+        .arg("--corpus")
+        .arg(corpus)
+        .arg("--queries")
+        .arg(queries)
+        .arg("--results")
+        .arg(results);
+    if let Some(b) = budget {
+        cmd.arg("--budget-chars").arg(b.to_string());
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => panic!(
+            "could not run python3 ({e}): the agreement tests need python3 (standard library only) \
+             on PATH to run the reference scorer tests/data/score_context.py"
+        ),
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "score_context.py printed no JSON ({e}); status {:?}\nstdout: {stdout}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    Scored {
+        json,
+        exit_code: out.status.code(),
+    }
+}
+
+/// Asserts every number the scorer prints equals the native one within 1e-3 (native
+/// numbers rounded the way the scorer rounds).
+pub fn assert_agrees(native: &CoverageSummary, py: &serde_json::Value, what: &str) {
+    let n = native.rounded();
+    let get = |k: &str| -> f64 {
+        py.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or_else(|| panic!("{what}: scorer output has no number {k:?}: {py}"))
+    };
+    let pairs = [
+        ("queries", n.queries as f64),
+        ("missing", n.missing as f64),
+        ("recall", n.recall),
+        ("hit", n.hit),
+        ("full", n.full),
+        ("precision", n.precision),
+        ("chars", n.chars),
+        ("pieces", n.pieces),
+        ("bad_text", n.bad_text as f64),
+    ];
+    for (k, v) in pairs {
+        let p = get(k);
+        assert!(
+            (p - v).abs() <= 1e-3,
+            "{what}: {k} differs: python {p}, native {v} (unrounded {native:?})\npython: {py}"
+        );
+    }
+}

@@ -1,0 +1,318 @@
+//! `run_eval` end to end on a tiny corpus with the real engine and the real local model
+//! (all-MiniLM-L6-v2 at the default location, installed by `scripts/setup.sh`): the
+//! files it writes, the reference scorer accepting every results file and agreeing with
+//! `report.json`, incremental re-runs, and an index holding other documents.
+
+mod common;
+
+use std::path::Path;
+
+use common::score_with_python;
+use excerpt::{ChunkerConfig, Engine, EngineOptions, NoProgress};
+use excerpt_eval::format::{read_results, write_jsonl};
+use excerpt_eval::{run_eval, CorpusDoc, EvalError, EvalOptions, EvalReport, Evidence, QueryLine};
+
+fn doc(id: &str, title: &str, text: String) -> CorpusDoc {
+    CorpusDoc {
+        id: id.into(),
+        title: Some(title.into()),
+        text,
+        metadata: None,
+    }
+}
+
+fn corpus() -> Vec<CorpusDoc> {
+    let mut history = String::new();
+    let topics = [
+        "The lighthouse keeper trimmed the wick every evening before the storms arrived.",
+        "Fishermen in the harbour repaired their nets while gulls circled overhead.",
+        "A new railway line reached the town in 1872 and brought visitors from the capital.",
+        "The old mill burned down in a winter fire, and the river powered nothing for years.",
+        "Schoolchildren learned to sail in the sheltered bay during the summer months.",
+        "The town council debated for a decade before paving the main street with cobbles.",
+    ];
+    for (i, t) in topics.iter().enumerate() {
+        history.push_str(&format!("Chapter {}.\n\n", i + 1));
+        for j in 0..6 {
+            history.push_str(&format!(
+                "{t} Record {j} of chapter {} notes the date and weather. ",
+                i + 1
+            ));
+        }
+        history.push_str("\n\n");
+    }
+    vec![
+        doc(
+            "cafe",
+            "Café notes",
+            "Le Café Crème 😀 serves espresso, café au lait and croissants every morning. \
+             The owner, Zoé, roasts the beans herself on Tuesdays. Prices: espresso 2€, crème 3€."
+                .into(),
+        ),
+        doc(
+            "rockets",
+            "Rocketry basics",
+            "A rocket engine produces thrust by expelling hot exhaust gas through a nozzle. \
+             Liquid-fuel rockets mix a fuel such as kerosene with liquid oxygen in the combustion chamber. \
+             Solid rockets are simpler but cannot be throttled or shut down once ignited."
+                .into(),
+        ),
+        doc(
+            "garden",
+            "Gardening",
+            "Tomatoes need six to eight hours of direct sunlight and regular watering. \
+             Prune the suckers so the plant puts its energy into fruit. Mulch keeps the soil moist 🌱."
+                .into(),
+        ),
+        doc("history", "Town history", history),
+    ]
+}
+
+fn char_find(text: &str, needle: &str) -> (i64, i64) {
+    let byte = text.find(needle).expect("needle in text");
+    let start = text[..byte].chars().count() as i64;
+    (start, start + needle.chars().count() as i64)
+}
+
+fn queries(corpus: &[CorpusDoc]) -> Vec<QueryLine> {
+    let ev = |doc: usize, needle: &str| {
+        let (start, end) = char_find(&corpus[doc].text, needle);
+        Evidence {
+            doc_id: corpus[doc].id.clone(),
+            start,
+            end,
+        }
+    };
+    vec![
+        QueryLine {
+            id: "q-cafe".into(),
+            query: "Who roasts the coffee beans at the café and when?".into(),
+            answer: Some("Zoé, on Tuesdays".into()),
+            evidence: vec![ev(0, "The owner, Zoé, roasts the beans herself on Tuesdays.")],
+            scope: None,
+        },
+        QueryLine {
+            id: "q-rocket".into(),
+            query: "What do liquid-fuel rockets mix in the combustion chamber?".into(),
+            answer: None,
+            evidence: vec![ev(1, "Liquid-fuel rockets mix a fuel such as kerosene with liquid oxygen in the combustion chamber.")],
+            scope: None,
+        },
+        QueryLine {
+            id: "q-railway".into(),
+            query: "When did the railway reach the town?".into(),
+            answer: Some("1872".into()),
+            evidence: vec![ev(3, "A new railway line reached the town in 1872 and brought visitors from the capital.")],
+            scope: Some(vec!["history".into()]),
+        },
+    ]
+}
+
+fn check_against_scorer(dir: &Path, opts: &EvalOptions, report: &EvalReport) {
+    for r in &report.results {
+        let path = dir.join(&r.results_file);
+        let lines = read_results(&path).unwrap();
+        assert_eq!(lines.len(), 3, "{}", r.results_file);
+        assert!(lines.iter().all(|l| l.strategy == r.strategy));
+        let py = score_with_python(&opts.corpus, &opts.queries, &path, None);
+        assert_eq!(py.exit_code, Some(0), "{}: {}", r.results_file, py.json);
+        assert_eq!(py.json["bad_text"], 0, "{}", r.results_file);
+        let m = &r.metrics;
+        for (k, v) in [
+            ("queries", m.queries as f64),
+            ("missing", m.missing as f64),
+            ("recall", m.recall),
+            ("hit", m.hit),
+            ("full", m.full),
+            ("precision", m.precision),
+            ("chars", m.chars),
+            ("pieces", m.pieces),
+            ("bad_text", m.bad_text as f64),
+        ] {
+            let p = py.json[k].as_f64().unwrap();
+            assert!(
+                (p - v).abs() <= 1e-3,
+                "{} {k}: python {p}, report {v}",
+                r.results_file
+            );
+        }
+    }
+}
+
+#[test]
+fn run_eval_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let corpus = corpus();
+    let queries = queries(&corpus);
+    write_jsonl(&data.join("corpus.jsonl"), &corpus).unwrap();
+    write_jsonl(&data.join("queries.jsonl"), &queries).unwrap();
+    let out = data.join("out");
+    // Small chunks, so `adjacent` returns pieces of several chunks.
+    let mut eo = EngineOptions::new(data.join("index"));
+    eo.chunker = Some(ChunkerConfig::Tokens { max_tokens: 64 });
+    let engine = Engine::new(eo);
+    let mut opts = EvalOptions::new(data.join("corpus.jsonl"), data.join("queries.jsonl"), &out);
+    opts.strategies = vec!["adjacent".into()];
+    opts.budgets = vec![400, 100];
+    opts.quiet = true;
+
+    let report = run_eval(&engine, &opts, &NoProgress).unwrap();
+    assert_eq!(report.run.queries, 3);
+    assert_eq!(report.run.documents, 4);
+    assert_eq!(report.run.ingested, 4);
+    assert_eq!(report.run.strategies, ["topk", "adjacent"]);
+    assert_eq!(report.run.budgets, [100, 400]);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.results.len(), 4);
+    for f in [
+        "results-topk-100.jsonl",
+        "results-topk-400.jsonl",
+        "results-adjacent-100.jsonl",
+        "results-adjacent-400.jsonl",
+        "report.json",
+        "report.md",
+        "recall-vs-budget.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // The written report is the returned one.
+    assert_eq!(
+        EvalReport::read_json(&out.join("report.json")).unwrap(),
+        report
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| topk | 100 |") && md.contains("| adjacent | 400 |"),
+        "{md}"
+    );
+    let svg = std::fs::read_to_string(out.join("recall-vs-budget.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("adjacent"));
+
+    check_against_scorer(&out, &opts, &report);
+    // Three easy questions: the engine finds the evidence at 400 tokens.
+    let topk400 = report.get("topk", 400).unwrap();
+    assert!(topk400.metrics.hit >= 0.66, "{:?}", topk400.metrics);
+    assert!(topk400.metrics.tokens > 0.0 && topk400.metrics.tokens <= 400.0);
+    assert!(topk400.metrics.p50_ms > 0.0 && topk400.metrics.p95_ms >= topk400.metrics.p50_ms);
+    assert!(report
+        .results
+        .iter()
+        .all(|r| r.metrics.tokens <= r.budget as f64));
+    assert_eq!(report.run.chunker, "tokens:64");
+    let adjacent400 = report.get("adjacent", 400).unwrap();
+    let intra = adjacent400
+        .metrics
+        .intra_coherence
+        .expect("multi-chunk pieces");
+    assert!(intra > 0.0 && intra <= 1.0 + 1e-6, "{intra}");
+    for r in &report.results {
+        if let Some(b) = r.metrics.boundary_coherence {
+            assert!((0.0..=1.0).contains(&b));
+        }
+    }
+    // The scoped query only ever returns its document.
+    for r in &report.results {
+        for l in read_results(&out.join(&r.results_file)).unwrap() {
+            if l.query_id == "q-railway" {
+                assert!(l.pieces.iter().all(|p| p.doc_id == "history"));
+            }
+        }
+    }
+
+    // Re-running is incremental: nothing new is ingested, the numbers do not change.
+    let again = run_eval(&engine, &opts, &NoProgress).unwrap();
+    assert_eq!(again.run.ingested, 0);
+    for (a, b) in report.results.iter().zip(&again.results) {
+        assert_eq!(
+            (a.metrics.recall, a.metrics.chars),
+            (b.metrics.recall, b.metrics.chars)
+        );
+    }
+
+    // A query that cannot be run (its scope names no indexed document) is reported and
+    // counts as missing; the others still run.
+    let mut with_bad = queries.clone();
+    with_bad.push(QueryLine {
+        id: "q-bad-scope".into(),
+        query: "Anything?".into(),
+        answer: None,
+        evidence: vec![Evidence {
+            doc_id: "cafe".into(),
+            start: 0,
+            end: 5,
+        }],
+        scope: Some(vec!["no-such-doc".into()]),
+    });
+    write_jsonl(&data.join("queries-bad.jsonl"), &with_bad).unwrap();
+    let mut bad_opts = opts.clone();
+    bad_opts.queries = data.join("queries-bad.jsonl");
+    bad_opts.out = data.join("out-bad");
+    let bad = run_eval(&engine, &bad_opts, &NoProgress).unwrap();
+    assert_eq!(bad.failures.len(), 1, "{:?}", bad.failures);
+    assert_eq!(bad.failures[0].query_id, "q-bad-scope");
+    assert!(bad.failures[0].strategy.is_none());
+    for r in &bad.results {
+        assert_eq!((r.metrics.queries, r.metrics.missing), (4, 1));
+        let py = score_with_python(
+            &bad_opts.corpus,
+            &bad_opts.queries,
+            &bad_opts.out.join(&r.results_file),
+            None,
+        );
+        assert_eq!(py.json["missing"], 1);
+        assert!((py.json["recall"].as_f64().unwrap() - r.metrics.recall).abs() <= 1e-3);
+    }
+    assert!(std::fs::read_to_string(bad_opts.out.join("report.md"))
+        .unwrap()
+        .contains("q-bad-scope"));
+
+    // An index holding documents outside the corpus is refused.
+    write_jsonl(&data.join("smaller.jsonl"), &corpus[..2]).unwrap();
+    let mut smaller = opts.clone();
+    smaller.corpus = data.join("smaller.jsonl");
+    smaller.out = data.join("out2");
+    match run_eval(&engine, &smaller, &NoProgress) {
+        Err(EvalError::IndexMismatch(msg)) => assert!(msg.contains("fresh --index"), "{msg}"),
+        other => panic!("expected an index mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_inputs_fail_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    std::fs::write(
+        data.join("corpus.jsonl"),
+        "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("queries.jsonl"),
+        "{\"id\":\"q\",\"query\":\"x\",\"evidence\":[]}\nnot json\n",
+    )
+    .unwrap();
+    // The model is never loaded for these.
+    let engine = Engine::new(EngineOptions::new(data.join("index")));
+    let mut opts = EvalOptions::new(
+        data.join("corpus.jsonl"),
+        data.join("queries.jsonl"),
+        data.join("out"),
+    );
+    opts.quiet = true;
+    let err = run_eval(&engine, &opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("appears twice"), "{err}");
+    std::fs::write(data.join("corpus.jsonl"), "{\"id\":\"a\",\"text\":\"x\"}\n").unwrap();
+    let err = run_eval(&engine, &opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("queries.jsonl:2:"), "{err}");
+    opts.strategies = vec!["bogus".into()];
+    let err = run_eval(&engine, &opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bogus"), "{err}");
+    assert!(!data.join("index").exists());
+}
