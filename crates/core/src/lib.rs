@@ -13,9 +13,11 @@ mod embedder;
 mod error;
 mod hash;
 mod offsets;
+mod rerank;
 
 pub use document::{chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section, SectionId};
 pub use embedder::{Embedder, EmbedError, TokenCounter};
 pub use error::Error;
 pub use hash::content_hash;
 pub use offsets::{CharIndex, TextRange};
+pub use rerank::Reranker;

@@ -17,14 +17,22 @@
 //! under `<home>/models/` (the default model is [`DEFAULT_MODEL_NAME`]). With the
 //! cargo feature `hub`, `download_model` fetches a model from the Hugging Face Hub.
 
+mod chat;
+mod http;
 mod local;
 mod location;
 mod remote;
+mod rerank;
 
+pub use chat::{ChatClient, ChatConfig, ChatResponse};
 pub use local::{LocalEmbedder, LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE};
 #[cfg(feature = "hub")]
 pub use location::download_model;
 pub use location::{default_home, models_dir, resolve_model, DEFAULT_MODEL_NAME};
 pub use remote::{RemoteConfig, RemoteEmbedder, DEFAULT_REMOTE_BATCH_SIZE};
+pub use rerank::{
+    CrossEncoderReranker, HttpReranker, RerankApi, RerankConfig, ScoreMapping,
+    DEFAULT_CROSS_ENCODER_BATCH_SIZE, DEFAULT_RERANK_BATCH_SIZE,
+};
 
-pub use excerpt_core::{EmbedError, Embedder, TokenCounter};
+pub use excerpt_core::{EmbedError, Embedder, Reranker, TokenCounter};

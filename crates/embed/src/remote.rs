@@ -6,11 +6,10 @@ use std::time::Duration;
 use excerpt_core::{EmbedError, Embedder};
 use serde::{Deserialize, Serialize};
 
+use crate::http;
+
 /// Texts sent per request unless [`RemoteConfig::batch_size`] says otherwise.
 pub const DEFAULT_REMOTE_BATCH_SIZE: usize = 64;
-
-/// Longest wait honoured from a `Retry-After` header or reached by backoff.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Largest response body read (vectors as JSON text are large).
 const MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
@@ -99,20 +98,9 @@ struct Item {
     index: Option<usize>,
 }
 
-/// The outcome of one failed attempt.
-struct Failure {
-    status: Option<u16>,
-    message: String,
-    retryable: bool,
-    retry_after: Option<Duration>,
-}
-
 /// `{base}/v1/embeddings`, whether or not `base` already ends in `/v1`.
 fn endpoint_url(base: &str) -> String {
-    let base = base.trim().trim_end_matches('/');
-    let base = base.strip_suffix("/embeddings").unwrap_or(base);
-    let base = base.strip_suffix("/v1").unwrap_or(base);
-    format!("{base}/v1/embeddings")
+    http::openai_endpoint(base, "embeddings")
 }
 
 impl RemoteEmbedder {
@@ -125,23 +113,14 @@ impl RemoteEmbedder {
             status: None,
             message: message.to_string(),
         };
-        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        if !http::is_http_url(&endpoint) {
             return Err(invalid("the URL must start with http:// or https://"));
         }
         if config.model.trim().is_empty() {
             return Err(invalid("no model name configured"));
         }
-        let api_key = config
-            .api_key_env
-            .as_deref()
-            .and_then(|var| std::env::var(var).ok())
-            .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty());
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(config.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
+        let api_key = http::api_key(config.api_key_env.as_deref());
+        let agent = http::agent(config.timeout);
         let dimension = OnceLock::new();
         if let Some(d) = config.dimension {
             let _ = dimension.set(d);
@@ -183,100 +162,25 @@ impl RemoteEmbedder {
         }
     }
 
-    /// One HTTP attempt for one batch.
-    fn attempt(&self, batch: &[&str]) -> Result<Response, Failure> {
-        let mut request = self.agent.post(&self.endpoint);
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", format!("Bearer {key}"));
-        }
+    /// One batch with retries; vectors in batch order, normalised.
+    fn embed_batch(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let body = Request {
             model: &self.config.model,
             input: batch,
         };
-        let mut response = match request.send_json(&body) {
-            Ok(r) => r,
-            Err(e) => {
-                let retryable = matches!(
-                    e,
-                    ureq::Error::Io(_)
-                        | ureq::Error::Timeout(_)
-                        | ureq::Error::ConnectionFailed
-                        | ureq::Error::HostNotFound
-                        | ureq::Error::Protocol(_)
-                        | ureq::Error::BodyStalled
-                );
-                return Err(Failure {
-                    status: None,
-                    message: format!("request failed: {e}"),
-                    retryable,
-                    retry_after: None,
-                });
-            }
+        let policy = http::RetryPolicy {
+            max_retries: self.config.max_retries,
+            initial_backoff: self.config.initial_backoff,
         };
-        let status = response.status().as_u16();
-        if !(200..300).contains(&status) {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(|s| Duration::from_secs_f64(s).min(MAX_BACKOFF));
-            let text = response
-                .body_mut()
-                .with_config()
-                .limit(64 * 1024)
-                .lossy_utf8(true)
-                .read_to_string()
-                .unwrap_or_default();
-            let mut snippet: String = text.chars().take(500).collect();
-            if snippet.len() < text.len() {
-                snippet.push('…');
-            }
-            return Err(Failure {
-                status: Some(status),
-                message: format!("HTTP {status}: {}", snippet.trim()),
-                retryable: status == 429 || status >= 500,
-                retry_after,
-            });
-        }
-        response
-            .body_mut()
-            .with_config()
-            .limit(MAX_RESPONSE_BYTES)
-            .read_json::<Response>()
-            .map_err(|e| Failure {
-                status: Some(status),
-                message: format!("malformed response: {e}"),
-                // A truncated body is a transport problem; bad JSON is not.
-                retryable: matches!(e, ureq::Error::Io(_) | ureq::Error::Timeout(_)),
-                retry_after: None,
-            })
-    }
-
-    /// One batch with retries; vectors in batch order, normalised.
-    fn embed_batch(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut backoff = self.config.initial_backoff;
-        let mut retries = 0;
-        let response = loop {
-            match self.attempt(batch) {
-                Ok(r) => break r,
-                Err(f) if f.retryable && retries < self.config.max_retries => {
-                    retries += 1;
-                    let wait = f.retry_after.map_or(backoff, |ra| ra.max(backoff));
-                    std::thread::sleep(wait);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-                Err(f) => {
-                    let message = if retries > 0 {
-                        format!("{} (after {} retries)", f.message, retries)
-                    } else {
-                        f.message
-                    };
-                    return Err(self.error(f.status, message));
-                }
-            }
-        };
+        let response = http::with_retries(&self.endpoint, policy, || {
+            http::post_json::<_, Response>(
+                &self.agent,
+                &self.endpoint,
+                self.api_key.as_deref(),
+                &body,
+                MAX_RESPONSE_BYTES,
+            )
+        })?;
         self.order_and_check(batch.len(), response)
     }
 

@@ -1,6 +1,10 @@
 //! Integration tests of excerpt-embed: the local model against reference embeddings,
 //! its tokenizer, model location, and the remote client against a real local server.
 
+mod chat;
+mod cross_encoder;
+mod fake_server;
 mod local;
 mod location;
 mod remote;
+mod rerank_http;
