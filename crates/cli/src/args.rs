@@ -48,6 +48,15 @@ pub struct Global {
     #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "cl100k_base",
           value_parser = ["cl100k_base", "o200k_base"])]
     pub llm_encoding: String,
+    /// Local cross-encoder directory used by `query --rerank N`.
+    #[arg(long, global = true, env = "EXCERPT_RERANKER")]
+    pub reranker: Option<PathBuf>,
+    /// A /rerank endpoint (Cohere, Jina, TEI shape) used by `query --rerank N`.
+    #[arg(long, global = true, env = "EXCERPT_RERANK_URL")]
+    pub rerank_url: Option<String>,
+    /// Model name sent to --rerank-url.
+    #[arg(long, global = true, env = "EXCERPT_RERANK_MODEL", default_value = "")]
+    pub rerank_model: String,
     /// No progress bars or summaries on stderr (errors are still printed).
     #[arg(long, short, global = true, env = "EXCERPT_QUIET")]
     pub quiet: bool,
@@ -77,8 +86,51 @@ pub enum Command {
     },
     /// Show index statistics: documents, chunks, bytes, model, chunker, size on disk.
     Stats(FormatArgs),
+    /// Compare context strategies on an evaluation set (corpus + queries with gold
+    /// evidence spans), writing results files, a report and a recall-vs-budget chart.
+    ///
+    /// The corpus is ingested into --index (incrementally: a second run reuses it; the
+    /// index must hold exactly that corpus). Every query is retrieved once, then
+    /// assembled by each strategy at each budget; results are streamed to
+    /// OUT/results-<strategy>-<budget>.jsonl in the format score_context.py reads.
+    #[command(verbatim_doc_comment)]
+    Eval(EvalArgs),
     /// Measure index build, size, memory and query latency on a generated collection.
     Bench(crate::bench::BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// corpus.jsonl: {"id","title","text","metadata"} per line.
+    #[arg(long)]
+    pub corpus: PathBuf,
+    /// queries.jsonl: {"id","query","evidence":[{"doc_id","start","end"}],"scope"?} per line.
+    #[arg(long)]
+    pub queries: PathBuf,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Strategies to compare besides topk (comma-separated; e.g. adjacent,rse:precision).
+    #[arg(long, value_delimiter = ',')]
+    pub strategies: Vec<String>,
+    /// Token budgets (repeatable; default 500, 1000, 2000, 4000).
+    #[arg(long = "budget", value_delimiter = ',')]
+    pub budgets: Vec<usize>,
+    /// First-stage retrieval.
+    #[arg(long, default_value = "hybrid", value_parser = ["dense", "bm25", "hybrid"])]
+    pub mode: String,
+    /// Fusion in hybrid mode: rrf[:K], minmax[:ALPHA], dbsf[:ALPHA].
+    #[arg(long, default_value = "rrf:60")]
+    pub fusion: String,
+    /// Candidates each search returns before fusion.
+    #[arg(long, default_value_t = 100)]
+    pub candidates: usize,
+    /// Chunker when the index is new (see `excerpt ingest --help`).
+    #[arg(long)]
+    pub chunker: Option<excerpt::ChunkerConfig>,
+    /// No chunk headers in a new index.
+    #[arg(long)]
+    pub no_headers: bool,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +215,10 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, short, env = "EXCERPT_FORMAT", value_enum, default_value = "text")]
     pub format: Format,
+    /// Rerank the best N fused candidates with the configured reranker (--reranker or
+    /// --rerank-url); off by default.
+    #[arg(long = "rerank", value_name = "N", env = "EXCERPT_RERANK")]
+    pub rerank: Option<usize>,
     /// Closing instruction of the text format ("" for none).
     #[arg(long, env = "EXCERPT_INSTRUCTION")]
     pub instruction: Option<String>,

@@ -7,13 +7,13 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use excerpt::{
     EmbedderSpec, Engine, EngineError, EngineOptions, Filter, FusionMethod, IngestOptions, MetaCondition,
-    QueryRequest,
+    QueryRequest, RerankConfig, RerankerSpec,
 };
 use excerpt_context::{render_json, render_markdown, render_text, RenderOptions, StrategyConfig};
 use excerpt_embed::RemoteConfig;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
-use crate::args::{Cli, Command, Format, FormatArgs, Global, IngestArgs, QueryArgs};
+use crate::args::{Cli, Command, EvalArgs, Format, FormatArgs, Global, IngestArgs, QueryArgs};
 use crate::progress::Bar;
 
 /// Exit code for "nothing could be ingested".
@@ -51,12 +51,22 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
         }
         None => EmbedderSpec::Local { model: g.model.clone() },
     };
+    let reranker = match (&g.reranker, &g.rerank_url) {
+        (Some(dir), _) => Some(RerankerSpec::Local(dir.clone())),
+        (None, Some(url)) => {
+            let mut cfg = RerankConfig::new(url.clone(), g.rerank_model.clone());
+            cfg.api_key_env = Some(g.embed_api_key_env.clone());
+            Some(RerankerSpec::Http(cfg))
+        }
+        (None, None) => None,
+    };
     Engine::new(EngineOptions {
         index_dir: g.index.clone(),
         embedder,
         chunker,
         headers,
         llm_encoding: g.llm_encoding.clone(),
+        reranker,
     })
 }
 
@@ -67,6 +77,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Docs(a) => docs(&cli.global, a),
         Command::Rm { ids } => rm(&cli.global, ids),
         Command::Stats(a) => stats(&cli.global, a),
+        Command::Eval(a) => eval(&cli.global, a),
         Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -163,6 +174,7 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         filter: Filter { doc_ids: a.docs, path_prefixes: a.prefixes, metadata },
         strategy,
         budget: a.budget,
+        rerank_top: a.rerank,
     };
     let ctx = engine.query(&req)?;
     let out = match a.format {
@@ -249,6 +261,32 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(stdout, "chunker     {}", cfg.chunker)?;
         writeln!(stdout, "headers     {}", if cfg.headers { "on" } else { "off" })?;
         writeln!(stdout, "on disk     {:.1} MiB in {} segment(s)", s.disk_bytes as f64 / 1048576.0, s.segments)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
+    let engine = engine(g, a.chunker, a.no_headers.then_some(false));
+    let mut opts = excerpt_eval::EvalOptions::new(a.corpus, a.queries, a.out.clone());
+    opts.strategies = a.strategies;
+    if !a.budgets.is_empty() {
+        opts.budgets = a.budgets;
+    }
+    opts.mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    opts.fusion = parse_fusion(&a.fusion)?;
+    opts.candidates = a.candidates;
+    opts.quiet = g.quiet;
+    let bar = Bar::new(g.quiet);
+    let result = excerpt_eval::run_eval(&engine, &opts, &bar);
+    bar.finish();
+    let report = result?;
+    if !g.quiet {
+        let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
+        println!("{md}");
+        eprintln!("wrote {} (results-*.jsonl, report.json, report.md, recall-vs-budget.svg)", a.out.display());
+    }
+    if !report.failures.is_empty() && !g.quiet {
+        eprintln!("{} query run(s) failed; see report.json", report.failures.len());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use excerpt_context::TiktokenCounter;
-use excerpt_core::{ChunkerConfig, Embedder};
-use excerpt_embed::{resolve_model, LocalEmbedder, RemoteConfig, RemoteEmbedder};
+use excerpt_core::{ChunkerConfig, Embedder, Reranker};
+use excerpt_embed::{
+    resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder, RerankConfig,
+};
 use excerpt_index::Snapshot;
 
 use crate::EngineError;
@@ -21,6 +23,15 @@ pub enum EmbedderSpec {
     Remote(RemoteConfig),
 }
 
+/// Which reranker to use (none by default).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RerankerSpec {
+    /// A local BERT-family cross-encoder directory.
+    Local(PathBuf),
+    /// A `/rerank` endpoint (Cohere, Jina, TEI shapes).
+    Http(RerankConfig),
+}
+
 /// How to open an [`Engine`].
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -35,6 +46,8 @@ pub struct EngineOptions {
     pub headers: Option<bool>,
     /// LLM token encoding for budgets (`cl100k_base` or `o200k_base`).
     pub llm_encoding: String,
+    /// Reranker applied to the fused candidates when a request asks for it.
+    pub reranker: Option<RerankerSpec>,
 }
 
 impl EngineOptions {
@@ -47,6 +60,7 @@ impl EngineOptions {
             chunker: None,
             headers: None,
             llm_encoding: "cl100k_base".into(),
+            reranker: None,
         }
     }
 }
@@ -60,6 +74,7 @@ pub struct Engine {
     pub(crate) options: EngineOptions,
     embedder: OnceLock<Arc<dyn Embedder>>,
     llm_tokens: OnceLock<Arc<TiktokenCounter>>,
+    reranker: OnceLock<Arc<dyn Reranker>>,
     snapshot: Mutex<Option<Arc<Snapshot>>>,
 }
 
@@ -76,6 +91,7 @@ impl Engine {
             options,
             embedder: OnceLock::new(),
             llm_tokens: OnceLock::new(),
+            reranker: OnceLock::new(),
             snapshot: Mutex::new(None),
         }
     }
@@ -105,6 +121,19 @@ impl Engine {
             EmbedderSpec::Remote(cfg) => Arc::new(RemoteEmbedder::new(cfg.clone())?),
         };
         Ok(self.embedder.get_or_init(|| loaded).clone())
+    }
+
+    /// The configured reranker, loaded on first call; `None` when none is configured.
+    pub fn reranker(&self) -> Result<Option<Arc<dyn Reranker>>, EngineError> {
+        if let Some(r) = self.reranker.get() {
+            return Ok(Some(r.clone()));
+        }
+        let loaded: Arc<dyn Reranker> = match &self.options.reranker {
+            None => return Ok(None),
+            Some(RerankerSpec::Local(dir)) => Arc::new(CrossEncoderReranker::load(dir)?),
+            Some(RerankerSpec::Http(cfg)) => Arc::new(HttpReranker::new(cfg.clone())?),
+        };
+        Ok(Some(self.reranker.get_or_init(|| loaded).clone()))
     }
 
     /// The LLM token counter budgets are measured with, loaded on first call.

@@ -20,12 +20,13 @@ mod error;
 mod ingest;
 mod query;
 
-pub use engine::{EmbedderSpec, Engine, EngineOptions};
+pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Problem};
 pub use query::{Mode, QueryRequest, Retrieved};
 
-pub use excerpt_context::{Context, Piece};
+pub use excerpt_context::{Context, Piece, StrategyConfig};
+pub use excerpt_embed::{RemoteConfig, RerankConfig};
 pub use excerpt_core::{ChunkerConfig, Document};
 pub use excerpt_index::{IndexError, Snapshot};
 pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};

@@ -59,6 +59,11 @@ pub struct QueryRequest {
     /// LLM tokens for the whole context.
     #[serde(default = "default_budget")]
     pub budget: usize,
+    /// Rerank this many of the best fused candidates with the engine's reranker (which
+    /// must be configured); their reranker scores become score and relevance, the rest
+    /// are dropped. `None`: no reranking.
+    #[serde(default)]
+    pub rerank_top: Option<usize>,
 }
 
 fn default_candidates() -> usize {
@@ -80,6 +85,7 @@ impl QueryRequest {
             filter: Filter::default(),
             strategy: StrategyConfig::default(),
             budget: default_budget(),
+            rerank_top: None,
         }
     }
 }
@@ -160,10 +166,45 @@ impl Engine {
                 .map(|f| Hit { key: f.key, score: f.score, relevance: f.relevance })
                 .collect(),
         };
+        if let Some(n) = req.rerank_top {
+            hits = self.rerank(&snapshot, &req.text, hits, n)?;
+        }
         if let Some(k) = req.top_k {
             hits.truncate(k);
         }
         Ok(Retrieved { snapshot, query_vector, hits })
+    }
+
+    /// Reranks the best `n` hits: the reranker reads each chunk as indexed (header and
+    /// text); its [0, 1] score becomes both score and relevance. Ties by key.
+    fn rerank(&self, snapshot: &Snapshot, query: &str, mut hits: Vec<Hit>, n: usize) -> Result<Vec<Hit>, EngineError> {
+        let Some(reranker) = self.reranker()? else {
+            return Err(EngineError::BadRequest(
+                "reranking was asked for but no reranker is configured (--reranker DIR or --rerank-url URL)".into(),
+            ));
+        };
+        hits.truncate(n.max(1));
+        let headers = snapshot.config().headers;
+        let texts: Vec<String> = hits
+            .iter()
+            .map(|h| {
+                let d = snapshot.doc(h.key.doc).ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
+                let c = d.chunks.get(h.key.ordinal as usize).ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
+                Ok(excerpt_core::indexed_text(d, c, headers))
+            })
+            .collect::<Result<_, EngineError>>()?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let scores = reranker.rerank(query, &refs)?;
+        if scores.len() != hits.len() {
+            return Err(EngineError::BadRequest(format!("reranker returned {} scores for {} passages", scores.len(), hits.len())));
+        }
+        for (h, s) in hits.iter_mut().zip(scores) {
+            let s = if s.is_finite() { s.clamp(0.0, 1.0) } else { 0.0 };
+            h.score = s;
+            h.relevance = s;
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+        Ok(hits)
     }
 
     /// Assembles a context from a first stage with a strategy and budget.
