@@ -184,8 +184,10 @@ pub enum Format {
 pub struct QueryArgs {
     /// The query.
     pub text: String,
-    /// Context strategy: topk, adjacent, rse, window, section, auto.
-    #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "topk")]
+    /// Context strategy: rse (relevant segment extraction; also rse:precision,
+    /// rse:find_all), topk, adjacent, window, section, auto. The default, rse, had the
+    /// best evidence recall at every budget on the development set (docs/EVAL.md).
+    #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "rse")]
     pub strategy: String,
     /// LLM-token budget for the whole context.
     #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000)]

@@ -559,9 +559,10 @@ impl StrategyConfig {
 }
 
 impl Default for StrategyConfig {
-    /// `adjacent` with defaults.
+    /// `rse` with the `balanced` preset: the best recall at every budget on the
+    /// development set (docs/EVAL.md), ahead of `topk` at each of 500-4000 tokens.
     fn default() -> Self {
-        StrategyConfig::default_for(Strategy::Adjacent)
+        StrategyConfig::default_for(Strategy::Rse)
     }
 }
 
