@@ -39,10 +39,20 @@ pub struct Global {
     #[arg(long, global = true, env = "EXCERPT_EMBED_URL")]
     pub embed_url: Option<String>,
     /// Model name sent to --embed-url.
-    #[arg(long, global = true, env = "EXCERPT_EMBED_MODEL", default_value = "text-embedding-3-small")]
+    #[arg(
+        long,
+        global = true,
+        env = "EXCERPT_EMBED_MODEL",
+        default_value = "text-embedding-3-small"
+    )]
     pub embed_model: String,
     /// Environment variable holding the API key for --embed-url.
-    #[arg(long, global = true, env = "EXCERPT_EMBED_API_KEY_ENV", default_value = "OPENAI_API_KEY")]
+    #[arg(
+        long,
+        global = true,
+        env = "EXCERPT_EMBED_API_KEY_ENV",
+        default_value = "OPENAI_API_KEY"
+    )]
     pub embed_api_key_env: String,
     /// Tokenizer for LLM token budgets.
     #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "cl100k_base",
@@ -163,7 +173,12 @@ pub struct IngestArgs {
     pub no_headers: bool,
     /// Commit after this many new chunks (an interrupted ingest keeps what was
     /// committed).
-    #[arg(long, env = "EXCERPT_COMMIT_EVERY", default_value_t = 2048, hide_short_help = true)]
+    #[arg(
+        long,
+        env = "EXCERPT_COMMIT_EVERY",
+        default_value_t = 2048,
+        hide_short_help = true
+    )]
     pub commit_every: usize,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
@@ -215,7 +230,13 @@ pub struct QueryArgs {
     #[arg(long = "where", value_name = "COND")]
     pub conditions: Vec<String>,
     /// Output format.
-    #[arg(long, short, env = "EXCERPT_FORMAT", value_enum, default_value = "text")]
+    #[arg(
+        long,
+        short,
+        env = "EXCERPT_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
     pub format: Format,
     /// Rerank the best N fused candidates with the configured reranker (--reranker or
     /// --rerank-url); off by default.

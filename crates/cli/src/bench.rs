@@ -81,15 +81,31 @@ fn normalise(v: &mut [f32]) {
 
 fn latency(mut ms: Vec<f64>) -> Latency {
     ms.sort_by(f64::total_cmp);
-    let at = |q: f64| ms.get(((ms.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
-    Latency { p50_ms: at(0.5), p99_ms: at(0.99), mean_ms: ms.iter().sum::<f64>() / ms.len().max(1) as f64 }
+    let at = |q: f64| {
+        ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Latency {
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+        mean_ms: ms.iter().sum::<f64>() / ms.len().max(1) as f64,
+    }
 }
 
 fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_string))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .map(str::to_string)
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|k| k.parse::<f64>().ok())
+        })
         .map(|kb| kb / 1024.0)
         .unwrap_or(0.0)
 }
@@ -137,7 +153,10 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
             text.push('\n');
             bounds.push((start, text.len()));
             let c = &centers[(rng.next() % clusters as u64) as usize];
-            let mut v: Vec<f32> = c.iter().map(|x| x + 0.3 * rng.unit() / (a.dim as f32).sqrt()).collect();
+            let mut v: Vec<f32> = c
+                .iter()
+                .map(|x| x + 0.3 * rng.unit() / (a.dim as f32).sqrt())
+                .collect();
             normalise(&mut v);
             vectors.extend(v);
         }
@@ -145,7 +164,14 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         let chunks: Vec<Chunk> = bounds
             .iter()
             .enumerate()
-            .map(|(i, &(s, e))| Ok(Chunk { ordinal: i as u32, range: idx.range(s, e)?, section: None, tokens: 0 }))
+            .map(|(i, &(s, e))| {
+                Ok(Chunk {
+                    ordinal: i as u32,
+                    range: idx.range(s, e)?,
+                    section: None,
+                    tokens: 0,
+                })
+            })
             .collect::<Result<_, excerpt_core::Error>>()?;
         let sentences = chunks.iter().map(|c| c.range).collect();
         let doc = Document {
@@ -178,7 +204,10 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     let mut sink = 0usize;
     for _ in 0..a.queries {
         let c = &centers[(rng.next() % clusters as u64) as usize];
-        let mut q: Vec<f32> = c.iter().map(|x| x + 0.3 * rng.unit() / (a.dim as f32).sqrt()).collect();
+        let mut q: Vec<f32> = c
+            .iter()
+            .map(|x| x + 0.3 * rng.unit() / (a.dim as f32).sqrt())
+            .collect();
         normalise(&mut q);
         let t = Instant::now();
         let hits: Vec<(ChunkKey, f32)> = snap.dense_search(&q, 100, None);
@@ -207,11 +236,23 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("collection   {} chunks in {} documents, dim {}", report.chunks, report.documents, report.dim);
-        println!("build        {:.1} s   open {:.2} s", report.build_seconds, report.open_seconds);
-        println!("disk         {:.1} MiB   RSS after open {:.0} MiB", report.disk_mib, report.rss_mib_after_open);
+        println!(
+            "collection   {} chunks in {} documents, dim {}",
+            report.chunks, report.documents, report.dim
+        );
+        println!(
+            "build        {:.1} s   open {:.2} s",
+            report.build_seconds, report.open_seconds
+        );
+        println!(
+            "disk         {:.1} MiB   RSS after open {:.0} MiB",
+            report.disk_mib, report.rss_mib_after_open
+        );
         for (name, l) in [("dense exact", &report.dense_exact), ("bm25", &report.bm25)] {
-            println!("{name:<12} p50 {:.2} ms   p99 {:.2} ms   mean {:.2} ms  (top 100)", l.p50_ms, l.p99_ms, l.mean_ms);
+            println!(
+                "{name:<12} p50 {:.2} ms   p99 {:.2} ms   mean {:.2} ms  (top 100)",
+                l.p50_ms, l.p99_ms, l.mean_ms
+            );
         }
     }
     Ok(())

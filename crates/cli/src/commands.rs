@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use excerpt::{
-    EmbedderSpec, Engine, EngineError, EngineOptions, Filter, FusionMethod, IngestOptions, MetaCondition,
-    QueryRequest, RerankConfig, RerankerSpec,
+    EmbedderSpec, Engine, EngineError, EngineOptions, Filter, FusionMethod, IngestOptions,
+    MetaCondition, QueryRequest, RerankConfig, RerankerSpec,
 };
 use excerpt_context::{render_json, render_markdown, render_text, RenderOptions, StrategyConfig};
 use excerpt_embed::RemoteConfig;
@@ -49,7 +49,9 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
             cfg.timeout = Duration::from_secs(120);
             EmbedderSpec::Remote(cfg)
         }
-        None => EmbedderSpec::Local { model: g.model.clone() },
+        None => EmbedderSpec::Local {
+            model: g.model.clone(),
+        },
     };
     let reranker = match (&g.reranker, &g.rerank_url) {
         (Some(dir), _) => Some(RerankerSpec::Local(dir.clone())),
@@ -92,7 +94,9 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             hidden: a.hidden,
             ..WalkOptions::default()
         },
-        load: LoadOptions { text_extensions: a.text_ext },
+        load: LoadOptions {
+            text_extensions: a.text_ext,
+        },
         commit_every_chunks: a.commit_every.max(1),
         ..IngestOptions::default()
     };
@@ -128,7 +132,13 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         for p in report.skipped.iter().chain(&report.failed) {
             writeln!(err, "  {}", p.reason)?;
         }
-        writeln!(err, "index {}: {} documents (generation {})", g.index.display(), report.documents, report.generation)?;
+        writeln!(
+            err,
+            "index {}: {} documents (generation {})",
+            g.index.display(),
+            report.documents,
+            report.generation
+        )?;
     }
     if report.nothing_ingested() {
         if !a.json {
@@ -146,7 +156,8 @@ pub fn parse_fusion(s: &str) -> Result<FusionMethod> {
         if arg.is_empty() {
             return Ok(default);
         }
-        arg.parse::<f32>().with_context(|| format!("fusion parameter {arg:?} is not a number"))
+        arg.parse::<f32>()
+            .with_context(|| format!("fusion parameter {arg:?} is not a number"))
     };
     let m = match name {
         "rrf" => FusionMethod::Rrf { k: num(60.0)? },
@@ -171,7 +182,11 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         candidates: a.candidates,
         top_k: a.top_k,
         fusion: parse_fusion(&a.fusion)?,
-        filter: Filter { doc_ids: a.docs, path_prefixes: a.prefixes, metadata },
+        filter: Filter {
+            doc_ids: a.docs,
+            path_prefixes: a.prefixes,
+            metadata,
+        },
         strategy,
         budget: a.budget,
         rerank_top: a.rerank,
@@ -232,7 +247,18 @@ fn rm(g: &Global, ids: Vec<String>) -> Result<ExitCode> {
         eprintln!("removed {} document(s)", removed.len());
     }
     if !missing.is_empty() {
-        return Err(Exit(EXIT_NOT_FOUND, format!("no document with id {}", missing.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", "))).into());
+        return Err(Exit(
+            EXIT_NOT_FOUND,
+            format!(
+                "no document with id {}",
+                missing
+                    .iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .into());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -257,10 +283,23 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(stdout, "documents   {}", s.documents)?;
         writeln!(stdout, "chunks      {}", s.chunks)?;
         writeln!(stdout, "text        {} bytes", s.text_bytes)?;
-        writeln!(stdout, "model       {} ({} dimensions)", cfg.model_id, cfg.dimension)?;
+        writeln!(
+            stdout,
+            "model       {} ({} dimensions)",
+            cfg.model_id, cfg.dimension
+        )?;
         writeln!(stdout, "chunker     {}", cfg.chunker)?;
-        writeln!(stdout, "headers     {}", if cfg.headers { "on" } else { "off" })?;
-        writeln!(stdout, "on disk     {:.1} MiB in {} segment(s)", s.disk_bytes as f64 / 1048576.0, s.segments)?;
+        writeln!(
+            stdout,
+            "headers     {}",
+            if cfg.headers { "on" } else { "off" }
+        )?;
+        writeln!(
+            stdout,
+            "on disk     {:.1} MiB in {} segment(s)",
+            s.disk_bytes as f64 / 1048576.0,
+            s.segments
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -283,10 +322,16 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     if !g.quiet {
         let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
         println!("{md}");
-        eprintln!("wrote {} (results-*.jsonl, report.json, report.md, recall-vs-budget.svg)", a.out.display());
+        eprintln!(
+            "wrote {} (results-*.jsonl, report.json, report.md, recall-vs-budget.svg)",
+            a.out.display()
+        );
     }
     if !report.failures.is_empty() && !g.quiet {
-        eprintln!("{} query run(s) failed; see report.json", report.failures.len());
+        eprintln!(
+            "{} query run(s) failed; see report.json",
+            report.failures.len()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

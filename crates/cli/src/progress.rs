@@ -13,7 +13,11 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
-        let target = if quiet { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        let target = if quiet {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        };
         let bar = ProgressBar::with_draw_target(Some(0), target);
         bar.set_style(
             ProgressStyle::with_template(
@@ -22,7 +26,11 @@ impl Bar {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
         );
-        Bar { bar, files: AtomicUsize::new(0), files_done: AtomicUsize::new(0) }
+        Bar {
+            bar,
+            files: AtomicUsize::new(0),
+            files_done: AtomicUsize::new(0),
+        }
     }
 
     pub fn finish(&self) {

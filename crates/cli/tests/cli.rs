@@ -1,7 +1,7 @@
 //! The `excerpt` binary end to end: a real on-disk index, the real model, real
 //! processes (one of them killed with SIGKILL at random moments).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use excerpt_core::CharIndex;
@@ -15,12 +15,23 @@ fn bin() -> Command {
 }
 
 fn run(index: &Path, args: &[&str]) -> Output {
-    bin().arg("--index").arg(index).args(args).output().expect("the binary runs")
+    bin()
+        .arg("--index")
+        .arg(index)
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 fn json(out: &Output) -> Value {
-    assert!(out.status.success(), "failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -33,7 +44,11 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) {
 fn corpus(dir: &Path) {
     write(dir, "guide/install.md", b"---\ntitle: Installing\ntags: [setup]\n---\n# Install\n\nRun the setup script to fetch the model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n");
     write(dir, "guide/query.md", b"# Querying\n\nAsk a question and get context in reading order.\n\n```sh\nexcerpt query \"what is rse?\"\n```\n\n## Budgets\n\nContext is cut at a token budget for the whole answer.\n");
-    write(dir, "notes.txt", "Caf\u{e9} notes: the segment search is exact.\r\nIt uses prefix sums.\r\n".as_bytes());
+    write(
+        dir,
+        "notes.txt",
+        "Caf\u{e9} notes: the segment search is exact.\r\nIt uses prefix sums.\r\n".as_bytes(),
+    );
     write(dir, "page.html", b"<html><head><title>Page</title><script>var x=1;</script></head><body><nav>menu</nav><h1>Heading</h1><p>HTML paragraphs become text blocks about pandas.</p></body></html>");
     write(dir, "empty.md", b"   \n");
     write(dir, "binary.txt", b"abc\0def");
@@ -50,7 +65,9 @@ fn check_index(index: &Path) -> Snapshot {
     for (i, d) in s.documents().iter().enumerate() {
         d.validate().expect("document invariants hold");
         for c in &d.chunks {
-            let v = s.vector(excerpt_core::ChunkKey::new(i as u32, c.ordinal)).expect("every chunk has a vector");
+            let v = s
+                .vector(excerpt_core::ChunkKey::new(i as u32, c.ordinal))
+                .expect("every chunk has a vector");
             let norm: f32 = v.iter().map(|x| x * x).sum();
             assert!((norm - 1.0).abs() < 1e-3, "vectors are unit length");
         }
@@ -72,20 +89,42 @@ fn ingest_query_update_remove() {
 
     let r = json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
     assert_eq!(r["added"], 4, "{r:#}");
-    assert_eq!(r["skipped"].as_array().unwrap().len(), 3, "empty, binary, png: {r:#}");
+    assert_eq!(
+        r["skipped"].as_array().unwrap().len(),
+        3,
+        "empty, binary, png: {r:#}"
+    );
     assert_eq!(r["failed"].as_array().unwrap().len(), 1, "latin1: {r:#}");
     assert!(r["failed"][0]["reason"].as_str().unwrap().contains("UTF-8"));
 
     let s = check_index(&index);
     let ids: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
-    assert_eq!(ids, ["guide/install.md", "guide/query.md", "notes.txt", "page.html"]);
+    assert_eq!(
+        ids,
+        [
+            "guide/install.md",
+            "guide/query.md",
+            "notes.txt",
+            "page.html"
+        ]
+    );
     let install = &s.documents()[0];
     assert_eq!(install.title, "Installing");
     assert_eq!(install.metadata["tags"], serde_json::json!(["setup"]));
     assert!(!s.documents()[3].text.contains("var x"), "script dropped");
 
     // Query: JSON pieces are exact slices of the documents.
-    let out = run(&index, &["query", "does it work offline without network?", "--format", "json", "--budget", "300"]);
+    let out = run(
+        &index,
+        &[
+            "query",
+            "does it work offline without network?",
+            "--format",
+            "json",
+            "--budget",
+            "300",
+        ],
+    );
     let q = json(&out);
     assert_eq!(q["query"], "does it work offline without network?");
     let pieces = q["pieces"].as_array().unwrap();
@@ -94,12 +133,33 @@ fn ingest_query_update_remove() {
     for p in pieces {
         let d = &s.documents()[s.doc_index(p["doc_id"].as_str().unwrap()).unwrap() as usize];
         let idx = CharIndex::new(&d.text);
-        let r = idx.range_chars(p["start"].as_u64().unwrap() as usize, p["end"].as_u64().unwrap() as usize).unwrap();
+        let r = idx
+            .range_chars(
+                p["start"].as_u64().unwrap() as usize,
+                p["end"].as_u64().unwrap() as usize,
+            )
+            .unwrap();
         assert_eq!(r.slice(&d.text), p["text"].as_str().unwrap());
     }
     // Scoped to one document, BM25 only.
-    let q = json(&run(&index, &["query", "pandas", "--mode", "bm25", "--doc", "page.html", "--format", "json"]));
-    assert!(q["pieces"].as_array().unwrap().iter().all(|p| p["doc_id"] == "page.html"));
+    let q = json(&run(
+        &index,
+        &[
+            "query",
+            "pandas",
+            "--mode",
+            "bm25",
+            "--doc",
+            "page.html",
+            "--format",
+            "json",
+        ],
+    ));
+    assert!(q["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["doc_id"] == "page.html"));
     assert!(!q["pieces"].as_array().unwrap().is_empty());
     // Text format renders.
     let out = run(&index, &["query", "token budget", "--format", "text"]);
@@ -108,11 +168,29 @@ fn ingest_query_update_remove() {
 
     // Re-ingest: nothing changes. Then one file changes.
     let r = json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
-    assert_eq!((r["added"].as_u64(), r["updated"].as_u64(), r["unchanged"].as_u64()), (Some(0), Some(0), Some(4)));
+    assert_eq!(
+        (
+            r["added"].as_u64(),
+            r["updated"].as_u64(),
+            r["unchanged"].as_u64()
+        ),
+        (Some(0), Some(0), Some(4))
+    );
     assert_eq!(r["chunks_embedded"], 0);
-    write(&docs, "notes.txt", b"Completely new notes about exact segment search.\n");
+    write(
+        &docs,
+        "notes.txt",
+        b"Completely new notes about exact segment search.\n",
+    );
     let r = json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
-    assert_eq!((r["added"].as_u64(), r["updated"].as_u64(), r["unchanged"].as_u64()), (Some(0), Some(1), Some(3)));
+    assert_eq!(
+        (
+            r["added"].as_u64(),
+            r["updated"].as_u64(),
+            r["unchanged"].as_u64()
+        ),
+        (Some(0), Some(1), Some(3))
+    );
     let s = check_index(&index);
     assert!(s.documents()[2].text.starts_with("Completely new"));
 
@@ -132,17 +210,33 @@ fn errors_have_exit_codes() {
     let index = tmp.path().join("idx");
     // No index yet.
     let out = run(&index, &["query", "anything"]);
-    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("excerpt ingest"));
     // Nothing ingestible.
     write(tmp.path(), "only/binary.txt", b"\0\0");
-    let out = run(&index, &["ingest", tmp.path().join("only").to_str().unwrap()]);
+    let out = run(
+        &index,
+        &["ingest", tmp.path().join("only").to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(3));
-    let out = run(&index, &["ingest", tmp.path().join("missing").to_str().unwrap()]);
+    let out = run(
+        &index,
+        &["ingest", tmp.path().join("missing").to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(3));
     // Usage errors.
     assert_eq!(run(&index, &["query"]).status.code(), Some(2));
-    assert_eq!(run(&index, &["ingest", "x", "--chunker", "words"]).status.code(), Some(2));
+    assert_eq!(
+        run(&index, &["ingest", "x", "--chunker", "words"])
+            .status
+            .code(),
+        Some(2)
+    );
     let out = run(&index, &["query", "x", "--fusion", "minmax:2"]);
     assert_eq!(out.status.code(), Some(1));
 }
@@ -156,11 +250,24 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
     let index = tmp.path().join("idx");
     for i in 0..60 {
         let body: String = (0..30)
-            .map(|j| format!("Paragraph {j} of file {i} talks about topic {} and number {}.\n\n", i % 7, i * j))
+            .map(|j| {
+                format!(
+                    "Paragraph {j} of file {i} talks about topic {} and number {}.\n\n",
+                    i % 7,
+                    i * j
+                )
+            })
             .collect();
-        write(&docs, &format!("f{i:02}.md"), format!("# File {i}\n\n{body}").as_bytes());
+        write(
+            &docs,
+            &format!("f{i:02}.md"),
+            format!("# File {i}\n\n{body}").as_bytes(),
+        );
     }
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     eprintln!("kill schedule seed {seed}");
     let mut state = seed | 1;
     let mut next = move || {
@@ -174,7 +281,13 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
         let mut child = bin()
             .arg("--index")
             .arg(&index)
-            .args(["ingest", docs.to_str().unwrap(), "--commit-every", "8", "--quiet"])
+            .args([
+                "ingest",
+                docs.to_str().unwrap(),
+                "--commit-every",
+                "8",
+                "--quiet",
+            ])
             .spawn()
             .unwrap();
         let delay = 100 + next() % 2500;
@@ -185,7 +298,10 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
             continue; // killed before the first commit
         }
         let s = check_index(&index);
-        assert!(s.documents().len() >= committed_before, "round {round}: committed documents never go away");
+        assert!(
+            s.documents().len() >= committed_before,
+            "round {round}: committed documents never go away"
+        );
         committed_before = s.documents().len();
     }
     let out = run(&index, &["ingest", docs.to_str().unwrap(), "--json"]);

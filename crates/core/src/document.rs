@@ -104,10 +104,14 @@ impl std::str::FromStr for ChunkerConfig {
             }
         };
         match kind {
-            "tokens" => Ok(ChunkerConfig::Tokens { max_tokens: num(256)? }),
+            "tokens" => Ok(ChunkerConfig::Tokens {
+                max_tokens: num(256)?,
+            }),
             "chars" => Ok(ChunkerConfig::Chars { size: num(800)? }),
             "sentence" if arg.is_empty() => Ok(ChunkerConfig::Sentence),
-            "section" => Ok(ChunkerConfig::Section { max_tokens: num(256)? }),
+            "section" => Ok(ChunkerConfig::Section {
+                max_tokens: num(256)?,
+            }),
             _ => Err(format!(
                 "unknown chunker {s:?}: expected tokens[:N], chars[:N], sentence or section[:N]"
             )),
@@ -181,17 +185,18 @@ impl Document {
         };
         let partition = |what: &str, ranges: &mut dyn Iterator<Item = &TextRange>| {
             let mut at = 0usize;
-            let mut n = 0usize;
-            for r in ranges {
+            for (n, r) in ranges.enumerate() {
                 check(r)?;
                 if r.byte_start != at || r.is_empty() {
                     return Err(Error::NotAPartition {
                         doc_id: self.id.clone(),
-                        detail: format!("{what} {n} starts at byte {} instead of {at}", r.byte_start),
+                        detail: format!(
+                            "{what} {n} starts at byte {} instead of {at}",
+                            r.byte_start
+                        ),
                     });
                 }
                 at = r.byte_end;
-                n += 1;
             }
             if at != self.text.len() {
                 return Err(Error::NotAPartition {
@@ -275,7 +280,11 @@ pub fn header_text(title: &str, section_path: &str) -> String {
 /// then its text; just the text when `headers` is off or the header is empty.
 pub fn indexed_text(doc: &Document, chunk: &Chunk, headers: bool) -> String {
     let text = chunk.range.slice(&doc.text);
-    let header = if headers { chunk_header(doc, chunk) } else { String::new() };
+    let header = if headers {
+        chunk_header(doc, chunk)
+    } else {
+        String::new()
+    };
     if header.is_empty() {
         text.to_string()
     } else {
@@ -293,7 +302,9 @@ mod metadata_serde {
         if s.is_human_readable() {
             m.serialize(s)
         } else {
-            serde_json::to_string(m).map_err(serde::ser::Error::custom)?.serialize(s)
+            serde_json::to_string(m)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s)
         }
     }
 

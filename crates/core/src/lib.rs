@@ -15,8 +15,11 @@ mod hash;
 mod offsets;
 mod rerank;
 
-pub use document::{chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section, SectionId};
-pub use embedder::{Embedder, EmbedError, TokenCounter};
+pub use document::{
+    chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section,
+    SectionId,
+};
+pub use embedder::{EmbedError, Embedder, TokenCounter};
 pub use error::Error;
 pub use hash::content_hash;
 pub use offsets::{CharIndex, TextRange};

@@ -127,7 +127,11 @@ impl<'a> CharIndex<'a> {
     }
 
     /// A [`TextRange`] from character offsets, checked.
-    pub fn range_chars(&self, char_start: usize, char_end: usize) -> Result<TextRange, crate::Error> {
+    pub fn range_chars(
+        &self,
+        char_start: usize,
+        char_end: usize,
+    ) -> Result<TextRange, crate::Error> {
         let bad = || crate::Error::BadRange {
             start: char_start,
             end: char_end,

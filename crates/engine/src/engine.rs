@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use excerpt_context::TiktokenCounter;
 use excerpt_core::{ChunkerConfig, Embedder, Reranker};
 use excerpt_embed::{
-    resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder, RerankConfig,
+    resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder,
+    RerankConfig,
 };
 use excerpt_index::Snapshot;
 
@@ -80,7 +81,9 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("options", &self.options).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
@@ -149,7 +152,9 @@ impl Engine {
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
         let current = excerpt_index::Manifest::load(&self.options.index_dir)?
             .map(|m| m.generation)
-            .ok_or_else(|| excerpt_index::IndexError::NotFound { dir: self.options.index_dir.clone() })?;
+            .ok_or_else(|| excerpt_index::IndexError::NotFound {
+                dir: self.options.index_dir.clone(),
+            })?;
         let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = guard.as_ref() {
             if s.manifest().generation == current {
@@ -164,7 +169,8 @@ impl Engine {
     /// Deletes documents by id; returns the ids that existed. One atomic commit.
     pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
         let snap = self.snapshot()?;
-        let mut w = excerpt_index::IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
+        let mut w =
+            excerpt_index::IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
         let removed: Vec<String> = ids.iter().filter(|id| w.delete(id)).cloned().collect();
         w.commit()?;
         Ok(removed)

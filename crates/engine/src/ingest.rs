@@ -119,7 +119,11 @@ impl Engine {
             .chunker
             .or(existing.as_ref().map(|c| c.chunker))
             .unwrap_or_default();
-        let headers = self.options.headers.or(existing.as_ref().map(|c| c.headers)).unwrap_or(true);
+        let headers = self
+            .options
+            .headers
+            .or(existing.as_ref().map(|c| c.headers))
+            .unwrap_or(true);
         Ok(IndexConfig {
             model_id: embedder.model_id().to_string(),
             dimension: embedder.dimension(),
@@ -147,45 +151,77 @@ impl Engine {
         for item in walk(paths, &opts.walk) {
             match item {
                 WalkItem::File { path, root } => files.push((path, root)),
-                WalkItem::Problem(e) => report.failed.push(Problem { path: String::new(), reason: e.to_string() }),
+                WalkItem::Problem(e) => report.failed.push(Problem {
+                    path: String::new(),
+                    reason: e.to_string(),
+                }),
             }
         }
         report.files = files.len();
         progress.files_found(files.len());
 
         let counter = embedder.token_counter();
-        let mut ctx = Flush { embedder: embedder.as_ref(), config: &config, cache: None, opts };
-        let mut batch = Batch { docs: Vec::new(), chunks: 0 };
+        let mut ctx = Flush {
+            embedder: embedder.as_ref(),
+            config: &config,
+            cache: None,
+            opts,
+        };
+        let mut batch = Batch {
+            docs: Vec::new(),
+            chunks: 0,
+        };
         let mut seen: HashSet<String> = HashSet::new();
         for (path, root) in files {
-            if opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            if opts
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
                 return Err(EngineError::Cancelled);
             }
             let shown = path.display().to_string();
             let loaded = match load_file(&path, &root, &opts.load) {
                 Ok(l) => l,
                 Err(e) => {
-                    let p = Problem { path: shown.clone(), reason: e.to_string() };
-                    if e.is_skip() { report.skipped.push(p) } else { report.failed.push(p) }
+                    let p = Problem {
+                        path: shown.clone(),
+                        reason: e.to_string(),
+                    };
+                    if e.is_skip() {
+                        report.skipped.push(p)
+                    } else {
+                        report.failed.push(p)
+                    }
                     progress.file_done(&shown);
                     continue;
                 }
             };
             for e in loaded.problems {
-                report.failed.push(Problem { path: shown.clone(), reason: e.to_string() });
+                report.failed.push(Problem {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                });
             }
             for parsed in loaded.documents {
                 if !seen.insert(parsed.id.clone()) {
                     report.failed.push(Problem {
                         path: shown.clone(),
-                        reason: format!("duplicate document id {:?}: the first one was kept", parsed.id),
+                        reason: format!(
+                            "duplicate document id {:?}: the first one was kept",
+                            parsed.id
+                        ),
                     });
                     continue;
                 }
-                let doc = match chunk_with_headers(parsed, &config.chunker, counter, config.headers) {
+                let doc = match chunk_with_headers(parsed, &config.chunker, counter, config.headers)
+                {
                     Ok(d) => d,
                     Err(e) => {
-                        report.failed.push(Problem { path: shown.clone(), reason: e.to_string() });
+                        report.failed.push(Problem {
+                            path: shown.clone(),
+                            reason: e.to_string(),
+                        });
                         continue;
                     }
                 };
@@ -201,7 +237,18 @@ impl Engine {
                 progress.chunks_queued(doc.chunks.len());
                 batch.docs.push(doc);
                 if batch.chunks >= opts.commit_every_chunks {
-                    ctx.flush(&mut writer, std::mem::replace(&mut batch, Batch { docs: Vec::new(), chunks: 0 }), &mut report, progress)?;
+                    ctx.flush(
+                        &mut writer,
+                        std::mem::replace(
+                            &mut batch,
+                            Batch {
+                                docs: Vec::new(),
+                                chunks: 0,
+                            },
+                        ),
+                        &mut report,
+                        progress,
+                    )?;
                 }
             }
             progress.file_done(&shown);
@@ -253,7 +300,11 @@ impl Flush<'_> {
         let mut todo: Vec<(String, String)> = Vec::new();
         let mut fresh: HashMap<String, usize> = HashMap::new();
         let mut plan: Vec<Vec<(String, Option<ChunkKey>)>> = Vec::with_capacity(batch.docs.len());
-        let (snap, map) = self.cache.as_ref().map(|(s, m)| (s.clone(), m)).expect("cache built above");
+        let (snap, map) = self
+            .cache
+            .as_ref()
+            .map(|(s, m)| (s.clone(), m))
+            .expect("cache built above");
         for doc in &batch.docs {
             let mut p = Vec::with_capacity(doc.chunks.len());
             for c in &doc.chunks {
@@ -274,14 +325,23 @@ impl Flush<'_> {
         let t = Instant::now();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
         for group in todo.chunks(self.opts.embed_batch.max(1)) {
-            if self.opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            if self
+                .opts
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
                 return Err(EngineError::Cancelled);
             }
             let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
             let out = self.embedder.embed(&texts)?;
             if out.len() != texts.len() || out.iter().any(|v| v.len() != dim) {
                 return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
-                    message: format!("embedder returned {} vectors for {} texts, or of the wrong dimension", out.len(), texts.len()),
+                    message: format!(
+                        "embedder returned {} vectors for {} texts, or of the wrong dimension",
+                        out.len(),
+                        texts.len()
+                    ),
                 }));
             }
             vectors.extend(out);

@@ -26,7 +26,7 @@ pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Proble
 pub use query::{Mode, QueryRequest, Retrieved};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig};
-pub use excerpt_embed::{RemoteConfig, RerankConfig};
 pub use excerpt_core::{ChunkerConfig, Document};
+pub use excerpt_embed::{RemoteConfig, RerankConfig};
 pub use excerpt_index::{IndexError, Snapshot};
 pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};

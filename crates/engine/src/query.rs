@@ -28,7 +28,9 @@ impl std::str::FromStr for Mode {
             "dense" => Ok(Mode::Dense),
             "bm25" => Ok(Mode::Bm25),
             "hybrid" => Ok(Mode::Hybrid),
-            _ => Err(format!("unknown mode {s:?}: expected dense, bm25 or hybrid")),
+            _ => Err(format!(
+                "unknown mode {s:?}: expected dense, bm25 or hybrid"
+            )),
         }
     }
 }
@@ -120,12 +122,21 @@ impl Engine {
             return Err(EngineError::BadRequest("the query is empty".into()));
         }
         if req.candidates == 0 {
-            return Err(EngineError::BadRequest("candidates must be at least 1".into()));
+            return Err(EngineError::BadRequest(
+                "candidates must be at least 1".into(),
+            ));
         }
         let snapshot = self.snapshot()?;
         let mask = req.filter.mask(snapshot.documents());
-        if let Some(id) = req.filter.doc_ids.iter().find(|id| snapshot.doc_index(id).is_none()) {
-            return Err(EngineError::BadRequest(format!("no document with id {id:?} in the index")));
+        if let Some(id) = req
+            .filter
+            .doc_ids
+            .iter()
+            .find(|id| snapshot.doc_index(id).is_none())
+        {
+            return Err(EngineError::BadRequest(format!(
+                "no document with id {id:?} in the index"
+            )));
         }
         let query_vector = match req.mode {
             Mode::Bm25 => None,
@@ -146,24 +157,42 @@ impl Engine {
         };
         let bm25 = match req.mode {
             Mode::Dense => Vec::new(),
-            Mode::Bm25 | Mode::Hybrid => snapshot.bm25_search(&req.text, req.candidates, mask.as_ref())?,
+            Mode::Bm25 | Mode::Hybrid => {
+                snapshot.bm25_search(&req.text, req.candidates, mask.as_ref())?
+            }
         };
         let mut hits: Vec<Hit> = match req.mode {
             // Cosine is already an absolute scale; negative similarity is no relevance.
             Mode::Dense => dense
                 .iter()
-                .map(|&(key, score)| Hit { key, score, relevance: score.clamp(0.0, 1.0) })
+                .map(|&(key, score)| Hit {
+                    key,
+                    score,
+                    relevance: score.clamp(0.0, 1.0),
+                })
                 .collect(),
             // BM25 has no absolute scale: relative to the best hit.
             Mode::Bm25 => {
-                let max = bm25.first().map(|h| h.1).unwrap_or(1.0).max(f32::MIN_POSITIVE);
+                let max = bm25
+                    .first()
+                    .map(|h| h.1)
+                    .unwrap_or(1.0)
+                    .max(f32::MIN_POSITIVE);
                 bm25.iter()
-                    .map(|&(key, score)| Hit { key, score, relevance: (score / max).clamp(0.0, 1.0) })
+                    .map(|&(key, score)| Hit {
+                        key,
+                        score,
+                        relevance: (score / max).clamp(0.0, 1.0),
+                    })
                     .collect()
             }
             Mode::Hybrid => fuse_hybrid(&dense, &bm25, req.fusion)?
                 .into_iter()
-                .map(|f| Hit { key: f.key, score: f.score, relevance: f.relevance })
+                .map(|f| Hit {
+                    key: f.key,
+                    score: f.score,
+                    relevance: f.relevance,
+                })
                 .collect(),
         };
         if let Some(n) = req.rerank_top {
@@ -172,12 +201,22 @@ impl Engine {
         if let Some(k) = req.top_k {
             hits.truncate(k);
         }
-        Ok(Retrieved { snapshot, query_vector, hits })
+        Ok(Retrieved {
+            snapshot,
+            query_vector,
+            hits,
+        })
     }
 
     /// Reranks the best `n` hits: the reranker reads each chunk as indexed (header and
     /// text); its [0, 1] score becomes both score and relevance. Ties by key.
-    fn rerank(&self, snapshot: &Snapshot, query: &str, mut hits: Vec<Hit>, n: usize) -> Result<Vec<Hit>, EngineError> {
+    fn rerank(
+        &self,
+        snapshot: &Snapshot,
+        query: &str,
+        mut hits: Vec<Hit>,
+        n: usize,
+    ) -> Result<Vec<Hit>, EngineError> {
         let Some(reranker) = self.reranker()? else {
             return Err(EngineError::BadRequest(
                 "reranking was asked for but no reranker is configured (--reranker DIR or --rerank-url URL)".into(),
@@ -188,18 +227,31 @@ impl Engine {
         let texts: Vec<String> = hits
             .iter()
             .map(|h| {
-                let d = snapshot.doc(h.key.doc).ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
-                let c = d.chunks.get(h.key.ordinal as usize).ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
+                let d = snapshot
+                    .doc(h.key.doc)
+                    .ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
+                let c = d
+                    .chunks
+                    .get(h.key.ordinal as usize)
+                    .ok_or_else(|| EngineError::BadRequest(format!("stale hit {:?}", h.key)))?;
                 Ok(excerpt_core::indexed_text(d, c, headers))
             })
             .collect::<Result<_, EngineError>>()?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let scores = reranker.rerank(query, &refs)?;
         if scores.len() != hits.len() {
-            return Err(EngineError::BadRequest(format!("reranker returned {} scores for {} passages", scores.len(), hits.len())));
+            return Err(EngineError::BadRequest(format!(
+                "reranker returned {} scores for {} passages",
+                scores.len(),
+                hits.len()
+            )));
         }
         for (h, s) in hits.iter_mut().zip(scores) {
-            let s = if s.is_finite() { s.clamp(0.0, 1.0) } else { 0.0 };
+            let s = if s.is_finite() {
+                s.clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
             h.score = s;
             h.relevance = s;
         }

@@ -5,7 +5,10 @@ use std::path::Path;
 
 use axum::routing::post;
 use axum::{Json, Router};
-use excerpt::{Engine, EngineOptions, IngestOptions, Mode, NoProgress, QueryRequest, RerankConfig, RerankerSpec};
+use excerpt::{
+    Engine, EngineOptions, IngestOptions, Mode, NoProgress, QueryRequest, RerankConfig,
+    RerankerSpec,
+};
 use serde_json::{json, Value};
 
 fn write(dir: &Path, name: &str, text: &str) {
@@ -20,11 +23,20 @@ async fn rerank(Json(body): Json<Value>) -> Json<Value> {
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let s = if d.as_str().unwrap_or("").contains("zebra") { 0.9 } else { 0.1 };
+            let s = if d.as_str().unwrap_or("").contains("zebra") {
+                0.9
+            } else {
+                0.1
+            };
             json!({"index": i, "relevance_score": s})
         })
         .collect();
-    results.sort_by(|a, b| b["relevance_score"].as_f64().partial_cmp(&a["relevance_score"].as_f64()).unwrap());
+    results.sort_by(|a, b| {
+        b["relevance_score"]
+            .as_f64()
+            .partial_cmp(&a["relevance_score"].as_f64())
+            .unwrap()
+    });
     Json(json!({ "results": results }))
 }
 
@@ -36,7 +48,9 @@ fn serve() -> String {
         let rt = tokio::runtime::Runtime::new().unwrap();
         rt.block_on(async move {
             let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(l, Router::new().route("/rerank", post(rerank))).await.unwrap();
+            axum::serve(l, Router::new().route("/rerank", post(rerank)))
+                .await
+                .unwrap();
         });
     });
     format!("http://{addr}")
@@ -48,14 +62,20 @@ fn hybrid_query_then_rerank() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     write(&docs, "animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n");
-    write(&docs, "cats.md", "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n");
+    write(
+        &docs,
+        "cats.md",
+        "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n",
+    );
     let mut opts = EngineOptions::new(tmp.path().join("idx"));
     let mut cfg = RerankConfig::new(serve(), "fake-reranker");
     cfg.api_key_env = None;
     opts.reranker = Some(RerankerSpec::Http(cfg));
     opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });
     let engine = Engine::new(opts);
-    let report = engine.ingest(&[docs], &IngestOptions::default(), &NoProgress).unwrap();
+    let report = engine
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
     assert_eq!(report.added, 2);
 
     let mut req = QueryRequest::new("which animal hunts at night?");
@@ -64,7 +84,10 @@ fn hybrid_query_then_rerank() {
     assert!(plain.hits.len() >= 3);
     let first = plain.snapshot.doc(plain.hits[0].key.doc).unwrap();
     let first_text = first.chunk_text(plain.hits[0].key.ordinal as usize);
-    assert!(!first_text.contains("zebra"), "without reranking a hunting chunk wins: {first_text:?}");
+    assert!(
+        !first_text.contains("zebra"),
+        "without reranking a hunting chunk wins: {first_text:?}"
+    );
 
     req.rerank_top = Some(10);
     let reranked = engine.retrieve(&req).unwrap();
@@ -72,7 +95,11 @@ fn hybrid_query_then_rerank() {
     let d = reranked.snapshot.doc(top.key.doc).unwrap();
     assert!(d.chunk_text(top.key.ordinal as usize).contains("zebra"));
     assert!((top.relevance - 0.9).abs() < 1e-6);
-    assert!(reranked.hits.iter().skip(1).all(|h| (h.relevance - 0.1).abs() < 1e-6));
+    assert!(reranked
+        .hits
+        .iter()
+        .skip(1)
+        .all(|h| (h.relevance - 0.1).abs() < 1e-6));
 
     // Without a configured reranker, asking for one is a clear error.
     let bare = Engine::new(EngineOptions::new(tmp.path().join("idx")));

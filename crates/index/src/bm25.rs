@@ -36,7 +36,14 @@ fn schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let body = b.add_text_field("body", body_opts);
-    (b.build(), Fields { doc_id, ordinal, body })
+    (
+        b.build(),
+        Fields {
+            doc_id,
+            ordinal,
+            body,
+        },
+    )
 }
 
 /// Opens the on-disk BM25 index of `dir`, creating it when absent.
@@ -69,7 +76,8 @@ pub fn build_in_ram<'a>(
 ) -> Result<(Index, Fields), IndexError> {
     let (schema, fields) = schema();
     let index = Index::create_in_ram(schema);
-    let mut w: tantivy::IndexWriter<TantivyDocument> = index.writer_with_num_threads(1, 50_000_000)?;
+    let mut w: tantivy::IndexWriter<TantivyDocument> =
+        index.writer_with_num_threads(1, 50_000_000)?;
     for d in docs {
         add_document(&w, fields, d, headers)?;
     }
@@ -127,7 +135,12 @@ impl Bm25Reader {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let searcher = reader.searcher();
-        Ok(Bm25Reader { index, reader, searcher, fields })
+        Ok(Bm25Reader {
+            index,
+            reader,
+            searcher,
+            fields,
+        })
     }
 
     /// The commit payload of the pinned searcher's index.
@@ -183,24 +196,42 @@ impl Bm25Reader {
         let query: Box<dyn Query> = match allowed {
             None => text_query,
             Some(ids) => {
-                let set = TermSetQuery::new(ids.iter().map(|id| Term::from_field_text(self.fields.doc_id, id)));
+                let set = TermSetQuery::new(
+                    ids.iter()
+                        .map(|id| Term::from_field_text(self.fields.doc_id, id)),
+                );
                 Box::new(BooleanQuery::new(vec![
                     (Occur::Must, text_query),
-                    (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(set), 0.0))),
+                    (
+                        Occur::Must,
+                        Box::new(ConstScoreQuery::new(Box::new(set), 0.0)),
+                    ),
                 ]))
             }
         };
         // Fetch a little more than k so ties at the cut are resolved by key, not by
         // tantivy's internal doc order.
-        let hits = self.searcher.search(&query, &TopDocs::with_limit(k + 16).order_by_score())?;
+        let hits = self
+            .searcher
+            .search(&query, &TopDocs::with_limit(k + 16).order_by_score())?;
         let mut out = Vec::with_capacity(hits.len());
         for (score, addr) in hits {
             let d: TantivyDocument = self.searcher.doc(addr)?;
-            let id = d.get_first(self.fields.doc_id).and_then(|v| v.as_str()).unwrap_or_default();
-            let ord = d.get_first(self.fields.ordinal).and_then(|v| v.as_u64()).unwrap_or_default();
+            let id = d
+                .get_first(self.fields.doc_id)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            let ord = d
+                .get_first(self.fields.ordinal)
+                .and_then(|v| v.as_u64())
+                .unwrap_or_default();
             out.push((id.to_string(), ord as u32, score));
         }
-        out.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        out.sort_by(|a, b| {
+            b.2.total_cmp(&a.2)
+                .then_with(|| a.0.cmp(&b.0))
+                .then(a.1.cmp(&b.1))
+        });
         out.truncate(k);
         Ok(out)
     }

@@ -71,7 +71,10 @@ pub enum IndexError {
 }
 
 impl IndexError {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> IndexError {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> IndexError {
         let path = path.into();
         move |source| IndexError::Io { op, path, source }
     }

@@ -100,7 +100,8 @@ impl Manifest {
 /// Writes `bytes` to `path` and fsyncs it.
 pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
     let mut f = fs::File::create(path).map_err(IndexError::io("creating", path))?;
-    f.write_all(bytes).map_err(IndexError::io("writing", path))?;
+    f.write_all(bytes)
+        .map_err(IndexError::io("writing", path))?;
     f.sync_all().map_err(IndexError::io("syncing", path))
 }
 

@@ -68,13 +68,15 @@ pub(crate) fn read_segment(
     if blake3::hash(&vec_bytes).to_hex().as_str() != meta.vec_hash {
         return Err(corrupt("vectors file checksum mismatch".into()));
     }
-    let docs: Vec<Document> =
-        postcard::from_bytes(&doc_bytes).map_err(|e| corrupt(format!("decoding documents: {e}")))?;
+    let docs: Vec<Document> = postcard::from_bytes(&doc_bytes)
+        .map_err(|e| corrupt(format!("decoding documents: {e}")))?;
     if vec_bytes.len() < 16 || &vec_bytes[..8] != VEC_MAGIC {
         return Err(corrupt("vectors file has no valid header".into()));
     }
-    let dim = u32::from_le_bytes([vec_bytes[8], vec_bytes[9], vec_bytes[10], vec_bytes[11]]) as usize;
-    let rows = u32::from_le_bytes([vec_bytes[12], vec_bytes[13], vec_bytes[14], vec_bytes[15]]) as usize;
+    let dim =
+        u32::from_le_bytes([vec_bytes[8], vec_bytes[9], vec_bytes[10], vec_bytes[11]]) as usize;
+    let rows =
+        u32::from_le_bytes([vec_bytes[12], vec_bytes[13], vec_bytes[14], vec_bytes[15]]) as usize;
     let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
     if dim != dimension || rows != chunks || vec_bytes.len() != 16 + rows * dim * 4 {
         return Err(corrupt(format!(

@@ -71,7 +71,9 @@ impl Snapshot {
     pub fn open(dir: &Path) -> Result<Snapshot, IndexError> {
         for _attempt in 0..5 {
             let Some(manifest) = Manifest::load(dir)? else {
-                return Err(IndexError::NotFound { dir: dir.to_path_buf() });
+                return Err(IndexError::NotFound {
+                    dir: dir.to_path_buf(),
+                });
             };
             let bm25_dir = dir.join("bm25");
             if let Some((index, fields)) = bm25::open_existing(&bm25_dir)? {
@@ -89,7 +91,9 @@ impl Snapshot {
             return Self::load(dir, manifest, None);
         }
         // Still moving after several attempts: take whatever is committed and rebuild.
-        let manifest = Manifest::load(dir)?.ok_or_else(|| IndexError::NotFound { dir: dir.to_path_buf() })?;
+        let manifest = Manifest::load(dir)?.ok_or_else(|| IndexError::NotFound {
+            dir: dir.to_path_buf(),
+        })?;
         Self::load(dir, manifest, None)
     }
 
@@ -204,7 +208,12 @@ impl Snapshot {
 
     /// Exact dense search: the `k` chunks with the highest cosine to `query` (a unit
     /// vector), best first, ties by key; only in documents `mask` allows.
-    pub fn dense_search(&self, query: &[f32], k: usize, mask: Option<&DocMask>) -> Vec<(ChunkKey, f32)> {
+    pub fn dense_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        mask: Option<&DocMask>,
+    ) -> Vec<(ChunkKey, f32)> {
         let dim = self.manifest.config.dimension;
         if query.len() != dim {
             return Vec::new();
@@ -251,7 +260,8 @@ impl Snapshot {
             .into_iter()
             .filter_map(|(id, ord, s)| {
                 let d = self.doc_index(&id)?;
-                ((ord as usize) < self.docs[d as usize].chunks.len()).then_some((ChunkKey::new(d, ord), s))
+                ((ord as usize) < self.docs[d as usize].chunks.len())
+                    .then_some((ChunkKey::new(d, ord), s))
             })
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -278,7 +288,9 @@ impl Snapshot {
 }
 
 fn dir_size(dir: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     rd.flatten()
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => dir_size(&e.path()),

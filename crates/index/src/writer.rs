@@ -38,7 +38,9 @@ pub struct IndexWriter {
 
 impl std::fmt::Debug for IndexWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexWriter").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("IndexWriter")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -58,9 +60,14 @@ impl IndexWriter {
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                return Err(IndexError::Locked { dir: dir.to_path_buf(), lock: lock_path });
+                return Err(IndexError::Locked {
+                    dir: dir.to_path_buf(),
+                    lock: lock_path,
+                });
             }
-            Err(fs::TryLockError::Error(e)) => return Err(IndexError::io("locking", &lock_path)(e)),
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(IndexError::io("locking", &lock_path)(e))
+            }
         }
         let bm25_dir = dir.join("bm25");
         let manifest = match Manifest::load(dir)? {
@@ -73,7 +80,12 @@ impl IndexWriter {
                 if bm25_dir.exists() {
                     fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
                 }
-                Manifest { format: FORMAT_VERSION, generation: 0, config, segments: Vec::new() }
+                Manifest {
+                    format: FORMAT_VERSION,
+                    generation: 0,
+                    config,
+                    segments: Vec::new(),
+                }
             }
         };
         let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
@@ -154,7 +166,10 @@ impl IndexWriter {
     /// Stages a document with one vector per chunk (concatenated), replacing any
     /// committed or staged document with the same id.
     pub fn put(&mut self, doc: Document, vectors: Vec<f32>) -> Result<(), IndexError> {
-        let bad = |reason: String| IndexError::BadDocument { doc_id: doc.id.clone(), reason };
+        let bad = |reason: String| IndexError::BadDocument {
+            doc_id: doc.id.clone(),
+            reason,
+        };
         doc.validate().map_err(|e| bad(e.to_string()))?;
         let dim = self.manifest.config.dimension;
         if vectors.len() != doc.chunks.len() * dim {
@@ -185,10 +200,17 @@ impl IndexWriter {
 
     /// Makes everything staged visible as a new generation, atomically.
     pub fn commit(&mut self) -> Result<CommitStats, IndexError> {
-        let touched: BTreeSet<String> =
-            self.staged.keys().chain(self.staged_deletes.iter()).cloned().collect();
+        let touched: BTreeSet<String> = self
+            .staged
+            .keys()
+            .chain(self.staged_deletes.iter())
+            .cloned()
+            .collect();
         if touched.is_empty() {
-            return Ok(CommitStats { generation: self.manifest.generation, ..Default::default() });
+            return Ok(CommitStats {
+                generation: self.manifest.generation,
+                ..Default::default()
+            });
         }
         let generation = self.manifest.generation + 1;
         let mut next = self.manifest.clone();
@@ -252,15 +274,26 @@ impl IndexWriter {
             self.live.insert(d.id, (name.clone(), d.hash));
         }
         self.collect_garbage();
-        Ok(CommitStats { generation, written, removed })
+        Ok(CommitStats {
+            generation,
+            written,
+            removed,
+        })
     }
 
     /// Removes segment files no manifest names (left by crashes or dropped segments).
     /// Failures are ignored: garbage is harmless.
     fn collect_garbage(&mut self) {
         let seg_dir = self.dir.join("segments");
-        let Ok(rd) = fs::read_dir(&seg_dir) else { return };
-        let keep: BTreeSet<&str> = self.manifest.segments.iter().map(|m| m.name.as_str()).collect();
+        let Ok(rd) = fs::read_dir(&seg_dir) else {
+            return;
+        };
+        let keep: BTreeSet<&str> = self
+            .manifest
+            .segments
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
         for e in rd.flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
@@ -273,7 +306,11 @@ impl IndexWriter {
     }
 }
 
-fn check_config(dir: &Path, existing: &IndexConfig, requested: &IndexConfig) -> Result<(), IndexError> {
+fn check_config(
+    dir: &Path,
+    existing: &IndexConfig,
+    requested: &IndexConfig,
+) -> Result<(), IndexError> {
     let mismatch = |field, e: String, r: String| IndexError::ConfigMismatch {
         dir: dir.to_path_buf(),
         field,
@@ -281,16 +318,32 @@ fn check_config(dir: &Path, existing: &IndexConfig, requested: &IndexConfig) -> 
         requested: r,
     };
     if existing.model_id != requested.model_id {
-        return Err(mismatch("model", existing.model_id.clone(), requested.model_id.clone()));
+        return Err(mismatch(
+            "model",
+            existing.model_id.clone(),
+            requested.model_id.clone(),
+        ));
     }
     if existing.dimension != requested.dimension {
-        return Err(mismatch("dimension", existing.dimension.to_string(), requested.dimension.to_string()));
+        return Err(mismatch(
+            "dimension",
+            existing.dimension.to_string(),
+            requested.dimension.to_string(),
+        ));
     }
     if existing.chunker != requested.chunker {
-        return Err(mismatch("chunker", existing.chunker.to_string(), requested.chunker.to_string()));
+        return Err(mismatch(
+            "chunker",
+            existing.chunker.to_string(),
+            requested.chunker.to_string(),
+        ));
     }
     if existing.headers != requested.headers {
-        return Err(mismatch("headers", existing.headers.to_string(), requested.headers.to_string()));
+        return Err(mismatch(
+            "headers",
+            existing.headers.to_string(),
+            requested.headers.to_string(),
+        ));
     }
     Ok(())
 }

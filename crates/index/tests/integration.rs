@@ -30,7 +30,12 @@ fn doc(id: &str, text: &str) -> Document {
     let chunks: Vec<Chunk> = chunks
         .iter()
         .enumerate()
-        .map(|(o, &(a, b))| Chunk { ordinal: o as u32, range: idx.range(a, b).unwrap(), section: None, tokens: 0 })
+        .map(|(o, &(a, b))| Chunk {
+            ordinal: o as u32,
+            range: idx.range(a, b).unwrap(),
+            section: None,
+            tokens: 0,
+        })
         .collect();
     let sentences = chunks.iter().map(|c| c.range).collect();
     Document {
@@ -73,7 +78,10 @@ fn commit_then_search_both_ways() {
     assert_eq!(s.documents().len(), 2);
     assert_eq!(s.chunk_count(), 5);
     assert_eq!(s.doc(0).unwrap().as_ref(), &a);
-    assert_eq!(s.vector(ChunkKey::new(1, 1)).unwrap(), &[0.0, 0.0, 1.0, 0.0]);
+    assert_eq!(
+        s.vector(ChunkKey::new(1, 1)).unwrap(),
+        &[0.0, 0.0, 1.0, 0.0]
+    );
     assert!(s.vector(ChunkKey::new(1, 2)).is_none());
 
     // Dense: axis 1 is a.txt chunk 1 and b.txt chunk 0; ties broken by key.
@@ -92,9 +100,14 @@ fn commit_then_search_both_ways() {
     assert_eq!(keys.len(), 2);
     assert!(keys.contains(&ChunkKey::new(0, 0)) && keys.contains(&ChunkKey::new(1, 1)));
     let hits = s.bm25_search("apple", 10, Some(&only_b)).unwrap();
-    assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![ChunkKey::new(1, 1)]);
+    assert_eq!(
+        hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+        vec![ChunkKey::new(1, 1)]
+    );
     // Headers are searched: the title word matches every chunk of a.txt.
-    let hits = s.bm25_search("title", 10, Some(&DocMask(vec![true, false]))).unwrap();
+    let hits = s
+        .bm25_search("title", 10, Some(&DocMask(vec![true, false])))
+        .unwrap();
     assert_eq!(hits.len(), 3);
     // Query syntax is not interpreted.
     assert!(s.bm25_search("apples AND (\"", 10, None).is_ok());
@@ -123,14 +136,19 @@ fn replace_and_delete_make_new_generations() {
     assert_eq!(s.documents().len(), 1);
     assert_eq!(s.doc(0).unwrap().text, "uno|dos|tres");
     assert!(s.bm25_search("three", 5, None).unwrap().is_empty());
-    assert_eq!(s.bm25_search("dos", 5, None).unwrap()[0].0, ChunkKey::new(0, 1));
+    assert_eq!(
+        s.bm25_search("dos", 5, None).unwrap()[0].0,
+        ChunkKey::new(0, 1)
+    );
     // The old snapshot still reads its own generation.
     assert_eq!(old.doc(0).unwrap().text, "one|two");
     assert_eq!(old.documents().len(), 2);
     // The first segment is fully deleted: dropped from the manifest and from disk.
     let m = Manifest::load(dir.path()).unwrap().unwrap();
     assert_eq!(m.segments.len(), 1);
-    let files = std::fs::read_dir(dir.path().join("segments")).unwrap().count();
+    let files = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .count();
     assert_eq!(files, 2);
     // Empty commit is a no-op.
     assert_eq!(w.commit().unwrap().generation, 2);
@@ -140,13 +158,28 @@ fn replace_and_delete_make_new_generations() {
 fn one_writer_at_a_time_and_config_is_fixed() {
     let dir = tempfile::tempdir().unwrap();
     let w = IndexWriter::open(dir.path(), config()).unwrap();
-    assert!(matches!(IndexWriter::open(dir.path(), config()), Err(IndexError::Locked { .. })));
+    assert!(matches!(
+        IndexWriter::open(dir.path(), config()),
+        Err(IndexError::Locked { .. })
+    ));
     drop(w);
     let mut other = config();
     other.chunker = ChunkerConfig::Sentence;
     let err = IndexWriter::open(dir.path(), other).unwrap_err();
-    assert!(matches!(err, IndexError::ConfigMismatch { field: "chunker", .. }), "{err}");
-    assert!(matches!(Snapshot::open(&dir.path().join("missing")), Err(IndexError::NotFound { .. })));
+    assert!(
+        matches!(
+            err,
+            IndexError::ConfigMismatch {
+                field: "chunker",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        Snapshot::open(&dir.path().join("missing")),
+        Err(IndexError::NotFound { .. })
+    ));
 }
 
 #[test]
@@ -191,7 +224,12 @@ fn bm25_ahead_of_manifest_is_rebuilt() {
     let s = Snapshot::open(dir.path()).unwrap();
     assert!(!s.stats().bm25_rebuilt_in_memory);
     assert!(s.bm25_search("gamma", 5, None).unwrap().is_empty());
-    assert_eq!(std::fs::read_dir(dir.path().join("segments")).unwrap().count(), 2);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("segments"))
+            .unwrap()
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -212,7 +250,10 @@ fn corrupt_segment_is_reported_not_panicked() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&seg, bytes).unwrap();
-    assert!(matches!(Snapshot::open(dir.path()), Err(IndexError::Corrupt { .. })));
+    assert!(matches!(
+        Snapshot::open(dir.path()),
+        Err(IndexError::Corrupt { .. })
+    ));
 }
 
 #[test]

@@ -673,7 +673,11 @@ mod tests {
         assert!(plain.chunks.iter().any(|c| c.tokens > 10));
         for c in &with.chunks {
             let header = excerpt_core::chunk_header(&with, c);
-            assert!(Words.count(&header) + c.tokens as usize <= 18, "{header:?} + {}", c.tokens);
+            assert!(
+                Words.count(&header) + c.tokens as usize <= 18,
+                "{header:?} + {}",
+                c.tokens
+            );
         }
         assert!(with.chunks.len() > plain.chunks.len());
     }

@@ -39,29 +39,47 @@ impl MetaCondition {
     fn matches(&self, meta: &serde_json::Map<String, serde_json::Value>) -> bool {
         match self {
             MetaCondition::Eq { key, value } => meta.get(key).is_some_and(|v| json_eq(v, value)),
-            MetaCondition::OneOf { key, values } => {
-                meta.get(key).is_some_and(|v| values.iter().any(|x| json_eq(v, x)))
+            MetaCondition::OneOf { key, values } => meta
+                .get(key)
+                .is_some_and(|v| values.iter().any(|x| json_eq(v, x))),
+            MetaCondition::Range { key, min, max } => {
+                match meta.get(key).and_then(|v| v.as_f64()) {
+                    Some(x) => min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m),
+                    None => false,
+                }
             }
-            MetaCondition::Range { key, min, max } => match meta.get(key).and_then(|v| v.as_f64()) {
-                Some(x) => min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m),
-                None => false,
-            },
         }
     }
 
     /// Parses the CLI form: `key=value`, `key=a|b|c` (one of), `key>=n`, `key<=n`,
     /// `key=n..m` (range). Values are JSON when they parse as JSON, strings otherwise.
     pub fn parse(s: &str) -> Result<MetaCondition, String> {
-        let json = |v: &str| serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
-        let num = |v: &str| v.trim().parse::<f64>().map_err(|_| format!("{v:?} is not a number in {s:?}"));
+        let json = |v: &str| {
+            serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()))
+        };
+        let num = |v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{v:?} is not a number in {s:?}"))
+        };
         if let Some((k, v)) = s.split_once(">=") {
-            return Ok(MetaCondition::Range { key: k.trim().into(), min: Some(num(v)?), max: None });
+            return Ok(MetaCondition::Range {
+                key: k.trim().into(),
+                min: Some(num(v)?),
+                max: None,
+            });
         }
         if let Some((k, v)) = s.split_once("<=") {
-            return Ok(MetaCondition::Range { key: k.trim().into(), min: None, max: Some(num(v)?) });
+            return Ok(MetaCondition::Range {
+                key: k.trim().into(),
+                min: None,
+                max: Some(num(v)?),
+            });
         }
         let Some((k, v)) = s.split_once('=') else {
-            return Err(format!("metadata filter {s:?}: expected key=value, key=a|b, key>=n, key<=n or key=n..m"));
+            return Err(format!(
+                "metadata filter {s:?}: expected key=value, key=a|b, key>=n, key<=n or key=n..m"
+            ));
         };
         let key = k.trim().to_string();
         if key.is_empty() {
@@ -69,13 +87,23 @@ impl MetaCondition {
         }
         if let Some((a, b)) = v.split_once("..") {
             if let (Ok(a), Ok(b)) = (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
-                return Ok(MetaCondition::Range { key, min: Some(a), max: Some(b) });
+                return Ok(MetaCondition::Range {
+                    key,
+                    min: Some(a),
+                    max: Some(b),
+                });
             }
         }
         if v.contains('|') {
-            return Ok(MetaCondition::OneOf { key, values: v.split('|').map(json).collect() });
+            return Ok(MetaCondition::OneOf {
+                key,
+                values: v.split('|').map(json).collect(),
+            });
         }
-        Ok(MetaCondition::Eq { key, value: json(v) })
+        Ok(MetaCondition::Eq {
+            key,
+            value: json(v),
+        })
     }
 }
 
@@ -110,7 +138,11 @@ impl Filter {
     /// Whether a document passes.
     pub fn allows(&self, d: &Document) -> bool {
         (self.doc_ids.is_empty() || self.doc_ids.iter().any(|id| id == &d.id))
-            && (self.path_prefixes.is_empty() || self.path_prefixes.iter().any(|p| d.id.starts_with(p.as_str())))
+            && (self.path_prefixes.is_empty()
+                || self
+                    .path_prefixes
+                    .iter()
+                    .any(|p| d.id.starts_with(p.as_str())))
             && self.metadata.iter().all(|c| c.matches(&d.metadata))
     }
 
@@ -142,8 +174,17 @@ mod tests {
 
     #[test]
     fn conditions() {
-        let d = doc("docs/a.md", json!({"year": 2021, "lang": "en", "tags": ["x"]}));
-        let yes = |s: &str| Filter { metadata: vec![MetaCondition::parse(s).unwrap()], ..Default::default() }.allows(&d);
+        let d = doc(
+            "docs/a.md",
+            json!({"year": 2021, "lang": "en", "tags": ["x"]}),
+        );
+        let yes = |s: &str| {
+            Filter {
+                metadata: vec![MetaCondition::parse(s).unwrap()],
+                ..Default::default()
+            }
+            .allows(&d)
+        };
         assert!(yes("year=2021"));
         assert!(yes("year=2021.0"));
         assert!(!yes("year=2020"));
@@ -157,10 +198,19 @@ mod tests {
         assert!(MetaCondition::parse("nokey").is_err());
         assert!(MetaCondition::parse("=1").is_err());
         assert!(MetaCondition::parse("y>=abc").is_err());
-        let f = Filter { path_prefixes: vec!["docs/".into()], doc_ids: vec![], metadata: vec![] };
+        let f = Filter {
+            path_prefixes: vec!["docs/".into()],
+            doc_ids: vec![],
+            metadata: vec![],
+        };
         assert!(f.allows(&d));
         assert!(!f.allows(&doc("src/a.md", json!({}))));
-        let mask = f.mask(&[std::sync::Arc::new(d.clone()), std::sync::Arc::new(doc("x", json!({})))]).unwrap();
+        let mask = f
+            .mask(&[
+                std::sync::Arc::new(d.clone()),
+                std::sync::Arc::new(doc("x", json!({}))),
+            ])
+            .unwrap();
         assert_eq!(mask.0, vec![true, false]);
         assert!(Filter::default().mask(&[std::sync::Arc::new(d)]).is_none());
     }
