@@ -9,9 +9,15 @@ use excerpt_embed::{resolve_model, Embedder, LocalEmbedder, TokenCounter};
 /// Tokens per passage, roughly what the chunker produces.
 const PASSAGE_TOKENS: usize = 250;
 
-/// Passages of ~250 tokens cut from the QMSum corpus, or generated text when absent.
+/// Passages of ~250 tokens cut from a JSONL corpus (`$EXCERPT_BENCH_CORPUS`, default the
+/// QMSum development corpus beside the repository), or generated text when absent.
 fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
-    let corpus = Path::new("/work/shared/data/qmsum-val/corpus.jsonl");
+    let default =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qmsum-val/corpus.jsonl");
+    let corpus = std::env::var_os("EXCERPT_BENCH_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or(default);
+    let corpus = corpus.as_path();
     let mut sources: Vec<String> = std::fs::read_to_string(corpus)
         .ok()
         .map(|text| {
