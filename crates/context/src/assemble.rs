@@ -196,20 +196,9 @@ pub(crate) fn decayed(s: f32, factor: f32) -> f32 {
     }
 }
 
-/// Cosine similarity; 0 when either vector is zero.
+/// Cosine similarity as f32 (see [`excerpt_core::cosine`]).
 pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        (dot / (na.sqrt() * nb.sqrt())) as f32
-    }
+    excerpt_core::cosine(a, b) as f32
 }
 
 /// A selected run of one document's text.

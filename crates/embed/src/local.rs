@@ -99,10 +99,52 @@ fn load_error(path: &Path, message: impl Into<String>) -> EmbedError {
     }
 }
 
-fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
+pub(crate) fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
     EmbedError::Inference {
         message: format!("{context}: {err}"),
     }
+}
+
+/// Encodes a batch (padded to its longest by the tokenizer) into `(ids, type_ids, mask)`
+/// tensors of shape `(n, len)`. Shared by the embedder and the cross-encoder.
+pub(crate) fn encode_padded<'s, E>(
+    tokenizer: &Tokenizer,
+    inputs: Vec<E>,
+    device: &Device,
+) -> Result<(Tensor, Tensor, Tensor), EmbedError>
+where
+    E: Into<tokenizers::EncodeInput<'s>> + Send,
+{
+    let n = inputs.len();
+    let encodings = tokenizer
+        .encode_batch_fast(inputs, true)
+        .map_err(|e| inference_error("tokenization failed", e))?;
+    let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+    if len == 0 || encodings.len() != n {
+        return Err(inference_error("tokenization failed", "empty encoding"));
+    }
+    let mut ids = Vec::with_capacity(n * len);
+    let mut type_ids = Vec::with_capacity(n * len);
+    let mut mask = Vec::with_capacity(n * len);
+    for enc in &encodings {
+        if enc.len() != len {
+            return Err(inference_error(
+                "tokenization failed",
+                "batch was not padded to one length",
+            ));
+        }
+        ids.extend_from_slice(enc.get_ids());
+        type_ids.extend_from_slice(enc.get_type_ids());
+        mask.extend_from_slice(enc.get_attention_mask());
+    }
+    let tensors = || -> candle_core::Result<(Tensor, Tensor, Tensor)> {
+        Ok((
+            Tensor::from_vec(ids, (n, len), device)?,
+            Tensor::from_vec(type_ids, (n, len), device)?,
+            Tensor::from_vec(mask, (n, len), device)?,
+        ))
+    };
+    tensors().map_err(|e| inference_error("building input tensors", e))
 }
 
 /// Reads and parses a JSON file; `None` when it does not exist.
@@ -287,33 +329,8 @@ impl LocalEmbedder {
 
     /// Embeds one batch (already ordered), returning normalised vectors in its order.
     fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let n = texts.len();
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(texts, true)
-            .map_err(|e| inference_error("tokenization failed", e))?;
-        let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-        if len == 0 {
-            return Err(inference_error("tokenization failed", "empty encoding"));
-        }
-        let mut ids = Vec::with_capacity(n * len);
-        let mut type_ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for enc in &encodings {
-            if enc.len() != len {
-                return Err(inference_error(
-                    "tokenization failed",
-                    "batch was not padded to one length",
-                ));
-            }
-            ids.extend_from_slice(enc.get_ids());
-            type_ids.extend_from_slice(enc.get_type_ids());
-            mask.extend_from_slice(enc.get_attention_mask());
-        }
+        let (ids, type_ids, mask) = encode_padded(&self.tokenizer, texts, &self.device)?;
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-            let type_ids = Tensor::from_vec(type_ids, (n, len), &self.device)?;
-            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
             let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
             let pooled = match self.pooling {
                 Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::{Linear, Module, VarBuilder};
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use excerpt_core::{EmbedError, Reranker};
@@ -16,6 +16,7 @@ use tokenizers::{
 };
 
 use crate::http;
+use crate::local::{encode_padded, inference_error};
 
 /// Passages sent per request unless [`RerankConfig::batch_size`] says otherwise (TEI's
 /// default `max_client_batch_size` is 32).
@@ -368,12 +369,6 @@ fn load_error(path: &Path, message: impl Into<String>) -> EmbedError {
     }
 }
 
-fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
-    EmbedError::Inference {
-        message: format!("{context}: {err}"),
-    }
-}
-
 fn require_file(dir: &Path, name: &str) -> Result<std::path::PathBuf, EmbedError> {
     let path = dir.join(name);
     if path.is_file() {
@@ -591,35 +586,10 @@ impl CrossEncoderReranker {
 
     /// Scores one batch of passages against `query`, in batch order.
     fn score_batch(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, EmbedError> {
-        let n = passages.len();
         let pairs: Vec<tokenizers::EncodeInput> =
             passages.iter().map(|&p| (query, p).into()).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(pairs, true)
-            .map_err(|e| inference_error("tokenization failed", e))?;
-        let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-        if len == 0 || encodings.len() != n {
-            return Err(inference_error("tokenization failed", "empty encoding"));
-        }
-        let mut ids = Vec::with_capacity(n * len);
-        let mut type_ids = Vec::with_capacity(n * len);
-        let mut mask = Vec::with_capacity(n * len);
-        for enc in &encodings {
-            if enc.len() != len {
-                return Err(inference_error(
-                    "tokenization failed",
-                    "batch was not padded to one length",
-                ));
-            }
-            ids.extend_from_slice(enc.get_ids());
-            type_ids.extend_from_slice(enc.get_type_ids());
-            mask.extend_from_slice(enc.get_attention_mask());
-        }
+        let (ids, type_ids, mask) = encode_padded(&self.tokenizer, pairs, &self.device)?;
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let ids = Tensor::from_vec(ids, (n, len), &self.device)?;
-            let type_ids = Tensor::from_vec(type_ids, (n, len), &self.device)?;
-            let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
             let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
             let cls = hidden.narrow(1, 0, 1)?.squeeze(1)?;
             let pooled = self.pooler.forward(&cls)?.tanh()?;

@@ -438,24 +438,7 @@ impl ChunkVectors for HashMap<(String, u32), Vec<f32>> {
     }
 }
 
-/// Cosine similarity (0 when either vector is zero or the lengths differ).
-pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
+pub use excerpt_core::cosine;
 
 /// Mean pairwise cosine of the chunk vectors inside one piece; `None` when fewer than
 /// two of its chunks have a vector.
