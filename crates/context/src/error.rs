@@ -11,6 +11,15 @@ pub enum ContextError {
     /// `auto` (or an unknown preset).
     #[error("unknown strategy {0:?}: expected topk, adjacent, rse[:balanced|precision|find_all], window, section or auto")]
     UnknownStrategy(String),
+    /// A `NAME:key=value,...` strategy spec that does not parse (unknown parameter,
+    /// value of the wrong type, malformed pair).
+    #[error("strategy {spec:?}: {message}")]
+    BadSpec {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A parameter is out of range.
     #[error("{strategy}: invalid parameter {param}: {message}")]
     InvalidParams {

@@ -34,6 +34,13 @@
 //! Pieces are emitted grouped by document like every strategy; a piece's score is its
 //! segment's value (the best, when segments merged), its relevance the best chunk
 //! relevance inside.
+//!
+//! # Fill
+//!
+//! With `fill` (default on), the budget the segments leave is spent on the remaining
+//! hits in rank order, one chunk each (skipping any that does not fit), scored by their
+//! chunk value `v`. Segments are few and long, so without it a large budget is often
+//! left mostly unused while `topk` would have covered more of the hits.
 
 use std::collections::BTreeMap;
 
@@ -236,5 +243,34 @@ pub(crate) fn rse(
         doc_values.len(),
         segments.len()
     ));
+    if p.fill {
+        // Remaining hits in rank order, each scored by its chunk value so documents
+        // reached only this way sort after the segments' documents.
+        let mut filled = 0usize;
+        for h in hits {
+            let Some(doc) = req.corpus.document(h.key.doc) else {
+                continue;
+            };
+            let o = h.key.ordinal as usize;
+            let value = h.relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold;
+            let before = sel.remaining();
+            if sel.try_add(
+                h.key.doc,
+                doc,
+                chunk_span(doc, o, o),
+                value,
+                h.relevance,
+                &[h.key.ordinal],
+            ) && sel.remaining() < before
+            {
+                filled += 1;
+            }
+        }
+        if filled > 0 {
+            notes.push(format!(
+                "rse: filled the budget left with {filled} more hit chunk(s) in rank order"
+            ));
+        }
+    }
     Ok(())
 }

@@ -254,6 +254,11 @@ pub struct RseParams {
     pub max_docs: usize,
     /// A cap below the request's budget (default none: the request's budget).
     pub max_tokens: Option<usize>,
+    /// After the segments, offer the remaining hits in rank order as single chunks
+    /// while budget is left (default on for `balanced` and `find_all`, off for
+    /// `precision`). Segments are few and long; filling spends what they leave on the
+    /// breadth `topk` would have had.
+    pub fill: bool,
 }
 
 impl Default for RseParams {
@@ -274,6 +279,7 @@ impl RseParams {
                 max_segments: 10,
                 max_docs: 10,
                 max_tokens: None,
+                fill: true,
             },
             RsePreset::Precision => RseParams {
                 threshold: 0.3,
@@ -283,6 +289,7 @@ impl RseParams {
                 max_segments: 5,
                 max_docs: 5,
                 max_tokens: Some(2000),
+                fill: false,
             },
             RsePreset::FindAll => RseParams {
                 threshold: 0.1,
@@ -292,6 +299,7 @@ impl RseParams {
                 max_segments: 50,
                 max_docs: 200,
                 max_tokens: None,
+                fill: true,
             },
         }
     }
@@ -575,15 +583,63 @@ impl fmt::Display for StrategyConfig {
 
 impl FromStr for StrategyConfig {
     type Err = ContextError;
-    /// `NAME` with default parameters, or `rse:PRESET` (`balanced`, `precision`,
-    /// `find_all`).
+    /// `NAME` with default parameters; `NAME:key=value,key=value` to change parameters;
+    /// for `rse` also `rse:PRESET` (`balanced`, `precision`, `find_all`), optionally
+    /// followed by overrides (`rse:precision,max_tokens=1000`). Keys are the parameter
+    /// names of the strategy's params struct; values are numbers, `true`/`false`, or
+    /// `none` for optional parameters. Unknown keys and wrong types are errors.
     fn from_str(s: &str) -> Result<Self, ContextError> {
-        match s.split_once(':') {
-            None => Ok(StrategyConfig::default_for(s.parse()?)),
-            Some((name, preset)) => match name.parse::<Strategy>()? {
-                Strategy::Rse => Ok(StrategyConfig::Rse(RseParams::preset(preset.parse()?))),
-                _ => Err(ContextError::UnknownStrategy(s.to_string())),
-            },
+        let Some((name, rest)) = s.split_once(':') else {
+            return Ok(StrategyConfig::default_for(s.parse()?));
+        };
+        let strategy: Strategy = name.parse()?;
+        let bad = |message: String| ContextError::BadSpec {
+            spec: s.to_string(),
+            message,
+        };
+        let mut base = StrategyConfig::default_for(strategy);
+        let mut pairs = Vec::new();
+        for (i, part) in rest.split(',').map(str::trim).enumerate() {
+            match part.split_once('=') {
+                Some((k, v)) => pairs.push((k.trim(), v.trim())),
+                None if i == 0 && strategy == Strategy::Rse => {
+                    base = StrategyConfig::Rse(RseParams::preset(part.parse()?));
+                }
+                None if i == 0 => return Err(ContextError::UnknownStrategy(s.to_string())),
+                None => return Err(bad(format!("expected key=value, got {part:?}"))),
+            }
         }
+        if pairs.is_empty() {
+            return Ok(base);
+        }
+        let mut obj = match serde_json::to_value(&base) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(bad("internal: parameters do not serialise".into())),
+        };
+        for (k, v) in pairs {
+            if k == "strategy" || !obj.contains_key(k) {
+                let mut known: Vec<&str> = obj
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "strategy")
+                    .collect();
+                known.sort_unstable();
+                return Err(bad(format!(
+                    "unknown parameter {k:?} (parameters of {name}: {})",
+                    known.join(", ")
+                )));
+            }
+            let value = match v.to_ascii_lowercase().as_str() {
+                "none" | "null" => serde_json::Value::Null,
+                "true" => serde_json::Value::Bool(true),
+                "false" => serde_json::Value::Bool(false),
+                _ => match v.parse::<serde_json::Number>() {
+                    Ok(n) => serde_json::Value::Number(n),
+                    Err(_) => serde_json::Value::String(v.to_string()),
+                },
+            };
+            obj.insert(k.to_string(), value);
+        }
+        serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| bad(e.to_string()))
     }
 }

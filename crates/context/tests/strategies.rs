@@ -269,6 +269,112 @@ fn rse_presets_and_max_tokens() {
 }
 
 #[test]
+fn rse_fill_spends_leftover_budget_on_remaining_hits_in_rank_order() {
+    // Two documents: a strong run in A (chunks 1-3) and weak single hits elsewhere that
+    // make no segment of their own (value below min_value).
+    let a = five_chunks();
+    let mut docs = vec![a.docs[0].clone()];
+    let specs: Vec<ChunkSpec> = (0..5)
+        .map(|i| {
+            let x = format!("b{i} one. ");
+            let y = format!("b{i} two. ");
+            chunk(&[x.as_str(), y.as_str()])
+        })
+        .collect();
+    docs.push(build_doc("b.md", "Doc B", &specs));
+    let c = TestCorpus::new(docs);
+    let hits = [
+        hit(0, 1, 0.95),
+        hit(0, 2, 0.9),
+        hit(0, 3, 0.9),
+        hit(1, 4, 0.4),
+        hit(0, 0, 0.1),
+        hit(1, 0, 0.35),
+    ];
+    let no_fill: StrategyConfig = "rse:fill=false".parse().unwrap();
+    let ctx = assemble(&no_fill, &req(&c, &hits, 20, None, None)).unwrap();
+    assert_eq!(ctx.pieces.len(), 1, "{ctx:?}");
+    assert_eq!(ctx.tokens, 12);
+    check_invariants(&ctx, &c, &hits, 20, &WordTokens, false).unwrap();
+
+    let fill: StrategyConfig = "rse".parse().unwrap();
+    let ctx = assemble(&fill, &req(&c, &hits, 20, None, None)).unwrap();
+    check_invariants(&ctx, &c, &hits, 20, &WordTokens, false).unwrap();
+    // 8 tokens left: hit (1,4) then (0,0) fit (4 each); (1,0) does not.
+    assert_eq!(ctx.tokens, 20, "{ctx:?}");
+    let spans: Vec<(&str, u32, u32)> = ctx
+        .pieces
+        .iter()
+        .map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk))
+        .collect();
+    // A first (its segment has the best score), chunk 0 merged into the segment.
+    assert_eq!(spans, vec![("a.md", 0, 3), ("b.md", 4, 4)]);
+    assert!(ctx.notes.iter().any(|n| n.contains("filled")), "{:?}", ctx.notes);
+    // The precision preset does not fill.
+    let ctx = assemble(
+        &"rse:precision".parse().unwrap(),
+        &req(&c, &hits, 20, None, None),
+    )
+    .unwrap();
+    assert_eq!(ctx.tokens, 12);
+}
+
+#[test]
+fn strategy_specs_set_any_parameter() {
+    let cfg: StrategyConfig = "rse:threshold=0.3,max_len_chunks=4".parse().unwrap();
+    assert_eq!(
+        cfg,
+        StrategyConfig::Rse(RseParams {
+            threshold: 0.3,
+            max_len_chunks: 4,
+            ..RseParams::default()
+        })
+    );
+    let cfg: StrategyConfig = "rse:precision, max_tokens=none".parse().unwrap();
+    assert_eq!(
+        cfg,
+        StrategyConfig::Rse(RseParams {
+            max_tokens: None,
+            ..RseParams::preset(excerpt_context::RsePreset::Precision)
+        })
+    );
+    let cfg: StrategyConfig = "window:threshold=0.6,query_threshold=0.2".parse().unwrap();
+    assert_eq!(
+        cfg,
+        StrategyConfig::Window(WindowParams {
+            threshold: 0.6,
+            query_threshold: Some(0.2),
+            ..WindowParams::default()
+        })
+    );
+    let cfg: StrategyConfig = "adjacent:window=2".parse().unwrap();
+    assert_eq!(
+        cfg,
+        StrategyConfig::Adjacent(AdjacentParams {
+            window: 2,
+            ..AdjacentParams::default()
+        })
+    );
+    for bad in [
+        "rse:treshold=0.3",
+        "rse:max_len_chunks=1.5",
+        "rse:threshold",
+        "rse:balanced,precision",
+        "topk:strategy=rse",
+        "window:threshold=high",
+        "adjacent:precision",
+    ] {
+        let e = bad.parse::<StrategyConfig>().unwrap_err().to_string();
+        assert!(e.contains(bad.split(':').next().unwrap()), "{bad}: {e}");
+    }
+    let e = "rse:treshold=0.3".parse::<StrategyConfig>().unwrap_err().to_string();
+    assert!(e.contains("threshold"), "{e}");
+    // Range checks still apply after parsing.
+    let cfg: StrategyConfig = "rse:threshold=1.5".parse().unwrap();
+    assert!(cfg.validate().is_err());
+}
+
+#[test]
 fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     // Sentences about alpha (similar to each other), then a topic change.
     let specs = [
