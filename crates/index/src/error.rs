@@ -46,7 +46,7 @@ pub enum IndexError {
         detail: String,
     },
     /// The index format is newer or older than this build understands.
-    #[error("index at {dir} has format {found}, this build reads format {expected}")]
+    #[error("index at {dir} has format {found}, this build reads formats 1 to {expected}: use the excerpt version that wrote it, or re-ingest into a new --index directory")]
     Format {
         /// The index.
         dir: PathBuf,

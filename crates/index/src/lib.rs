@@ -9,25 +9,34 @@
 //!   commit payload is the manifest generation it matches.
 //! - [`Snapshot`]: an immutable reader view of one generation (documents in id order,
 //!   a contiguous vector matrix, a BM25 searcher). Queries never see half an ingest.
+//! - ANN ([`AnnOptions`], [`AnnStatus`]): for large collections, an IVF index (`ann/`)
+//!   that dense search uses instead of the exact scan; missing or corrupt files only
+//!   make search exact again.
 //! - [`IndexWriter`]: the single writer (a lock file enforces it). `put`/`delete` stage,
 //!   `commit` makes a new generation visible.
 //!
-//! Crash safety: segment files first, then the BM25 commit tagged with the new
-//! generation, then the manifest rename. A crash before the rename leaves the old
+//! Crash safety: segment files first, then the ANN files, then the BM25 commit tagged
+//! with the new generation, then the manifest rename. A crash before the rename leaves the old
 //! manifest in force; a BM25 index whose payload is not the manifest's generation is
 //! rebuilt from the segments (on disk by the next writer, in memory by a reader).
 
+mod ann;
 pub mod bm25;
 mod dense;
 mod error;
+mod kmeans;
 mod manifest;
 mod segment;
 mod snapshot;
 mod writer;
 
+pub use ann::{AnnMeta, AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
 pub use dense::top_k_dense;
 pub use error::IndexError;
-pub use manifest::{IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION};
+pub use manifest::{
+    ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
+    OLDEST_READABLE_FORMAT,
+};
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
 pub use writer::{CommitStats, IndexWriter};
 

@@ -7,8 +7,39 @@ use serde::{Deserialize, Serialize};
 
 use crate::{IndexError, MANIFEST_FILE};
 
-/// On-disk format version written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+/// On-disk format version written by this build. Format 2 added [`Chunk::context`]
+/// (LLM-written chunk contexts) to the encoded documents; format-1 segments are still
+/// read (see [`OLDEST_READABLE_FORMAT`]), and a writer's next commit labels the index 2.
+///
+/// [`Chunk::context`]: excerpt_core::Chunk::context
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest on-disk format this build reads.
+pub const OLDEST_READABLE_FORMAT: u32 = 1;
+
+/// How the chunk contexts of an index were written (`excerpt ingest --contextualize`).
+/// Fixed at creation like the rest of [`IndexConfig`]: contexts of different models or
+/// prompts never mix in one index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextualizerConfig {
+    /// The chat model that wrote them.
+    pub model: String,
+    /// Version of the prompt they were asked with.
+    pub prompt_version: u32,
+    /// Cap on a context, in tokens of the embedding model (also left free in each
+    /// chunk's token budget by the token chunkers).
+    pub max_tokens: usize,
+}
+
+impl std::fmt::Display for ContextualizerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (prompt v{}, at most {} tokens)",
+            self.model, self.prompt_version, self.max_tokens
+        )
+    }
+}
 
 /// Settings fixed when an index is created: every vector and chunk in it was made this way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +53,9 @@ pub struct IndexConfig {
     /// Whether chunk headers (title and section path) are embedded and searched with
     /// each chunk.
     pub headers: bool,
+    /// The LLM that wrote chunk contexts, if any (absent in indexes made without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contextualizer: Option<ContextualizerConfig>,
 }
 
 /// One immutable segment named by the manifest.
@@ -39,6 +73,14 @@ pub struct SegmentMeta {
     pub vec_hash: String,
     /// Ids of documents of this segment deleted or replaced since, sorted.
     pub deleted: Vec<String>,
+    /// Format its documents are encoded in (1 when absent: written before formats were
+    /// recorded per segment).
+    #[serde(default = "first_format")]
+    pub format: u32,
+}
+
+fn first_format() -> u32 {
+    1
 }
 
 /// The committed state of an index.
@@ -52,6 +94,10 @@ pub struct Manifest {
     pub config: IndexConfig,
     /// Live segments, oldest first.
     pub segments: Vec<SegmentMeta>,
+    /// The ANN index files of this generation, when the collection is large enough
+    /// (absent in smaller indexes and in indexes written before ANN existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ann: Option<crate::AnnMeta>,
 }
 
 impl Manifest {
@@ -67,7 +113,7 @@ impl Manifest {
             dir: dir.to_path_buf(),
             detail: format!("{MANIFEST_FILE}: {e}"),
         })?;
-        if m.format != FORMAT_VERSION {
+        if !(OLDEST_READABLE_FORMAT..=FORMAT_VERSION).contains(&m.format) {
             return Err(IndexError::Format {
                 dir: dir.to_path_buf(),
                 found: m.format,

@@ -1,6 +1,11 @@
 //! Segment files: `<name>.docs` (postcard-encoded documents) and `<name>.vec` (a
 //! header `EXVEC001`, dimension and row count as little-endian u32, then rows of
 //! little-endian f32).
+//!
+//! Postcard is not self-describing, so a field added to [`Document`] or its parts changes
+//! the encoding: each segment records the format it was written in
+//! ([`SegmentMeta::format`]) and older encodings are decoded through frozen copies of
+//! the old types ([`v1`]).
 
 use std::fs;
 use std::path::Path;
@@ -8,7 +13,7 @@ use std::path::Path;
 use excerpt_core::Document;
 
 use crate::manifest::write_durably;
-use crate::{IndexError, SegmentMeta};
+use crate::{IndexError, SegmentMeta, FORMAT_VERSION};
 
 const VEC_MAGIC: &[u8; 8] = b"EXVEC001";
 
@@ -44,6 +49,7 @@ pub(crate) fn write_segment(
         docs_hash: blake3::hash(&doc_bytes).to_hex().to_string(),
         vec_hash: blake3::hash(&vec_bytes).to_hex().to_string(),
         deleted: Vec::new(),
+        format: FORMAT_VERSION,
     })
 }
 
@@ -68,8 +74,18 @@ pub(crate) fn read_segment(
     if blake3::hash(&vec_bytes).to_hex().as_str() != meta.vec_hash {
         return Err(corrupt("vectors file checksum mismatch".into()));
     }
-    let docs: Vec<Document> = postcard::from_bytes(&doc_bytes)
-        .map_err(|e| corrupt(format!("decoding documents: {e}")))?;
+    let docs: Vec<Document> = match meta.format {
+        1 => v1::decode(&doc_bytes),
+        FORMAT_VERSION => postcard::from_bytes(&doc_bytes).map_err(|e| e.to_string()),
+        other => {
+            return Err(IndexError::Format {
+                dir: dir.to_path_buf(),
+                found: other,
+                expected: FORMAT_VERSION,
+            })
+        }
+    }
+    .map_err(|e| corrupt(format!("decoding documents: {e}")))?;
     if vec_bytes.len() < 16 || &vec_bytes[..8] != VEC_MAGIC {
         return Err(corrupt("vectors file has no valid header".into()));
     }
@@ -88,4 +104,130 @@ pub(crate) fn read_segment(
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     Ok((docs, vectors))
+}
+
+/// Format 1: documents before chunks had a context. Frozen copies of the types as they
+/// were encoded then, converted to today's on load (no context).
+mod v1 {
+    use excerpt_core::{Chunk, Document, Section, SectionId, TextRange};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    struct ChunkV1 {
+        ordinal: u32,
+        range: TextRange,
+        section: Option<SectionId>,
+        tokens: u32,
+    }
+
+    #[derive(Deserialize)]
+    struct DocumentV1 {
+        id: String,
+        title: String,
+        source: Option<String>,
+        /// Metadata as JSON text (how binary formats carry it).
+        metadata: String,
+        text: String,
+        hash: String,
+        sections: Vec<Section>,
+        chunks: Vec<ChunkV1>,
+        sentences: Vec<TextRange>,
+        pages: Vec<TextRange>,
+    }
+
+    /// Decodes a format-1 `.docs` file.
+    pub(super) fn decode(bytes: &[u8]) -> Result<Vec<Document>, String> {
+        let old: Vec<DocumentV1> = postcard::from_bytes(bytes).map_err(|e| e.to_string())?;
+        old.into_iter()
+            .map(|d| {
+                let metadata = serde_json::from_str(&d.metadata)
+                    .map_err(|e| format!("metadata of {}: {e}", d.id))?;
+                Ok(Document {
+                    id: d.id,
+                    title: d.title,
+                    source: d.source,
+                    metadata,
+                    text: d.text,
+                    hash: d.hash,
+                    sections: d.sections,
+                    chunks: d
+                        .chunks
+                        .into_iter()
+                        .map(|c| Chunk {
+                            ordinal: c.ordinal,
+                            range: c.range,
+                            section: c.section,
+                            tokens: c.tokens,
+                            context: None,
+                        })
+                        .collect(),
+                    sentences: d.sentences,
+                    pages: d.pages,
+                })
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde::Serialize;
+
+        /// The format-1 encoding, as the previous build wrote it.
+        #[derive(Serialize)]
+        struct ChunkV1Out {
+            ordinal: u32,
+            range: TextRange,
+            section: Option<SectionId>,
+            tokens: u32,
+        }
+
+        #[derive(Serialize)]
+        struct DocumentV1Out {
+            id: String,
+            title: String,
+            source: Option<String>,
+            metadata: String,
+            text: String,
+            hash: String,
+            sections: Vec<Section>,
+            chunks: Vec<ChunkV1Out>,
+            sentences: Vec<TextRange>,
+            pages: Vec<TextRange>,
+        }
+
+        #[test]
+        fn format_1_documents_decode_without_context() {
+            let idx = excerpt_core::CharIndex::new("héllo world");
+            let r = idx.range(0, "héllo world".len()).unwrap();
+            let old = vec![DocumentV1Out {
+                id: "a.md".into(),
+                title: "A".into(),
+                source: Some("a.md".into()),
+                metadata: r#"{"k":1}"#.into(),
+                text: "héllo world".into(),
+                hash: "h".into(),
+                sections: vec![],
+                chunks: vec![ChunkV1Out {
+                    ordinal: 0,
+                    range: r,
+                    section: None,
+                    tokens: 3,
+                }],
+                sentences: vec![r],
+                pages: vec![],
+            }];
+            let bytes = postcard::to_stdvec(&old).unwrap();
+            // Today's types cannot read it (the reason formats are recorded)...
+            assert!(postcard::from_bytes::<Vec<Document>>(&bytes).is_err());
+            // ...the frozen copy can.
+            let docs = decode(&bytes).unwrap();
+            assert_eq!(docs.len(), 1);
+            let d = &docs[0];
+            assert_eq!(d.metadata["k"], 1);
+            assert_eq!(d.chunk_text(0), "héllo world");
+            assert_eq!((d.chunks[0].tokens, d.chunks[0].context.clone()), (3, None));
+            d.validate().unwrap();
+        }
+    }
 }

@@ -4,9 +4,17 @@ use std::sync::Arc;
 
 use excerpt_core::{ChunkKey, Document};
 
+use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::segment::read_segment;
 use crate::{dense, IndexConfig, IndexError, Manifest};
+
+/// An ANN search takes at least this many candidates per result asked for.
+const MIN_CANDIDATES_PER_RESULT: usize = 10;
+
+/// A filtered search scans the allowed chunks exactly when they are at most this many
+/// times the rows an unfiltered ANN search scores (centroids and candidates).
+const EXACT_SUBSET_FACTOR: usize = 4;
 
 /// Which documents of a snapshot a search may return (indexed like
 /// [`Snapshot::documents`]). Applied inside both searches, never as a post-filter.
@@ -41,6 +49,8 @@ pub struct SnapshotStats {
     pub disk_bytes: u64,
     /// Whether BM25 had to be rebuilt in memory (the on-disk one did not match).
     pub bm25_rebuilt_in_memory: bool,
+    /// Whether dense search uses the ANN index, and if not, why.
+    pub ann: AnnStatus,
 }
 
 /// An immutable view of one committed generation of an index.
@@ -54,6 +64,8 @@ pub struct Snapshot {
     vectors: Vec<f32>,
     bm25: Bm25Reader,
     bm25_in_ram: bool,
+    ann: Option<IvfIndex>,
+    ann_status: AnnStatus,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -131,6 +143,12 @@ impl Snapshot {
         let mut first_row = Vec::with_capacity(entries.len() + 1);
         let mut docs = Vec::with_capacity(entries.len());
         let mut by_id = HashMap::with_capacity(entries.len());
+        let spans: Vec<(usize, usize, usize)> = entries
+            .iter()
+            .map(|(d, si, row)| (*si, *row, d.chunks.len()))
+            .collect();
+        let (ann, ann_status) = IvfIndex::load(dir, &manifest, &spans);
+        drop(spans);
         for (i, (d, si, row)) in entries.into_iter().enumerate() {
             first_row.push(vectors.len() / dim.max(1));
             let n = d.chunks.len();
@@ -157,6 +175,8 @@ impl Snapshot {
             vectors,
             bm25,
             bm25_in_ram,
+            ann,
+            ann_status,
         })
     }
 
@@ -206,9 +226,73 @@ impl Snapshot {
         self.vectors.get(a * dim..b * dim)
     }
 
-    /// Exact dense search: the `k` chunks with the highest cosine to `query` (a unit
-    /// vector), best first, ties by key; only in documents `mask` allows.
+    /// Whether dense search uses the ANN index, and if not, why.
+    pub fn ann_status(&self) -> &AnnStatus {
+        &self.ann_status
+    }
+
+    /// Dense search: the `k` chunks with the highest cosine to `query` (a unit vector),
+    /// best first, ties by key; only in documents `mask` allows. Approximate (the ANN
+    /// index at [`DEFAULT_PROBE`]) when the snapshot has one and the mask allows many
+    /// chunks, exact otherwise.
     pub fn dense_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        mask: Option<&DocMask>,
+    ) -> Vec<(ChunkKey, f32)> {
+        self.dense_search_ann(query, k, mask, DEFAULT_PROBE)
+            .unwrap_or_else(|| self.dense_search_exact(query, k, mask))
+    }
+
+    /// Approximate dense search with the ANN index: scores the centroids, then exactly
+    /// the rows of the best lists until about `probe` average lists' worth of allowed rows
+    /// (and at least ten per result) have been seen. Results are ordered as exact search
+    /// orders them. `None` when there is no usable ANN index, or when exact search is as
+    /// cheap (a mask that allows few chunks).
+    pub fn dense_search_ann(
+        &self,
+        query: &[f32],
+        k: usize,
+        mask: Option<&DocMask>,
+        probe: f64,
+    ) -> Option<Vec<(ChunkKey, f32)>> {
+        let ivf = self.ann.as_ref()?;
+        let dim = self.manifest.config.dimension;
+        let n = self.chunk_count();
+        if query.len() != dim || k == 0 || ivf.lists() == 0 {
+            return None;
+        }
+        let target = ((probe.max(0.0) * n as f64 / ivf.lists() as f64).ceil() as usize)
+            .max(k.saturating_mul(MIN_CANDIDATES_PER_RESULT));
+        let work = ivf.lists() + target;
+        let rows = match mask {
+            None if work >= n => return None,
+            None => ivf.candidates(query, target, None),
+            Some(m) => {
+                let allowed: usize = (0..self.docs.len())
+                    .filter(|&d| m.allows(d as u32))
+                    .map(|d| self.first_row[d + 1] - self.first_row[d])
+                    .sum();
+                if allowed <= work.saturating_mul(EXACT_SUBSET_FACTOR) {
+                    return None;
+                }
+                let ok = |row: usize| m.allows(self.doc_of_row(row));
+                ivf.candidates(query, target, Some(&ok))
+            }
+        };
+        Some(
+            dense::top_k_dense(&self.vectors, dim, query, k, rows.into_iter())
+                .into_iter()
+                .map(|(row, s)| (self.key_of_row(row), s))
+                .collect(),
+        )
+    }
+
+    /// Exact dense search: the `k` chunks with the highest cosine to `query` (a unit
+    /// vector), best first, ties by key; only in documents `mask` allows. Scans every
+    /// allowed chunk.
+    pub fn dense_search_exact(
         &self,
         query: &[f32],
         k: usize,
@@ -233,10 +317,14 @@ impl Snapshot {
     }
 
     fn key_of_row(&self, row: usize) -> ChunkKey {
+        let d = self.doc_of_row(row);
+        ChunkKey::new(d, (row - self.first_row[d as usize]) as u32)
+    }
+
+    fn doc_of_row(&self, row: usize) -> u32 {
         // first_row is sorted; the owner is the last document starting at or before
         // `row` (documents without chunks share their start with the next one).
-        let d = self.first_row.partition_point(|&r| r <= row) - 1;
-        ChunkKey::new(d as u32, (row - self.first_row[d]) as u32)
+        (self.first_row.partition_point(|&r| r <= row) - 1) as u32
     }
 
     /// BM25 search: the `k` best chunks for `text`, best first, ties by key; only in
@@ -283,6 +371,7 @@ impl Snapshot {
             segments: self.manifest.segments.len(),
             disk_bytes: dir_size(&self.dir),
             bm25_rebuilt_in_memory: self.bm25_in_ram,
+            ann: self.ann_status.clone(),
         }
     }
 }

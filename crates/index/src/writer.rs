@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use excerpt_core::Document;
 use tantivy::TantivyDocument;
 
+use crate::ann::{self, AnnOptions, ANN_DIR};
 use crate::bm25::{self, Bm25Reader, Fields};
 use crate::manifest::sync_dir;
 use crate::segment::{read_segment, write_segment};
@@ -34,6 +35,7 @@ pub struct IndexWriter {
     live: HashMap<String, (String, String)>,
     staged: BTreeMap<String, (Document, Vec<f32>)>,
     staged_deletes: BTreeSet<String>,
+    ann: AnnOptions,
 }
 
 impl std::fmt::Debug for IndexWriter {
@@ -85,6 +87,7 @@ impl IndexWriter {
                     generation: 0,
                     config,
                     segments: Vec::new(),
+                    ann: None,
                 }
             }
         };
@@ -124,6 +127,7 @@ impl IndexWriter {
             live,
             staged: BTreeMap::new(),
             staged_deletes: BTreeSet::new(),
+            ann: AnnOptions::default(),
         };
         w.collect_garbage();
         Ok(w)
@@ -132,6 +136,17 @@ impl IndexWriter {
     /// The index's creation settings.
     pub fn config(&self) -> &IndexConfig {
         &self.manifest.config
+    }
+
+    /// Sets when commits build the ANN index (default: [`AnnOptions::default`]). Takes
+    /// effect at the next commit that changes something.
+    pub fn set_ann_options(&mut self, options: AnnOptions) {
+        self.ann = options;
+    }
+
+    /// When commits build the ANN index.
+    pub fn ann_options(&self) -> &AnnOptions {
+        &self.ann
     }
 
     /// The committed generation.
@@ -215,6 +230,9 @@ impl IndexWriter {
         let generation = self.manifest.generation + 1;
         let mut next = self.manifest.clone();
         next.generation = generation;
+        // Older segments keep their own format (recorded per segment); the index as a
+        // whole is now only readable by builds that read this one's.
+        next.format = FORMAT_VERSION;
         let staged = std::mem::take(&mut self.staged);
         let staged_deletes = std::mem::take(&mut self.staged_deletes);
 
@@ -253,6 +271,10 @@ impl IndexWriter {
             next.segments.push(seg);
         }
 
+        // 2b. ANN files for the new segment (or new centroids), when the collection is
+        // large enough; named by the manifest like the segments.
+        next.ann = ann::update(&self.dir, &next, generation, &self.ann)?;
+
         // 3. BM25, tagged with the generation it belongs to.
         for id in &touched {
             bm25::delete_document(&self.tantivy, self.fields, id);
@@ -281,9 +303,19 @@ impl IndexWriter {
         })
     }
 
-    /// Removes segment files no manifest names (left by crashes or dropped segments).
-    /// Failures are ignored: garbage is harmless.
+    /// Removes segment and ANN files no manifest names (left by crashes, dropped
+    /// segments or retrained centroids). Failures are ignored: garbage is harmless.
     fn collect_garbage(&mut self) {
+        let ann_dir = self.dir.join(ANN_DIR);
+        if let Ok(rd) = fs::read_dir(&ann_dir) {
+            let keep = ann::file_names(self.manifest.ann.as_ref());
+            for e in rd.flatten() {
+                if !keep.iter().any(|k| *k == *e.file_name().to_string_lossy()) {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+            let _ = sync_dir(&ann_dir);
+        }
         let seg_dir = self.dir.join("segments");
         let Ok(rd) = fs::read_dir(&seg_dir) else {
             return;
@@ -343,6 +375,16 @@ fn check_config(
             "headers",
             existing.headers.to_string(),
             requested.headers.to_string(),
+        ));
+    }
+    if existing.contextualizer != requested.contextualizer {
+        let show = |c: &Option<crate::ContextualizerConfig>| {
+            c.as_ref().map_or_else(|| "none".to_string(), |c| c.to_string())
+        };
+        return Err(mismatch(
+            "contextualizer",
+            show(&existing.contextualizer),
+            show(&requested.contextualizer),
         ));
     }
     Ok(())

@@ -12,6 +12,7 @@ fn config() -> IndexConfig {
         dimension: DIM,
         chunker: ChunkerConfig::Chars { size: 16 },
         headers: true,
+        contextualizer: None,
     }
 }
 
@@ -35,6 +36,7 @@ fn doc(id: &str, text: &str) -> Document {
             range: idx.range(a, b).unwrap(),
             section: None,
             tokens: 0,
+            context: None,
         })
         .collect();
     let sentences = chunks.iter().map(|c| c.range).collect();
