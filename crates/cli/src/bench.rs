@@ -134,6 +134,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         dimension: a.dim,
         chunker: ChunkerConfig::default(),
         headers: false,
+        contextualizer: None,
     };
     let started = Instant::now();
     let mut w = IndexWriter::open(&dir, config)?;
@@ -170,6 +171,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
                     range: idx.range(s, e)?,
                     section: None,
                     tokens: 0,
+                    context: None,
                 })
             })
             .collect::<Result<_, excerpt_core::Error>>()?;

@@ -9,6 +9,8 @@ pub struct Bar {
     bar: ProgressBar,
     files: AtomicUsize,
     files_done: AtomicUsize,
+    /// Chunk contexts written or found in the cache (`--contextualize`).
+    contexts: AtomicUsize,
 }
 
 impl Bar {
@@ -30,6 +32,7 @@ impl Bar {
             bar,
             files: AtomicUsize::new(0),
             files_done: AtomicUsize::new(0),
+            contexts: AtomicUsize::new(0),
         }
     }
 
@@ -38,8 +41,12 @@ impl Bar {
     }
 
     fn update_msg(&self) {
+        let contexts = match self.contexts.load(Ordering::Relaxed) {
+            0 => String::new(),
+            n => format!(", {n} contexts"),
+        };
         self.bar.set_message(format!(
-            "{}/{}",
+            "{}/{}{contexts}",
             self.files_done.load(Ordering::Relaxed),
             self.files.load(Ordering::Relaxed)
         ));
@@ -60,5 +67,9 @@ impl IngestProgress for Bar {
     }
     fn chunks_done(&self, chunks: usize) {
         self.bar.inc(chunks as u64);
+    }
+    fn contexts_done(&self, chunks: usize) {
+        self.contexts.fetch_add(chunks, Ordering::Relaxed);
+        self.update_msg();
     }
 }

@@ -46,6 +46,11 @@ pub struct Chunk {
     /// Tokens of the embedding model's tokenizer in the chunk text (without special
     /// tokens); 0 when the chunker did not count.
     pub tokens: u32,
+    /// A short text situating the chunk within its document, written by an LLM at ingest
+    /// (`excerpt ingest --contextualize`). Indexed with the chunk (see [`indexed_text`]),
+    /// never part of its text or offsets. `None` when the index has no contextualizer.
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 /// How a collection was cut into chunks. Recorded in the index, so queries and later
@@ -276,8 +281,9 @@ pub fn header_text(title: &str, section_path: &str) -> String {
     }
 }
 
-/// The text a chunk is indexed under (embedded and searched): its header on one line,
-/// then its text; just the text when `headers` is off or the header is empty.
+/// The text a chunk is indexed under (embedded and searched): its header on one line
+/// (when `headers` is on and the header is not empty), then its LLM-written context on
+/// one line (when it has one), then its text.
 pub fn indexed_text(doc: &Document, chunk: &Chunk, headers: bool) -> String {
     let text = chunk.range.slice(&doc.text);
     let header = if headers {
@@ -285,11 +291,16 @@ pub fn indexed_text(doc: &Document, chunk: &Chunk, headers: bool) -> String {
     } else {
         String::new()
     };
-    if header.is_empty() {
-        text.to_string()
-    } else {
-        format!("{header}\n{text}")
+    let context = chunk.context.as_deref().map(str::trim).unwrap_or("");
+    let mut out = String::with_capacity(header.len() + context.len() + text.len() + 2);
+    for prefix in [header.as_str(), context] {
+        if !prefix.is_empty() {
+            out.push_str(prefix);
+            out.push('\n');
+        }
     }
+    out.push_str(text);
+    out
 }
 
 /// Metadata is arbitrary JSON: a map in human-readable formats, a JSON string in binary

@@ -27,6 +27,16 @@ pub enum EngineError {
         /// Model configured now.
         configured: String,
     },
+    /// The LLM writing chunk contexts failed after retries (or could not be set up).
+    /// What was committed stays, and the answers received so far are cached.
+    #[error("writing chunk contexts with LLM {model}: {source}")]
+    Contextualize {
+        /// The chat model.
+        model: String,
+        /// What the chat client reported.
+        #[source]
+        source: excerpt_core::EmbedError,
+    },
     /// The operation was cancelled; what was committed before stays.
     #[error("cancelled")]
     Cancelled,

@@ -6,9 +6,12 @@ use std::time::Instant;
 
 use excerpt_core::{content_hash, indexed_text, ChunkKey, Document, Embedder};
 use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
-use excerpt_ingest::{chunk_with_headers, load_file, walk, LoadOptions, WalkItem, WalkOptions};
+use excerpt_ingest::{
+    chunk_with_allowance, load_file, walk, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
+};
 use serde::Serialize;
 
+use crate::contextualize::{ContextualizeOptions, Contextualizer};
 use crate::{Engine, EngineError};
 
 /// Options of one ingest.
@@ -24,6 +27,10 @@ pub struct IngestOptions {
     pub embed_batch: usize,
     /// Set to stop early: what was committed stays, the rest is dropped.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Have an LLM write a context for every new chunk (see [`crate::contextualize`]).
+    /// Must match the index: one made with contexts needs them on every ingest, with
+    /// the same model; one made without cannot get them.
+    pub contextualize: Option<ContextualizeOptions>,
 }
 
 impl Default for IngestOptions {
@@ -34,6 +41,7 @@ impl Default for IngestOptions {
             commit_every_chunks: 2048,
             embed_batch: 64,
             cancel: None,
+            contextualize: None,
         }
     }
 }
@@ -48,6 +56,8 @@ pub trait IngestProgress: Sync {
     fn chunks_queued(&self, _chunks: usize) {}
     /// `chunks` more chunks were embedded or reused.
     fn chunks_done(&self, _chunks: usize) {}
+    /// `chunks` more chunk contexts were written by the LLM or found in the cache.
+    fn contexts_done(&self, _chunks: usize) {}
     /// A commit made generation `generation` visible.
     fn committed(&self, _generation: u64) {}
 }
@@ -87,6 +97,16 @@ pub struct IngestReport {
     pub chunks_reused: usize,
     /// Seconds spent embedding.
     pub embed_seconds: f64,
+    /// Chunks whose context the LLM wrote (`--contextualize`).
+    pub chunks_contextualized: usize,
+    /// Chunks whose context came from the cache of earlier answers.
+    pub context_cache_hits: usize,
+    /// Prompt tokens the LLM reported for those requests.
+    pub llm_prompt_tokens: u64,
+    /// Completion tokens the LLM reported for those requests.
+    pub llm_completion_tokens: u64,
+    /// Seconds spent getting contexts.
+    pub contextualize_seconds: f64,
     /// Seconds in all.
     pub seconds: f64,
     /// Generation visible after the ingest.
@@ -104,6 +124,7 @@ impl IngestReport {
 }
 
 /// Documents chunked and waiting for vectors.
+#[derive(Default)]
 struct Batch {
     docs: Vec<Document>,
     chunks: usize,
@@ -111,9 +132,42 @@ struct Batch {
 
 impl Engine {
     /// The index config an ingest writes with: the existing index's, checked against the
-    /// options, or a new one from the options.
-    fn ingest_config(&self, embedder: &dyn Embedder) -> Result<IndexConfig, EngineError> {
+    /// options, or a new one from the options. An index with chunk contexts needs the
+    /// same contextualizer on every ingest; one without cannot get one.
+    fn ingest_config(
+        &self,
+        embedder: &dyn Embedder,
+        opts: &IngestOptions,
+    ) -> Result<IndexConfig, EngineError> {
         let existing = Manifest::load(&self.options.index_dir)?.map(|m| m.config);
+        let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
+        if let Some(existing) = &existing {
+            let dir = self.options.index_dir.display();
+            match (&existing.contextualizer, &contextualizer) {
+                (Some(e), None) => {
+                    return Err(EngineError::BadRequest(format!(
+                        "the index at {dir} has chunk contexts written by {e}; ingest into it \
+                         with --contextualize --llm-url URL --llm-model {} (new chunks need \
+                         contexts too), or use another --index",
+                        e.model
+                    )))
+                }
+                (None, Some(_)) => {
+                    return Err(EngineError::BadRequest(format!(
+                        "the index at {dir} was built without --contextualize, and contexts \
+                         cannot be given to some of its chunks only: ingest into a new --index"
+                    )))
+                }
+                (Some(e), Some(r)) if e != r => {
+                    return Err(EngineError::BadRequest(format!(
+                        "the index at {dir} has chunk contexts written by {e}, this ingest \
+                         would write them with {r}: pass --llm-model {} or use a new --index",
+                        e.model
+                    )))
+                }
+                _ => {}
+            }
+        }
         let chunker = self
             .options
             .chunker
@@ -129,6 +183,38 @@ impl Engine {
             dimension: embedder.dimension(),
             chunker,
             headers,
+            contextualizer,
+        })
+    }
+
+    /// Opens the writer and everything one ingest run needs.
+    fn pipeline<'a>(
+        &self,
+        opts: &'a IngestOptions,
+        progress: &'a dyn IngestProgress,
+    ) -> Result<Pipeline<'a>, EngineError> {
+        let started = Instant::now();
+        let embedder = self.embedder()?;
+        let config = self.ingest_config(embedder.as_ref(), opts)?;
+        let writer = IndexWriter::open(&self.options.index_dir, config.clone())?;
+        let contextualizer = match &opts.contextualize {
+            Some(c) => Some(Contextualizer::new(c, &self.options.index_dir)?),
+            None => None,
+        };
+        Ok(Pipeline {
+            writer,
+            flush: Flush {
+                embedder,
+                config,
+                cache: None,
+                opts,
+                contextualizer,
+            },
+            batch: Batch::default(),
+            seen: HashSet::new(),
+            report: IngestReport::default(),
+            progress,
+            started,
         })
     }
 
@@ -141,45 +227,21 @@ impl Engine {
         opts: &IngestOptions,
         progress: &dyn IngestProgress,
     ) -> Result<IngestReport, EngineError> {
-        let started = Instant::now();
-        let embedder = self.embedder()?;
-        let config = self.ingest_config(embedder.as_ref())?;
-        let mut writer = IndexWriter::open(&self.options.index_dir, config.clone())?;
-        let mut report = IngestReport::default();
-
+        let mut run = self.pipeline(opts, progress)?;
         let mut files = Vec::new();
         for item in walk(paths, &opts.walk) {
             match item {
                 WalkItem::File { path, root } => files.push((path, root)),
-                WalkItem::Problem(e) => report.failed.push(Problem {
+                WalkItem::Problem(e) => run.report.failed.push(Problem {
                     path: String::new(),
                     reason: e.to_string(),
                 }),
             }
         }
-        report.files = files.len();
+        run.report.files = files.len();
         progress.files_found(files.len());
-
-        let counter = embedder.token_counter();
-        let mut ctx = Flush {
-            embedder: embedder.as_ref(),
-            config: &config,
-            cache: None,
-            opts,
-        };
-        let mut batch = Batch {
-            docs: Vec::new(),
-            chunks: 0,
-        };
-        let mut seen: HashSet<String> = HashSet::new();
         for (path, root) in files {
-            if opts
-                .cancel
-                .as_ref()
-                .is_some_and(|c| c.load(Ordering::Relaxed))
-            {
-                return Err(EngineError::Cancelled);
-            }
+            run.check_cancel()?;
             let shown = path.display().to_string();
             let loaded = match load_file(&path, &root, &opts.load) {
                 Ok(l) => l,
@@ -189,87 +251,152 @@ impl Engine {
                         reason: e.to_string(),
                     };
                     if e.is_skip() {
-                        report.skipped.push(p)
+                        run.report.skipped.push(p)
                     } else {
-                        report.failed.push(p)
+                        run.report.failed.push(p)
                     }
                     progress.file_done(&shown);
                     continue;
                 }
             };
             for e in loaded.problems {
-                report.failed.push(Problem {
+                run.report.failed.push(Problem {
                     path: shown.clone(),
                     reason: e.to_string(),
                 });
             }
             for parsed in loaded.documents {
-                if !seen.insert(parsed.id.clone()) {
-                    report.failed.push(Problem {
-                        path: shown.clone(),
-                        reason: format!(
-                            "duplicate document id {:?}: the first one was kept",
-                            parsed.id
-                        ),
-                    });
-                    continue;
-                }
-                let doc = match chunk_with_headers(parsed, &config.chunker, counter, config.headers)
-                {
-                    Ok(d) => d,
-                    Err(e) => {
-                        report.failed.push(Problem {
-                            path: shown.clone(),
-                            reason: e.to_string(),
-                        });
-                        continue;
-                    }
-                };
-                match writer.committed_hash(&doc.id) {
-                    Some(h) if h == doc.hash => {
-                        report.unchanged += 1;
-                        continue;
-                    }
-                    Some(_) => report.updated += 1,
-                    None => report.added += 1,
-                }
-                batch.chunks += doc.chunks.len();
-                progress.chunks_queued(doc.chunks.len());
-                batch.docs.push(doc);
-                if batch.chunks >= opts.commit_every_chunks {
-                    ctx.flush(
-                        &mut writer,
-                        std::mem::replace(
-                            &mut batch,
-                            Batch {
-                                docs: Vec::new(),
-                                chunks: 0,
-                            },
-                        ),
-                        &mut report,
-                        progress,
-                    )?;
-                }
+                run.add(parsed, &shown)?;
             }
             progress.file_done(&shown);
         }
-        ctx.flush(&mut writer, batch, &mut report, progress)?;
-        report.generation = writer.generation();
-        report.documents = writer.committed_ids().len();
-        report.seconds = started.elapsed().as_secs_f64();
-        Ok(report)
+        run.finish()
+    }
+
+    /// Ingests documents already loaded in memory (e.g. with
+    /// [`excerpt_ingest::load_str`]), through the same chunk, hash, embed and commit
+    /// path as [`Engine::ingest`]. Problems are reported under the document id;
+    /// `report.files` stays 0. A document id given twice keeps the first one.
+    pub fn ingest_documents(
+        &self,
+        docs: Vec<ParsedDocument>,
+        opts: &IngestOptions,
+        progress: &dyn IngestProgress,
+    ) -> Result<IngestReport, EngineError> {
+        let mut run = self.pipeline(opts, progress)?;
+        for parsed in docs {
+            run.check_cancel()?;
+            let shown = parsed.id.clone();
+            run.add(parsed, &shown)?;
+            progress.file_done(&shown);
+        }
+        run.finish()
+    }
+}
+
+/// One ingest run: the open writer, the batch waiting for vectors, the report so far.
+/// Shared by [`Engine::ingest`] and [`Engine::ingest_documents`].
+struct Pipeline<'a> {
+    writer: IndexWriter,
+    flush: Flush<'a>,
+    batch: Batch,
+    seen: HashSet<String>,
+    report: IngestReport,
+    progress: &'a dyn IngestProgress,
+    started: Instant,
+}
+
+impl Pipeline<'_> {
+    fn check_cancel(&self) -> Result<(), EngineError> {
+        if self.flush.cancelled() {
+            return Err(EngineError::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// Chunks one loaded document and queues it unless its content hash is unchanged;
+    /// commits when the batch is full. Per-document problems go to the report under
+    /// `shown`.
+    fn add(&mut self, parsed: ParsedDocument, shown: &str) -> Result<(), EngineError> {
+        if !self.seen.insert(parsed.id.clone()) {
+            self.report.failed.push(Problem {
+                path: shown.to_string(),
+                reason: format!(
+                    "duplicate document id {:?}: the first one was kept",
+                    parsed.id
+                ),
+            });
+            return Ok(());
+        }
+        let config = &self.flush.config;
+        let counter = self.flush.embedder.token_counter();
+        // Room for the LLM-written context in every chunk's token budget.
+        let allowance = config.contextualizer.as_ref().map_or(0, |c| c.max_tokens);
+        let doc = match chunk_with_allowance(
+            parsed,
+            &config.chunker,
+            counter,
+            config.headers,
+            allowance,
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                self.report.failed.push(Problem {
+                    path: shown.to_string(),
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
+        };
+        match self.writer.committed_hash(&doc.id) {
+            Some(h) if h == doc.hash => {
+                self.report.unchanged += 1;
+                return Ok(());
+            }
+            Some(_) => self.report.updated += 1,
+            None => self.report.added += 1,
+        }
+        self.batch.chunks += doc.chunks.len();
+        self.progress.chunks_queued(doc.chunks.len());
+        self.batch.docs.push(doc);
+        if self.batch.chunks >= self.flush.opts.commit_every_chunks {
+            let batch = std::mem::take(&mut self.batch);
+            self.flush
+                .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
+        }
+        Ok(())
+    }
+
+    /// Commits what is left and completes the report.
+    fn finish(mut self) -> Result<IngestReport, EngineError> {
+        let batch = std::mem::take(&mut self.batch);
+        self.flush
+            .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
+        self.report.generation = self.writer.generation();
+        self.report.documents = self.writer.committed_ids().len();
+        self.report.seconds = self.started.elapsed().as_secs_f64();
+        Ok(self.report)
     }
 }
 
 struct Flush<'a> {
-    embedder: &'a dyn Embedder,
-    config: &'a IndexConfig,
+    embedder: Arc<dyn Embedder>,
+    config: IndexConfig,
     /// Vectors already in the index, by embedding-input hash (built on first need).
     cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
     opts: &'a IngestOptions,
+    /// Writes chunk contexts before embedding, when the index has them.
+    contextualizer: Option<Contextualizer>,
 }
 
 impl Flush<'_> {
+    fn cancelled(&self) -> bool {
+        self.opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
     fn key(&self, text: &str) -> String {
         content_hash(&[self.config.model_id.as_bytes(), text.as_bytes()])
     }
@@ -277,12 +404,21 @@ impl Flush<'_> {
     fn flush(
         &mut self,
         writer: &mut IndexWriter,
-        batch: Batch,
+        mut batch: Batch,
         report: &mut IngestReport,
         progress: &dyn IngestProgress,
     ) -> Result<(), EngineError> {
         if batch.docs.is_empty() {
             return Ok(());
+        }
+        if let Some(cx) = self.contextualizer.as_mut() {
+            cx.fill(
+                &mut batch.docs,
+                self.embedder.token_counter(),
+                self.opts.cancel.as_deref(),
+                report,
+                progress,
+            )?;
         }
         if self.cache.is_none() {
             let snap = Arc::new(writer.snapshot()?);
@@ -325,12 +461,7 @@ impl Flush<'_> {
         let t = Instant::now();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
         for group in todo.chunks(self.opts.embed_batch.max(1)) {
-            if self
-                .opts
-                .cancel
-                .as_ref()
-                .is_some_and(|c| c.load(Ordering::Relaxed))
-            {
+            if self.cancelled() {
                 return Err(EngineError::Cancelled);
             }
             let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();

@@ -106,3 +106,267 @@ fn hybrid_query_then_rerank() {
     let err = bare.retrieve(&req).unwrap_err().to_string();
     assert!(err.contains("no reranker is configured"), "{err}");
 }
+
+/// A fake OpenAI-compatible chat server for `--contextualize`: answers "This passage is
+/// about qq<first word of the passage>qq." (a word no source contains), reports usage
+/// (prompt words, answer words), and fails its very first request with a 500.
+#[derive(Default)]
+struct FakeLlm {
+    requests: std::sync::atomic::AtomicUsize,
+    prompt_tokens: std::sync::atomic::AtomicU64,
+    completion_tokens: std::sync::atomic::AtomicU64,
+    /// Passages answered, in arrival order.
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+fn first_word(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .to_lowercase()
+}
+
+fn marker(text: &str) -> String {
+    format!("qq{}qq", first_word(text))
+}
+
+async fn chat(
+    axum::extract::State(fake): axum::extract::State<std::sync::Arc<FakeLlm>>,
+    Json(body): Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    use std::sync::atomic::Ordering::SeqCst;
+    if fake.requests.fetch_add(1, SeqCst) == 0 {
+        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "warming up").into_response();
+    }
+    let user = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let passage = user
+        .split_once("<passage>\n")
+        .and_then(|(_, rest)| rest.rsplit_once("\n</passage>"))
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_default();
+    let reply = format!("This passage is about {}.", marker(&passage));
+    let (p, c) = (
+        user.split_whitespace().count() as u64,
+        reply.split_whitespace().count() as u64,
+    );
+    fake.prompt_tokens.fetch_add(p, SeqCst);
+    fake.completion_tokens.fetch_add(c, SeqCst);
+    fake.asked.lock().unwrap().push(passage);
+    Json(json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+    }))
+    .into_response()
+}
+
+fn serve_chat(fake: std::sync::Arc<FakeLlm>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = Router::new()
+                .route("/v1/chat/completions", post(chat))
+                .with_state(fake);
+            axum::serve(l, app).await.unwrap();
+        });
+    });
+    format!("http://{addr}")
+}
+
+fn paragraphs(title: &str, firsts: &[&str]) -> String {
+    let mut text = format!("# {title}\n\n");
+    for w in firsts {
+        text.push_str(&format!(
+            "{w} live here and the keepers look after them every day of the year.\n\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let zoo = ["Penguins", "Giraffes", "Elephants", "Otters", "Flamingos"];
+    let garden = ["Tulips", "Roses", "Cabbages", "Beetles"];
+    write(&docs, "zoo.md", &paragraphs("Zoo", &zoo));
+    write(&docs, "garden.md", &paragraphs("Garden", &garden));
+
+    let fake = std::sync::Arc::new(FakeLlm::default());
+    let mut chat = excerpt::ChatConfig::new(serve_chat(fake.clone()), "fake-llm");
+    chat.api_key_env = None;
+    chat.initial_backoff = std::time::Duration::from_millis(10);
+    let mut cx = excerpt::ContextualizeOptions::new(chat);
+    cx.concurrency = 3;
+    cx.max_tokens = 16;
+    let opts = IngestOptions {
+        contextualize: Some(cx.clone()),
+        ..IngestOptions::default()
+    };
+    let idx = tmp.path().join("idx");
+    let mut eopts = EngineOptions::new(&idx);
+    eopts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 48 });
+    let engine = Engine::new(eopts);
+
+    let first = engine
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
+    assert_eq!(first.added, 2);
+    let snap = engine.snapshot().unwrap();
+    let chunks = snap.chunk_count();
+    assert!(chunks >= zoo.len() + garden.len(), "{chunks} chunks");
+    // Every chunk asked once; the first request failed with a 500 and was retried.
+    assert_eq!(first.chunks_contextualized, chunks);
+    assert_eq!(first.context_cache_hits, 0);
+    assert_eq!(fake.requests.load(SeqCst), chunks + 1);
+    assert_eq!(fake.asked.lock().unwrap().len(), chunks);
+    // (5) Usage as the server reported it.
+    assert!(first.llm_prompt_tokens > 0 && first.llm_completion_tokens > 0);
+    assert_eq!(first.llm_prompt_tokens, fake.prompt_tokens.load(SeqCst));
+    assert_eq!(first.llm_completion_tokens, fake.completion_tokens.load(SeqCst));
+    let cfg = snap.config().contextualizer.clone().unwrap();
+    assert_eq!((cfg.model.as_str(), cfg.max_tokens), ("fake-llm", 16));
+
+    // (1) A word only the contexts contain finds its chunk, and only it. The context is
+    // also what was embedded.
+    let embedder = engine.embedder().unwrap();
+    let mut words = std::collections::BTreeSet::new();
+    for (d, doc) in snap.documents().iter().enumerate() {
+        for c in &doc.chunks {
+            let text = doc.chunk_text(c.ordinal as usize);
+            let m = marker(text);
+            assert!(words.insert(m.clone()), "first words must differ: {m}");
+            assert!(!doc.text.contains(&m));
+            assert_eq!(
+                c.context.as_deref(),
+                Some(format!("This passage is about {m}.").as_str())
+            );
+            let mut req = QueryRequest::new(&m);
+            req.mode = Mode::Bm25;
+            let hits = engine.retrieve(&req).unwrap().hits;
+            assert_eq!(hits.len(), 1, "{m}");
+            assert_eq!((hits[0].key.doc, hits[0].key.ordinal), (d as u32, c.ordinal));
+
+            let key = excerpt_core::ChunkKey::new(d as u32, c.ordinal);
+            let stored = snap.vector(key).unwrap();
+            let indexed = excerpt_core::indexed_text(doc, c, true);
+            assert!(indexed.contains(&m) && indexed.ends_with(text));
+            let with = embedder.embed(&[indexed.as_str()]).unwrap().remove(0);
+            let mut bare = c.clone();
+            bare.context = None;
+            let without = embedder
+                .embed(&[excerpt_core::indexed_text(doc, &bare, true).as_str()])
+                .unwrap()
+                .remove(0);
+            let dist = |v: &[f32]| {
+                v.iter()
+                    .zip(stored)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max)
+            };
+            assert!(dist(&with) < 1e-4 && dist(&without) > 1e-3);
+        }
+    }
+
+    // (2) Returned pieces are exact source slices: no context leaks into them.
+    let mut req = QueryRequest::new("qqottersqq qqrosesqq keepers");
+    req.mode = Mode::Hybrid;
+    let context = engine.query(&req).unwrap();
+    assert!(!context.pieces.is_empty());
+    for p in &context.pieces {
+        let doc = &snap.documents()[snap.doc_index(&p.doc_id).unwrap() as usize];
+        let slice: String = doc.text.chars().skip(p.start).take(p.end - p.start).collect();
+        assert_eq!(p.text, slice);
+        assert!(!p.text.contains("qq") && !p.text.contains("This passage"));
+    }
+
+    // (3) Re-ingesting the same files asks nothing. Neither does re-adding a removed
+    // document: its contexts come from the cache.
+    let again = engine
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
+    assert_eq!((again.unchanged, again.chunks_contextualized), (2, 0));
+    let zoo_chunks = snap.documents()[snap.doc_index("zoo.md").unwrap() as usize]
+        .chunks
+        .clone();
+    assert_eq!(engine.remove(&["zoo.md".to_string()]).unwrap().len(), 1);
+    let back = engine
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
+    assert_eq!((back.added, back.unchanged), (1, 1));
+    assert_eq!(back.chunks_contextualized, 0);
+    assert_eq!(back.context_cache_hits, zoo_chunks.len());
+    assert_eq!((back.llm_prompt_tokens, back.llm_completion_tokens), (0, 0));
+    assert_eq!(fake.requests.load(SeqCst), chunks + 1);
+    let snap = engine.snapshot().unwrap();
+    assert_eq!(
+        snap.documents()[snap.doc_index("zoo.md").unwrap() as usize].chunks,
+        zoo_chunks
+    );
+
+    // (4) Changing one document re-asks for its chunks only.
+    let asked_before = fake.asked.lock().unwrap().len();
+    write(
+        &docs,
+        "garden.md",
+        &paragraphs("Garden", &["Tulips", "Roses", "Carrots", "Beetles"]),
+    );
+    let changed = engine
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
+    assert_eq!((changed.updated, changed.unchanged), (1, 1));
+    let snap = engine.snapshot().unwrap();
+    let garden_doc = &snap.documents()[snap.doc_index("garden.md").unwrap() as usize];
+    assert_eq!(changed.chunks_contextualized, garden_doc.chunks.len());
+    let asked = fake.asked.lock().unwrap()[asked_before..].to_vec();
+    assert_eq!(asked.len(), garden_doc.chunks.len());
+    assert!(asked.iter().all(|p| garden_doc.text.contains(p.as_str())));
+    let mut req = QueryRequest::new("qqcarrotsqq");
+    req.mode = Mode::Bm25;
+    assert_eq!(engine.retrieve(&req).unwrap().hits.len(), 1);
+    let cache = std::fs::read_to_string(idx.join("contextualize").join("cache.jsonl")).unwrap();
+    assert_eq!(cache.lines().count(), chunks + garden_doc.chunks.len());
+
+    // The index remembers its contextualizer: ingesting without it, or with another
+    // model, is refused with a clear message; an index without contexts cannot get them.
+    let plain = engine
+        .ingest(std::slice::from_ref(&docs), &IngestOptions::default(), &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(plain.contains("--contextualize") && plain.contains("fake-llm"), "{plain}");
+    let mut other = cx.clone();
+    other.chat.model = "other-llm".into();
+    let other_opts = IngestOptions {
+        contextualize: Some(other),
+        ..IngestOptions::default()
+    };
+    let err = engine
+        .ingest(std::slice::from_ref(&docs), &other_opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--llm-model fake-llm"), "{err}");
+    let bare_engine = Engine::new(EngineOptions::new(tmp.path().join("bare")));
+    bare_engine
+        .ingest(std::slice::from_ref(&docs), &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    let err = bare_engine
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("without --contextualize"), "{err}");
+    assert_eq!(fake.requests.load(SeqCst), chunks + 1 + garden_doc.chunks.len());
+}

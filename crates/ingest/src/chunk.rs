@@ -61,6 +61,20 @@ pub fn chunk_with_headers(
     counter: Option<&dyn TokenCounter>,
     headers: bool,
 ) -> Result<Document, IngestError> {
+    chunk_with_allowance(parsed, config, counter, headers, 0)
+}
+
+/// [`chunk_with_headers`] leaving `extra_tokens` more tokens free in every chunk's budget
+/// for other text indexed with it (the LLM-written context of `--contextualize`, capped
+/// at that many tokens). Applies to the token chunkers with a counter, within the same
+/// floor: the budget never drops below half the limit.
+pub fn chunk_with_allowance(
+    parsed: ParsedDocument,
+    config: &ChunkerConfig,
+    counter: Option<&dyn TokenCounter>,
+    headers: bool,
+    extra_tokens: usize,
+) -> Result<Document, IngestError> {
     let header_tokens = match (headers, counter) {
         (true, Some(c)) => std::iter::once(excerpt_core::header_text(&parsed.title, ""))
             .chain(
@@ -112,7 +126,10 @@ pub fn chunk_with_headers(
                     let full = max_tokens.saturating_sub(c.special_tokens()).max(1);
                     Measure::Tokens {
                         counter: c,
-                        budget: full.saturating_sub(header_tokens).max(full / 2).max(1),
+                        budget: full
+                            .saturating_sub(header_tokens.saturating_add(extra_tokens))
+                            .max(full / 2)
+                            .max(1),
                     }
                 }
                 None => Measure::Chars {
@@ -155,6 +172,7 @@ pub fn chunk_with_headers(
             range: idx.range(a, b).map_err(invalid)?,
             section: sec,
             tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            context: None,
         });
     }
 
@@ -680,6 +698,28 @@ mod tests {
             );
         }
         assert!(with.chunks.len() > plain.chunks.len());
+    }
+
+    #[test]
+    fn allowance_shrinks_the_budget_further() {
+        // 60-token limit, 2 special tokens: 58; the header is 9 Words tokens, so chunks
+        // get 49 tokens of text, and 39 with an allowance of 10.
+        let text = "# Part\n\n".to_string() + &"word ".repeat(200);
+        let mut p = md(&text);
+        p.title = "A long title".into();
+        let cfg = ChunkerConfig::Tokens { max_tokens: 60 };
+        let with = chunk_with_headers(p.clone(), &cfg, Some(&Words), true).unwrap();
+        let more = chunk_with_allowance(p.clone(), &cfg, Some(&Words), true, 10).unwrap();
+        for c in &more.chunks {
+            let header = excerpt_core::chunk_header(&more, c);
+            assert!(Words.count(&header) + 10 + c.tokens as usize <= 58);
+        }
+        assert!(with.chunks.iter().any(|c| c.tokens > 39));
+        assert!(more.chunks.len() > with.chunks.len());
+        // The floor: a huge allowance still leaves half the limit (29 tokens).
+        let floor = chunk_with_allowance(p, &cfg, Some(&Words), true, 1000).unwrap();
+        assert!(floor.chunks.iter().all(|c| c.tokens <= 29));
+        assert!(floor.chunks.iter().any(|c| c.tokens > 20));
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod markdown;
 mod sentences;
 mod walk;
 
-pub use chunk::{chunk, chunk_with_headers, CHARS_PER_TOKEN_ESTIMATE};
+pub use chunk::{chunk, chunk_with_allowance, chunk_with_headers, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
 pub use load::{
     is_supported, load_file, load_path, load_str, DocFormat, LoadOptions, Loaded, ParsedDocument,

@@ -86,6 +86,7 @@ pub fn build_doc(id: &str, title: &str, specs: &[ChunkSpec]) -> Document {
             range: r(a, b),
             section: starts.iter().rposition(|s| s.0 <= i).map(|k| k as u32),
             tokens: 0,
+            context: None,
         })
         .collect();
     let doc = Document {
