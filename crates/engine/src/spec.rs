@@ -1,0 +1,354 @@
+//! Queries as front ends spell them: [`QuerySpec`] holds the strings a user types
+//! (`--strategy rse:precision`, `--fusion minmax:0.3`, `--where team=infra`) or sends as
+//! JSON, and [`QuerySpec::to_request`] validates them into a typed [`QueryRequest`]. The
+//! CLI and the HTTP server both go through it, so one spelling means one request, and
+//! [`context_value`] gives both the same JSON output.
+//!
+//! Also here: [`DocumentSummary`] and [`IndexStats`], the listing and statistics values
+//! `excerpt docs --json`, `excerpt stats --json` and the server print alike.
+
+use serde::{Deserialize, Serialize};
+
+use excerpt_context::{Context, StrategyConfig};
+use excerpt_core::Document;
+use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
+
+use crate::{Engine, EngineError, Mode, QueryRequest};
+
+/// Which documents a query may return, as spelled by a user.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterSpec {
+    /// Only these document ids (any of them).
+    #[serde(default)]
+    pub doc_ids: Vec<String>,
+    /// Only documents whose id starts with one of these prefixes.
+    #[serde(default)]
+    pub prefixes: Vec<String>,
+    /// Metadata conditions, all of which must hold: `key=value`, `key=a|b`, `key>=n`,
+    /// `key<=n`, `key=n..m` (see [`MetaCondition::parse`]).
+    #[serde(default, rename = "where")]
+    pub conditions: Vec<String>,
+}
+
+impl FilterSpec {
+    /// The typed filter; a condition that does not parse is a bad request.
+    pub fn to_filter(&self) -> Result<Filter, EngineError> {
+        let metadata = self
+            .conditions
+            .iter()
+            .map(|c| MetaCondition::parse(c).map_err(EngineError::BadRequest))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Filter {
+            doc_ids: self.doc_ids.clone(),
+            path_prefixes: self.prefixes.clone(),
+            metadata,
+        })
+    }
+}
+
+/// One query as spelled by a user: every field but `query` is optional and takes the
+/// [`QueryRequest::new`] default when absent. Unknown fields are refused when parsed from
+/// JSON, so a typo is an error rather than a silently ignored option.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuerySpec {
+    /// The query text.
+    pub query: String,
+    /// `dense`, `bm25` or `hybrid` (default).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Context strategy: `rse` (default), `rse:precision`, `topk`, `adjacent`, `window`,
+    /// `section`, `auto`, with optional `:key=value,...` parameters.
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// LLM tokens for the whole context (default 2000).
+    #[serde(default)]
+    pub budget: Option<usize>,
+    /// Hits handed to the strategy (default: every fused candidate).
+    #[serde(default)]
+    pub top_k: Option<usize>,
+    /// Candidates each search returns before fusion (default 100).
+    #[serde(default)]
+    pub candidates: Option<usize>,
+    /// Fusion in hybrid mode: `rrf[:K]` (default `rrf:60`), `minmax[:ALPHA]`,
+    /// `dbsf[:ALPHA]`.
+    #[serde(default)]
+    pub fusion: Option<String>,
+    /// Which documents may be returned.
+    #[serde(default)]
+    pub filter: FilterSpec,
+    /// Rerank this many of the best fused candidates with the configured reranker.
+    #[serde(default)]
+    pub rerank: Option<usize>,
+}
+
+impl QuerySpec {
+    /// A spec with defaults for everything but the text.
+    pub fn new(query: impl Into<String>) -> QuerySpec {
+        QuerySpec {
+            query: query.into(),
+            ..QuerySpec::default()
+        }
+    }
+
+    /// Validates the strings into a typed request. Every error is
+    /// [`EngineError::BadRequest`] with a message naming the bad value. (Whether the
+    /// query text is empty or the filter names unknown documents is checked by
+    /// [`Engine::query`], which sees the index.)
+    pub fn to_request(&self) -> Result<QueryRequest, EngineError> {
+        let mut req = QueryRequest::new(self.query.clone());
+        if let Some(m) = &self.mode {
+            req.mode = m.parse::<Mode>().map_err(EngineError::BadRequest)?;
+        }
+        if let Some(s) = &self.strategy {
+            req.strategy = s
+                .parse::<StrategyConfig>()
+                .map_err(|e| EngineError::BadRequest(e.to_string()))?;
+        }
+        if let Some(f) = &self.fusion {
+            req.fusion = parse_fusion(f)?;
+        }
+        if let Some(b) = self.budget {
+            req.budget = b;
+        }
+        if let Some(c) = self.candidates {
+            req.candidates = c;
+        }
+        req.top_k = self.top_k;
+        req.rerank_top = self.rerank;
+        req.filter = self.filter.to_filter()?;
+        Ok(req)
+    }
+}
+
+/// Parses `rrf[:K]`, `minmax[:ALPHA]` (also `min_max`), `dbsf[:ALPHA]`; `ALPHA` weights
+/// the dense list. The parameters are validated ([`FusionMethod::validate`]).
+pub fn parse_fusion(s: &str) -> Result<FusionMethod, EngineError> {
+    let (name, arg) = s.split_once(':').unwrap_or((s, ""));
+    let num = |default: f32| -> Result<f32, EngineError> {
+        if arg.is_empty() {
+            return Ok(default);
+        }
+        arg.trim().parse::<f32>().map_err(|_| {
+            EngineError::BadRequest(format!("fusion parameter {arg:?} is not a number"))
+        })
+    };
+    let m = match name {
+        "rrf" => FusionMethod::Rrf {
+            k: num(FusionMethod::DEFAULT_RRF_K)?,
+        },
+        "minmax" | "min_max" => FusionMethod::MinMax { alpha: num(0.5)? },
+        "dbsf" => FusionMethod::Dbsf { alpha: num(0.5)? },
+        _ => {
+            return Err(EngineError::BadRequest(format!(
+                "unknown fusion {s:?}: expected rrf[:K], minmax[:ALPHA] or dbsf[:ALPHA]"
+            )))
+        }
+    };
+    m.validate()
+        .map_err(|e| EngineError::BadRequest(format!("fusion {s:?}: {e}")))?;
+    Ok(m)
+}
+
+/// The JSON value of a context as `excerpt query --format json` prints it and the
+/// server returns it: the [`Context`] fields plus `query`.
+pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
+    let mut v = serde_json::to_value(ctx).unwrap_or_else(|_| serde_json::json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("query".into(), serde_json::Value::String(query.to_string()));
+    }
+    v
+}
+
+/// One line of a document listing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocumentSummary {
+    /// Document id.
+    pub id: String,
+    /// Display title.
+    pub title: String,
+    /// Where it came from (a path), if anywhere.
+    pub source: Option<String>,
+    /// Characters of text.
+    pub chars: usize,
+    /// Bytes of text (UTF-8).
+    pub bytes: usize,
+    /// Chunks.
+    pub chunks: usize,
+    /// Sections.
+    pub sections: usize,
+    /// Content hash.
+    pub hash: String,
+    /// Metadata.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+impl DocumentSummary {
+    /// The summary of one document.
+    pub fn of(d: &Document) -> DocumentSummary {
+        DocumentSummary {
+            id: d.id.clone(),
+            title: d.title.clone(),
+            source: d.source.clone(),
+            chars: d.text.chars().count(),
+            bytes: d.text.len(),
+            chunks: d.chunks.len(),
+            sections: d.sections.len(),
+            hash: d.hash.clone(),
+            metadata: d.metadata.clone(),
+        }
+    }
+}
+
+/// Figures about the committed index.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexStats {
+    /// The index directory.
+    pub index: std::path::PathBuf,
+    /// Committed generation.
+    pub generation: u64,
+    /// Live documents.
+    pub documents: usize,
+    /// Live chunks.
+    pub chunks: usize,
+    /// Bytes of document text.
+    pub text_bytes: usize,
+    /// Segments.
+    pub segments: usize,
+    /// Bytes the index directory takes on disk.
+    pub disk_bytes: u64,
+    /// Embedding model id.
+    pub model: String,
+    /// Vector dimension.
+    pub dimension: usize,
+    /// Chunker, as `excerpt ingest --chunker` spells it.
+    pub chunker: String,
+    /// Whether chunk headers are embedded and searched.
+    pub headers: bool,
+}
+
+impl Engine {
+    /// Summaries of every document of the latest snapshot, in id order.
+    pub fn documents(&self) -> Result<Vec<DocumentSummary>, EngineError> {
+        let snap = self.snapshot()?;
+        Ok(snap
+            .documents()
+            .iter()
+            .map(|d| DocumentSummary::of(d))
+            .collect())
+    }
+
+    /// Statistics of the latest snapshot.
+    pub fn stats(&self) -> Result<IndexStats, EngineError> {
+        let snap = self.snapshot()?;
+        let s = snap.stats();
+        let cfg = snap.config();
+        Ok(IndexStats {
+            index: self.options.index_dir.clone(),
+            generation: s.generation,
+            documents: s.documents,
+            chunks: s.chunks,
+            text_bytes: s.text_bytes,
+            segments: s.segments,
+            disk_bytes: s.disk_bytes,
+            model: cfg.model_id.clone(),
+            dimension: cfg.dimension,
+            chunker: cfg.chunker.to_string(),
+            headers: cfg.headers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_query_request_new() {
+        let req = QuerySpec::new("q").to_request().unwrap();
+        let def = QueryRequest::new("q");
+        assert_eq!(req.mode, def.mode);
+        assert_eq!(req.budget, def.budget);
+        assert_eq!(req.candidates, def.candidates);
+        assert_eq!(req.fusion, def.fusion);
+        assert_eq!(req.strategy, def.strategy);
+        assert!(req.filter.is_empty());
+    }
+
+    #[test]
+    fn strings_parse_into_typed_fields() {
+        let spec: QuerySpec = serde_json::from_value(serde_json::json!({
+            "query": "q", "mode": "bm25", "strategy": "topk", "fusion": "minmax:0.3",
+            "budget": 500, "top_k": 3, "candidates": 20,
+            "filter": {"doc_ids": ["a"], "prefixes": ["guide/"], "where": ["team=infra", "year>=2020"]}
+        }))
+        .unwrap();
+        let req = spec.to_request().unwrap();
+        assert_eq!(req.mode, Mode::Bm25);
+        assert_eq!(req.fusion, FusionMethod::MinMax { alpha: 0.3 });
+        assert_eq!(req.strategy, "topk".parse::<StrategyConfig>().unwrap());
+        assert_eq!((req.budget, req.top_k, req.candidates), (500, Some(3), 20));
+        assert_eq!(req.filter.doc_ids, vec!["a"]);
+        assert_eq!(req.filter.path_prefixes, vec!["guide/"]);
+        assert_eq!(req.filter.metadata.len(), 2);
+    }
+
+    #[test]
+    fn bad_values_are_bad_requests_naming_the_value() {
+        let bad = |spec: QuerySpec, needle: &str| match spec.to_request() {
+            Err(EngineError::BadRequest(m)) => assert!(m.contains(needle), "{m}"),
+            other => panic!("expected a bad request, got {other:?}"),
+        };
+        bad(
+            QuerySpec {
+                strategy: Some("nope".into()),
+                ..QuerySpec::new("q")
+            },
+            "nope",
+        );
+        bad(
+            QuerySpec {
+                fusion: Some("rrf:x".into()),
+                ..QuerySpec::new("q")
+            },
+            "\"x\"",
+        );
+        bad(
+            QuerySpec {
+                fusion: Some("minmax:2".into()),
+                ..QuerySpec::new("q")
+            },
+            "minmax:2",
+        );
+        bad(
+            QuerySpec {
+                fusion: Some("sum".into()),
+                ..QuerySpec::new("q")
+            },
+            "sum",
+        );
+        bad(
+            QuerySpec {
+                mode: Some("sparse".into()),
+                ..QuerySpec::new("q")
+            },
+            "sparse",
+        );
+        let mut spec = QuerySpec::new("q");
+        spec.filter.conditions = vec!["no-operator".into()];
+        bad(spec, "no-operator");
+    }
+
+    #[test]
+    fn unknown_json_fields_are_refused() {
+        let e = serde_json::from_value::<QuerySpec>(serde_json::json!({"query": "q", "topk": 3}))
+            .unwrap_err();
+        assert!(e.to_string().contains("topk"), "{e}");
+        let e = serde_json::from_value::<QuerySpec>(
+            serde_json::json!({"query": "q", "filter": {"team": "infra"}}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("team"), "{e}");
+    }
+}
