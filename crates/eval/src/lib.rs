@@ -6,6 +6,7 @@
 //! queries.jsonl ──▶ retrieve once per query ──▶ assemble per strategy × budget
 //!        ──▶ DIR/results-<strategy>-<budget>.jsonl   (the eval format, one line per query)
 //!        ──▶ metrics ──▶ DIR/report.json, DIR/report.md, DIR/recall-vs-budget.svg
+//!        ──▶ (optional) chat endpoint ──▶ DIR/answers-<strategy>-<budget>.jsonl ──▶ F1, EM
 //! ```
 //!
 //! - [`format`](mod@format): the tool-neutral file format (`EVAL_FORMAT.md`): corpus, query and
@@ -21,11 +22,13 @@
 //!   the index must hold exactly the corpus), runs every query once through retrieval
 //!   and then through each strategy at each budget, streams the results files, and
 //!   writes the report and the chart.
+//! - [`answer`]: optional answer-level evaluation. An OpenAI-compatible chat endpoint
+//!   ([`ChatConfig`] in [`EvalOptions::answer`]) answers each query that has a reference
+//!   `answer` from each strategy's context; the answers are scored by SQuAD-style token
+//!   F1 and exact match. Never part of a default run.
 //! - [`report`], [`plot`]: `report.json`, `report.md`, `recall-vs-budget.svg`.
-//!
-//! Not done yet: answer-level evaluation (generating answers from the context with an
-//! LLM and grading them against the reference `answer`).
 
+pub mod answer;
 pub mod format;
 pub mod metrics;
 pub mod plot;
@@ -34,13 +37,17 @@ mod runner;
 
 use std::path::{Path, PathBuf};
 
+pub use answer::{exact_match, normalize_tokens, token_f1, AnswerLine, PROMPT_VERSION};
+pub use excerpt_embed::ChatConfig;
 pub use format::{CorpusDoc, Evidence, QueryLine, ResultLine, ResultPiece};
 pub use metrics::{
     boundary_coherence, intra_coherence, latency, mean, overlap, percentile, piece_coherence,
     score_query, score_results, sentence_boundaries, summarize, union, ChunkVectors, CorpusTexts,
     CoverageSummary, Latency, PieceSpan, QueryScore, SentenceBoundaries,
 };
-pub use report::{EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult};
+pub use report::{
+    AnswerMetrics, AnswerRunInfo, EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult,
+};
 pub use runner::{run_eval, EvalOptions, DEFAULT_BUDGETS};
 
 /// Errors of an evaluation run.
@@ -81,6 +88,20 @@ pub enum EvalError {
     /// The engine failed outside a single query.
     #[error(transparent)]
     Engine(#[from] excerpt::EngineError),
+    /// The answer endpoint failed a request after its retries.
+    #[error("answer endpoint {endpoint} failed for query {query_id:?} ({strategy} at {budget} tokens): {message}")]
+    Answer {
+        /// The chat-completions URL.
+        endpoint: String,
+        /// The query being answered.
+        query_id: String,
+        /// The strategy whose context was sent.
+        strategy: String,
+        /// The budget of that context.
+        budget: usize,
+        /// What the endpoint or the connection said.
+        message: String,
+    },
     /// The chart could not be drawn.
     #[error("drawing the chart: {0}")]
     Plot(String),

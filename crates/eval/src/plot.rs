@@ -125,6 +125,7 @@ mod tests {
                 recall,
                 ..Default::default()
             },
+            answer: None,
         }
     }
 

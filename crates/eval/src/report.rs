@@ -1,4 +1,5 @@
-//! The evaluation report: `report.json` (machine-readable) and `report.md` (a table).
+//! The evaluation report: `report.json` (machine-readable) and `report.md` (a table, and
+//! a second one for answer-level scores when answers were generated).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -43,6 +44,51 @@ pub struct RunInfo {
     pub ingest_seconds: f64,
     /// Seconds for the whole run.
     pub seconds: f64,
+    /// Answer-level evaluation settings, when answers were generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerRunInfo>,
+}
+
+/// How answers were generated (`--answer-endpoint`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerRunInfo {
+    /// The chat-completions URL requests went to.
+    pub endpoint: String,
+    /// The model named in each request.
+    pub model: String,
+    /// [`crate::answer::PROMPT_VERSION`] of the prompt used.
+    pub prompt_version: String,
+    /// Requests kept in flight at once.
+    pub concurrency: usize,
+    /// Queries with a reference answer (the only ones answered).
+    pub with_reference: usize,
+    /// Queries without a reference answer: never sent, not scored.
+    pub without_reference: usize,
+    /// Requests sent (identical prompts of one query, e.g. two budgets that produced
+    /// the same context, are sent once; retries not counted).
+    pub requests: usize,
+    /// Seconds spent waiting for answers.
+    pub seconds: f64,
+}
+
+/// Answer-level scores of one strategy at one budget.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AnswerMetrics {
+    /// The answers file, relative to the output directory.
+    pub answers_file: String,
+    /// Queries answered: those with a reference answer whose context was assembled.
+    pub answered: usize,
+    /// Mean token F1 over the queries with a reference answer (one whose retrieval or
+    /// assembly failed, and so was not answered, scores 0 as it counts as missing).
+    pub f1: f64,
+    /// Share of the queries with a reference answer whose answer matches it exactly
+    /// after normalisation.
+    pub em: f64,
+    /// Prompt tokens over all answered queries, as the endpoint reported them (0 if it
+    /// reports no usage).
+    pub prompt_tokens: u64,
+    /// Completion tokens over all answered queries, as reported.
+    pub completion_tokens: u64,
 }
 
 /// All metrics of one strategy at one budget.
@@ -121,6 +167,9 @@ pub struct StrategyResult {
     pub results_file: String,
     /// The metrics.
     pub metrics: Metrics,
+    /// Answer-level scores, when answers were generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerMetrics>,
 }
 
 /// A query that produced no result.
@@ -214,6 +263,7 @@ impl EvalReport {
                 m.p95_ms
             );
         }
+        self.answers_markdown(&mut s);
         let bad: usize = self.results.iter().map(|x| x.metrics.bad_text).sum();
         if bad > 0 {
             let _ = writeln!(
@@ -246,6 +296,44 @@ impl EvalReport {
             let _ = writeln!(s, "\nNot done: {}.", self.not_done.join("; "));
         }
         s
+    }
+
+    /// The answer-level section of the Markdown report, when answers were generated.
+    fn answers_markdown(&self, s: &mut String) {
+        let Some(a) = &self.run.answer else {
+            return;
+        };
+        let _ = writeln!(s, "\n## Answers\n");
+        let _ = writeln!(
+            s,
+            "- model `{}` at {} (prompt {}), {} requests in {:.1} s",
+            a.model, a.endpoint, a.prompt_version, a.requests, a.seconds
+        );
+        let _ = writeln!(
+            s,
+            "- {} queries with a reference answer scored by token F1 and exact match (SQuAD normalisation); {} without one skipped\n",
+            a.with_reference, a.without_reference
+        );
+        let _ = writeln!(
+            s,
+            "| strategy | budget | answered | F1 | EM | prompt tokens | completion tokens |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+        for x in &self.results {
+            if let Some(m) = &x.answer {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.3} | {:.3} | {} | {} |",
+                    x.strategy,
+                    x.budget,
+                    m.answered,
+                    m.f1,
+                    m.em,
+                    m.prompt_tokens,
+                    m.completion_tokens
+                );
+            }
+        }
     }
 
     /// Writes `report.json` (pretty-printed).
@@ -300,12 +388,14 @@ mod tests {
                     budget: 500,
                     results_file: "results-topk-500.jsonl".into(),
                     metrics: m.clone(),
+                    answer: None,
                 },
                 StrategyResult {
                     strategy: "rse".into(),
                     budget: 500,
                     results_file: "results-rse-500.jsonl".into(),
                     metrics: m,
+                    answer: None,
                 },
             ],
             not_done: vec!["answer-level evaluation".into()],
@@ -320,6 +410,7 @@ mod tests {
         );
         assert!(md.contains("| rse | 500 |"));
         assert!(md.contains("Not done: answer-level evaluation."));
+        assert!(!md.contains("## Answers"));
         assert!(report.get("rse", 500).is_some());
         let back: EvalReport =
             serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();

@@ -8,16 +8,24 @@ use std::time::Instant;
 
 use excerpt::{Engine, FusionMethod, IngestOptions, IngestProgress, Mode, QueryRequest, Snapshot};
 use excerpt_context::{LlmTokens, StrategyConfig};
-use excerpt_core::{content_hash, ChunkKey};
+use excerpt_core::{content_hash, ChunkKey, EmbedError};
+use excerpt_embed::{ChatClient, ChatConfig};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::format::{read_corpus, read_queries, write_jsonl_line, ResultLine, ResultPiece};
+use crate::answer::{
+    answer_prompt, exact_match, token_f1, AnswerLine, PROMPT_VERSION, SYSTEM_PROMPT,
+};
+use crate::format::{
+    read_corpus, read_queries, write_jsonl_line, QueryLine, ResultLine, ResultPiece,
+};
 use crate::metrics::{
     latency, mean, on_boundaries, piece_coherence, round_to, score_query, summarize, ChunkVectors,
     CorpusTexts, PieceSpan, QueryScore,
 };
 use crate::plot::write_recall_vs_budget;
-use crate::report::{EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult};
+use crate::report::{
+    AnswerMetrics, AnswerRunInfo, EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult,
+};
 use crate::EvalError;
 
 /// Token budgets run when none are given.
@@ -45,6 +53,10 @@ pub struct EvalOptions {
     pub candidates: usize,
     /// No progress bar.
     pub quiet: bool,
+    /// Answer-level evaluation: the OpenAI-compatible chat endpoint that answers each
+    /// query with a reference `answer` from each strategy's context at each budget
+    /// (`max_concurrency` requests in flight). `None` (the default): no answers.
+    pub answer: Option<ChatConfig>,
 }
 
 impl EvalOptions {
@@ -66,6 +78,7 @@ impl EvalOptions {
             fusion: req.fusion,
             candidates: req.candidates,
             quiet: false,
+            answer: None,
         }
     }
 
@@ -174,6 +187,126 @@ struct Acc {
     intra: Vec<f64>,
     boundary_on: usize,
     boundary_n: usize,
+    answers: Option<AnswerAcc>,
+}
+
+/// What one strategy at one budget accumulated over its answers.
+struct AnswerAcc {
+    file: String,
+    path: PathBuf,
+    out: BufWriter<File>,
+    answered: usize,
+    f1_sum: f64,
+    em: usize,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+/// A question waiting to be sent: the user message for one query's context from one
+/// strategy at one budget.
+struct AnswerJob {
+    acc: usize,
+    query: usize,
+    user: String,
+}
+
+/// The answer client and what it has done so far.
+struct Answerer {
+    client: ChatClient,
+    concurrency: usize,
+    pending: Vec<AnswerJob>,
+    requests: usize,
+    seconds: f64,
+}
+
+impl Answerer {
+    /// Jobs gathered before a batch is sent: enough to keep every request slot busy
+    /// through most of the batch.
+    fn batch_size(&self) -> usize {
+        self.concurrency.saturating_mul(4).max(1)
+    }
+
+    /// Sends the pending jobs (identical prompts once), then scores each answer and
+    /// appends its line to its strategy's answers file, jobs in the order queued. The
+    /// first request that failed after the client's retries fails the run.
+    fn flush(&mut self, accs: &mut [Acc], queries: &[QueryLine]) -> Result<(), EvalError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let jobs = std::mem::take(&mut self.pending);
+        let mut unique: Vec<(Option<String>, String)> = Vec::new();
+        let mut slot_of: HashMap<&str, usize> = HashMap::new();
+        let mut slots = Vec::with_capacity(jobs.len());
+        for job in &jobs {
+            let slot = *slot_of.entry(job.user.as_str()).or_insert_with(|| {
+                unique.push((Some(SYSTEM_PROMPT.to_string()), job.user.clone()));
+                unique.len() - 1
+            });
+            slots.push(slot);
+        }
+        let t = Instant::now();
+        let responses = self.client.complete_many(&unique, self.concurrency);
+        self.seconds += t.elapsed().as_secs_f64();
+        self.requests += unique.len();
+        for (job, slot) in jobs.iter().zip(slots) {
+            let (Some(acc), Some(q)) = (accs.get_mut(job.acc), queries.get(job.query)) else {
+                continue;
+            };
+            let (Some(answers), Some(reference)) = (acc.answers.as_mut(), q.answer.as_deref())
+            else {
+                continue;
+            };
+            let response = match responses.get(slot) {
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    return Err(EvalError::Answer {
+                        endpoint: self.client.endpoint().to_string(),
+                        query_id: q.id.clone(),
+                        strategy: acc.label.clone(),
+                        budget: acc.budget,
+                        message: endpoint_message(e),
+                    })
+                }
+                None => continue,
+            };
+            let f1 = token_f1(&response.text, reference);
+            let em = exact_match(&response.text, reference);
+            let line = AnswerLine {
+                query_id: q.id.clone(),
+                answer: response.text.clone(),
+                reference: reference.to_string(),
+                f1: round_to(f1, 4),
+                em,
+                prompt_tokens: response.prompt_tokens,
+                completion_tokens: response.completion_tokens,
+            };
+            write_jsonl_line(&mut answers.out, &line, &answers.path)?;
+            answers.answered += 1;
+            answers.f1_sum += f1;
+            answers.em += usize::from(em);
+            answers.prompt_tokens += response.prompt_tokens.unwrap_or(0);
+            answers.completion_tokens += response.completion_tokens.unwrap_or(0);
+        }
+        Ok(())
+    }
+}
+
+/// What the chat endpoint said, without the client's own "embedding endpoint" wording.
+fn endpoint_message(e: &EmbedError) -> String {
+    match e {
+        EmbedError::Remote {
+            status: Some(status),
+            message,
+            ..
+        } => format!("HTTP {status}: {message}"),
+        EmbedError::Remote { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a query has a reference answer to score against.
+fn has_reference(q: &QueryLine) -> bool {
+    q.answer.as_deref().is_some_and(|a| !a.trim().is_empty())
 }
 
 fn ids_sample<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
@@ -278,6 +411,16 @@ fn verify_index(
 ///
 /// Latency is the wall time of `retrieve` (embedding the query included) plus
 /// `assemble`, per strategy and budget.
+///
+/// With [`EvalOptions::answer`], every context of a query that has a reference `answer`
+/// is also sent to the chat endpoint with the prompt of [`crate::answer`] (queries
+/// without one are skipped and counted). Requests go in batches, at most
+/// `max_concurrency` in flight, identical prompts of a batch once; each answer is scored
+/// (token F1, exact match) and appended to `out/answers-<strategy>-<budget>.jsonl` as
+/// its batch completes. A request that still fails after the client's retries fails
+/// the run with [`EvalError::Answer`], naming the endpoint: an unreachable or
+/// misconfigured endpoint is never scored as wrong answers. The files written up to
+/// then stay on disk.
 pub fn run_eval(
     engine: &Engine,
     opts: &EvalOptions,
@@ -292,6 +435,22 @@ pub fn run_eval(
     opts.fusion
         .validate()
         .map_err(|e| EvalError::Invalid(format!("fusion: {e}")))?;
+    let mut answerer = match &opts.answer {
+        Some(config) => Some(Answerer {
+            client: ChatClient::new(config.clone()).map_err(|e| {
+                EvalError::Invalid(format!(
+                    "answer endpoint {}: {}",
+                    config.url,
+                    endpoint_message(&e)
+                ))
+            })?,
+            concurrency: config.max_concurrency.max(1),
+            pending: Vec::new(),
+            requests: 0,
+            seconds: 0.0,
+        }),
+        None => None,
+    };
 
     let corpus = read_corpus(&opts.corpus)?;
     let mut corpus_hashes: HashMap<String, String> = HashMap::with_capacity(corpus.len());
@@ -321,6 +480,13 @@ pub fn run_eval(
                 q.id
             )));
         }
+    }
+    let with_reference = queries.iter().filter(|q| has_reference(q)).count();
+    if answerer.is_some() && with_reference == 0 {
+        return Err(EvalError::Invalid(format!(
+            "answer-level evaluation needs reference answers, and no query in {} has an \"answer\"",
+            opts.queries.display()
+        )));
     }
     std::fs::create_dir_all(&opts.out).map_err(|e| EvalError::io(&opts.out, e))?;
 
@@ -363,6 +529,25 @@ pub fn run_eval(
             }
             let path = opts.out.join(&file);
             let out = BufWriter::new(File::create(&path).map_err(|e| EvalError::io(&path, e))?);
+            let answers = match answerer {
+                Some(_) => {
+                    let file = format!("answers-{}-{budget}.jsonl", file_label(label));
+                    let path = opts.out.join(&file);
+                    let out =
+                        BufWriter::new(File::create(&path).map_err(|e| EvalError::io(&path, e))?);
+                    Some(AnswerAcc {
+                        file,
+                        path,
+                        out,
+                        answered: 0,
+                        f1_sum: 0.0,
+                        em: 0,
+                        prompt_tokens: 0,
+                        completion_tokens: 0,
+                    })
+                }
+                None => None,
+            };
             accs.push(Acc {
                 label: label.clone(),
                 config: *config,
@@ -376,6 +561,7 @@ pub fn run_eval(
                 intra: Vec::new(),
                 boundary_on: 0,
                 boundary_n: 0,
+                answers,
             });
         }
     }
@@ -396,7 +582,7 @@ pub fn run_eval(
 
     let mut failures: Vec<QueryFailure> = Vec::new();
     let mut retrieved_ok = 0usize;
-    for q in &queries {
+    for (qi, q) in queries.iter().enumerate() {
         let mut req = QueryRequest::new(q.query.clone());
         req.mode = opts.mode;
         req.fusion = opts.fusion;
@@ -425,7 +611,7 @@ pub fn run_eval(
             }
         };
         retrieved_ok += 1;
-        for acc in &mut accs {
+        for (ai, acc) in accs.iter_mut().enumerate() {
             let t = Instant::now();
             let context = engine.assemble(&q.query, &retrieved, &acc.config, acc.budget);
             let ms = retrieve_ms + t.elapsed().as_secs_f64() * 1e3;
@@ -482,8 +668,26 @@ pub fn run_eval(
                     acc.boundary_on += usize::from(on_boundaries(b, p.start, p.end));
                 }
             }
+            if let Some(a) = answerer.as_mut().filter(|_| has_reference(q)) {
+                a.pending.push(AnswerJob {
+                    acc: ai,
+                    query: qi,
+                    user: answer_prompt(&q.query, &context),
+                });
+            }
         }
         bar.inc(1);
+        if let Some(a) = answerer.as_mut() {
+            if a.pending.len() >= a.batch_size() {
+                bar.set_message(format!("answering {}", a.pending.len()));
+                a.flush(&mut accs, &queries)?;
+                bar.set_message("");
+            }
+        }
+    }
+    if let Some(a) = answerer.as_mut() {
+        bar.set_message(format!("answering {}", a.pending.len()));
+        a.flush(&mut accs, &queries)?;
     }
     bar.finish_and_clear();
     if retrieved_ok == 0 {
@@ -500,10 +704,29 @@ pub fn run_eval(
         drop(acc.out);
         let coverage = summarize(&acc.scores);
         let boundary = (acc.boundary_n > 0).then(|| acc.boundary_on as f64 / acc.boundary_n as f64);
+        let answer = acc.answers.map(|a| {
+            drop(a.out);
+            let share = |x: f64| {
+                if with_reference == 0 {
+                    0.0
+                } else {
+                    round_to(x / with_reference as f64, 4)
+                }
+            };
+            AnswerMetrics {
+                answers_file: a.file,
+                answered: a.answered,
+                f1: share(a.f1_sum),
+                em: share(a.em as f64),
+                prompt_tokens: a.prompt_tokens,
+                completion_tokens: a.completion_tokens,
+            }
+        });
         results.push(StrategyResult {
             strategy: acc.label,
             budget: acc.budget,
             results_file: acc.file,
+            answer,
             metrics: Metrics::new(
                 &coverage,
                 mean(&acc.tokens).unwrap_or(0.0),
@@ -536,12 +759,27 @@ pub fn run_eval(
             ingested: ingest.added + ingest.updated,
             ingest_seconds: round_to(ingest.seconds, 3),
             seconds: round_to(started.elapsed().as_secs_f64(), 3),
+            answer: match (&opts.answer, &answerer) {
+                (Some(config), Some(a)) => Some(AnswerRunInfo {
+                    endpoint: a.client.endpoint().to_string(),
+                    model: config.model.trim().to_string(),
+                    prompt_version: PROMPT_VERSION.to_string(),
+                    concurrency: a.concurrency,
+                    with_reference,
+                    without_reference: queries.len() - with_reference,
+                    requests: a.requests,
+                    seconds: round_to(a.seconds, 3),
+                }),
+                _ => None,
+            },
         },
         results,
         failures,
-        not_done: vec![
-            "answer-level evaluation (generating answers from the context and grading them against the reference answers)".into(),
-        ],
+        not_done: if opts.answer.is_some() {
+            Vec::new()
+        } else {
+            vec!["answer-level evaluation (not requested; see --answer-endpoint)".into()]
+        },
     };
     report.write_json(&opts.out.join("report.json"))?;
     report.write_markdown(&opts.out.join("report.md"))?;

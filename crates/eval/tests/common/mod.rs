@@ -1,7 +1,10 @@
-//! Runs the reference scorer (`tests/data/score_context.py`, standard-library Python) and
-//! compares its output with the native metrics.
+//! Shared test helpers: runs the reference scorer (`tests/data/score_context.py`,
+//! standard-library Python) and compares its output with the native metrics; the
+//! end-to-end fixtures live in [`fixtures`].
 
 #![allow(dead_code)]
+
+pub mod fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
