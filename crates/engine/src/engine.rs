@@ -9,7 +9,11 @@ use excerpt_embed::{
 };
 use excerpt_index::Snapshot;
 
+use crate::memo::VectorMemo;
 use crate::EngineError;
+
+/// Query-time sentence vectors the engine keeps (about 1.5 KiB each at 384 dimensions).
+const SENTENCE_MEMO_CAPACITY: usize = 16_384;
 
 /// Which embedding model to use.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +81,8 @@ pub struct Engine {
     llm_tokens: OnceLock<Arc<TiktokenCounter>>,
     reranker: OnceLock<Arc<dyn Reranker>>,
     snapshot: Mutex<Option<Arc<Snapshot>>>,
+    /// Sentence vectors embedded at query time (`window`), reused across queries.
+    pub(crate) sentence_memo: Mutex<VectorMemo>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -96,6 +102,7 @@ impl Engine {
             llm_tokens: OnceLock::new(),
             reranker: OnceLock::new(),
             snapshot: Mutex::new(None),
+            sentence_memo: Mutex::new(VectorMemo::new(SENTENCE_MEMO_CAPACITY)),
         }
     }
 

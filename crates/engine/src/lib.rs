@@ -6,27 +6,40 @@
 //! ```
 //!
 //! - [`Engine::ingest`]: walk paths, load, chunk, skip unchanged documents (content hash),
-//!   embed (reusing vectors of unchanged chunk texts), commit atomically in batches.
+//!   optionally have an LLM write a context for each new chunk ([`contextualize`]),
+//!   embed (reusing vectors of unchanged indexed texts), commit atomically in batches.
 //! - [`Engine::query`]: a [`QueryRequest`] (mode, fusion, filter, strategy, budget) bound
 //!   to the latest snapshot, returning a [`Context`] every front end renders.
-//! - [`Engine::remove`], [`Engine::snapshot`] for listing and statistics.
+//! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
+//!   server's `POST /v1/ingest`).
+//! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
+//! - [`QuerySpec`]: a query as users spell it (strategy, fusion and filter strings),
+//!   validated into a [`QueryRequest`] the same way by the CLI and the server.
 //!
 //! The crates underneath: `excerpt-core` (types), `excerpt-ingest` (loaders, chunkers),
 //! `excerpt-embed` (models), `excerpt-index` (storage), `excerpt-retrieve` (fusion,
 //! filters), `excerpt-context` (strategies, rendering).
 
+pub mod contextualize;
 mod engine;
 mod error;
 mod ingest;
+mod memo;
 mod query;
+mod spec;
 
+pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Problem};
 pub use query::{Mode, QueryRequest, Retrieved};
+pub use spec::{
+    context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec,
+};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig};
 pub use excerpt_core::{ChunkerConfig, Document};
-pub use excerpt_embed::{RemoteConfig, RerankConfig};
+pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
 pub use excerpt_index::{IndexError, Snapshot};
+pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};

@@ -1,11 +1,12 @@
 use std::sync::Arc;
 
 use excerpt_context::{assemble, AssembleRequest, Context, Corpus, Hit, StrategyConfig};
-use excerpt_core::{ChunkKey, Document};
+use excerpt_core::{ChunkKey, Document, Embedder};
 use excerpt_index::Snapshot;
 use excerpt_retrieve::{fuse_hybrid, Filter, FusionMethod};
 use serde::{Deserialize, Serialize};
 
+use crate::memo::MemoEmbedder;
 use crate::{Engine, EngineError};
 
 /// Which first-stage retrieval runs.
@@ -272,6 +273,10 @@ impl Engine {
             Some(_) => Some(self.embedder()?),
             None => None,
         };
+        let memo = embedder.as_deref().map(|inner| MemoEmbedder {
+            inner,
+            memo: &self.sentence_memo,
+        });
         let corpus = SnapshotCorpus(&retrieved.snapshot);
         let req = AssembleRequest {
             query,
@@ -280,7 +285,7 @@ impl Engine {
             corpus: &corpus,
             budget,
             tokens: tokens.as_ref(),
-            embedder: embedder.as_deref(),
+            embedder: memo.as_ref().map(|m| m as &dyn Embedder),
         };
         Ok(assemble(strategy, &req)?)
     }
