@@ -107,6 +107,33 @@ pub enum Command {
     Eval(EvalArgs),
     /// Measure index build, size, memory and query latency on a generated collection.
     Bench(crate::bench::BenchArgs),
+    /// Serve the index over HTTP (JSON API mirroring query, ingest, docs, rm, stats).
+    ///
+    /// Routes: POST /v1/query, POST /v1/ingest, GET /v1/documents,
+    /// GET|DELETE /v1/documents/{id}, GET /v1/stats, GET /healthz. Prints the bound
+    /// address on stdout once the model is loaded, one line per request on stderr,
+    /// and stops gracefully on Ctrl-C or SIGTERM.
+    #[command(verbatim_doc_comment)]
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "EXCERPT_ADDR", default_value = "127.0.0.1:7700")]
+    pub addr: String,
+    /// Largest request body in bytes (larger ones get 413).
+    #[arg(long, env = "EXCERPT_BODY_LIMIT", default_value_t = excerpt_server::DEFAULT_BODY_LIMIT)]
+    pub body_limit: usize,
+    /// Chunker of a new index created by POST /v1/ingest (see `excerpt ingest --help`).
+    #[arg(long, env = "EXCERPT_CHUNKER")]
+    pub chunker: Option<excerpt::ChunkerConfig>,
+    /// No chunk headers in a new index created by POST /v1/ingest.
+    #[arg(long, env = "EXCERPT_NO_HEADERS")]
+    pub no_headers: bool,
+    /// Do not load the model before listening (the first query loads it).
+    #[arg(long, env = "EXCERPT_NO_WARMUP")]
+    pub no_warmup: bool,
 }
 
 #[derive(Debug, Args)]
@@ -120,8 +147,10 @@ pub struct EvalArgs {
     /// Output directory.
     #[arg(long)]
     pub out: PathBuf,
-    /// Strategies to compare besides topk (comma-separated; e.g. adjacent,rse:precision).
-    #[arg(long, value_delimiter = ',')]
+    /// Strategies to compare besides topk, comma-separated or repeated, each spelled as
+    /// for `query --strategy` (e.g. `adjacent,rse:precision,window:threshold=0.6`); a
+    /// `key=value` after a comma belongs to the strategy before it.
+    #[arg(long)]
     pub strategies: Vec<String>,
     /// Token budgets (repeatable; default 500, 1000, 2000, 4000).
     #[arg(long = "budget", value_delimiter = ',')]
@@ -183,6 +212,49 @@ pub struct IngestArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub contextualize: ContextualizeArgs,
+}
+
+/// LLM-written chunk contexts (`ingest --contextualize`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Chunk contexts (LLM)")]
+pub struct ContextualizeArgs {
+    /// Have an LLM write one or two sentences situating each new chunk in its document;
+    /// they are embedded and searched with the chunk, never returned as its text.
+    /// Answers are cached in the index directory, so re-ingesting asks nothing again.
+    /// Needs --llm-url and --llm-model, and is fixed for the index: one made with
+    /// contexts always needs them (same model), one made without cannot get them.
+    #[arg(long, env = "EXCERPT_CONTEXTUALIZE", requires_all = ["llm_url", "llm_model"])]
+    pub contextualize: bool,
+    /// OpenAI-compatible chat endpoint for --contextualize (e.g. https://api.openai.com,
+    /// http://localhost:11434/v1 for Ollama, a vLLM or llama.cpp server).
+    #[arg(long, env = "EXCERPT_LLM_URL", value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Chat model name sent to --llm-url (recorded in the index).
+    #[arg(long, env = "EXCERPT_LLM_MODEL", value_name = "NAME")]
+    pub llm_model: Option<String>,
+    /// Environment variable holding the API key for --llm-url (unset: no key sent).
+    #[arg(
+        long,
+        env = "EXCERPT_LLM_API_KEY_ENV",
+        value_name = "VAR",
+        default_value = "OPENAI_API_KEY"
+    )]
+    pub llm_api_key_env: String,
+    /// Chat requests in flight at once (default 4).
+    #[arg(long, env = "EXCERPT_CONTEXTUALIZE_CONCURRENCY", value_name = "N")]
+    pub contextualize_concurrency: Option<usize>,
+    /// Characters of the document shown with each chunk: the whole document when
+    /// shorter, else a window around the chunk.
+    #[arg(
+        long,
+        env = "EXCERPT_CONTEXTUALIZE_DOC_CHARS",
+        value_name = "N",
+        default_value_t = excerpt::contextualize::DEFAULT_DOC_CHARS,
+        hide_short_help = true
+    )]
+    pub contextualize_doc_chars: usize,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -202,6 +274,9 @@ pub struct QueryArgs {
     /// Context strategy: rse (relevant segment extraction; also rse:precision,
     /// rse:find_all), topk, adjacent, window, section, auto. The default, rse, had the
     /// best evidence recall at every budget on the development set (docs/EVAL.md).
+    /// Parameters follow a colon: `rse:threshold=0.3,max_len_chunks=8`,
+    /// `rse:precision,max_tokens=1000`, `window:threshold=0.6,max_expand=5`,
+    /// `adjacent:window=2` (names as in docs/ARCHITECTURE.md; unknown ones are errors).
     #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "rse")]
     pub strategy: String,
     /// LLM-token budget for the whole context.
@@ -252,4 +327,49 @@ pub struct FormatArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Splits `--strategies` values into strategy specs: on commas, except that a piece
+/// holding `=` but no `:` is a parameter of the spec before it
+/// (`adjacent,rse:threshold=0.3,max_len_chunks=4` → `adjacent`,
+/// `rse:threshold=0.3,max_len_chunks=4`).
+pub fn split_strategy_specs(values: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in values {
+        let first_of_value = out.len();
+        for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let is_param = part.contains('=') && !part.contains(':');
+            let same_value = out.len() > first_of_value;
+            match out.last_mut() {
+                Some(prev) if is_param && same_value && prev.contains(':') => {
+                    prev.push(',');
+                    prev.push_str(part);
+                }
+                _ => out.push(part.to_string()),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_strategy_specs;
+
+    #[test]
+    fn strategy_lists_keep_parameters_with_their_strategy() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            split_strategy_specs(&v(&["adjacent,rse:threshold=0.3, max_len_chunks=4,window"])),
+            v(&["adjacent", "rse:threshold=0.3,max_len_chunks=4", "window"])
+        );
+        assert_eq!(
+            split_strategy_specs(&v(&["rse:precision,max_tokens=900", "window:threshold=0.6"])),
+            v(&["rse:precision,max_tokens=900", "window:threshold=0.6"])
+        );
+        // A stray parameter with no strategy before it stays on its own (and fails to parse
+        // later with a message naming it).
+        assert_eq!(split_strategy_specs(&v(&["fill=false,rse"])), v(&["fill=false", "rse"]));
+        assert_eq!(split_strategy_specs(&v(&["topk,", ""])), v(&["topk"]));
+    }
 }

@@ -4,16 +4,19 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::Result;
 use excerpt::{
-    EmbedderSpec, Engine, EngineError, EngineOptions, Filter, FusionMethod, IngestOptions,
-    MetaCondition, QueryRequest, RerankConfig, RerankerSpec,
+    context_value, parse_fusion, ChatConfig, ContextualizeOptions, EmbedderSpec, Engine,
+    EngineError, EngineOptions, FilterSpec, IngestOptions, QuerySpec, RerankConfig, RerankerSpec,
 };
-use excerpt_context::{render_json, render_markdown, render_text, RenderOptions, StrategyConfig};
+use excerpt_context::{render_markdown, render_text, RenderOptions};
 use excerpt_embed::RemoteConfig;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
-use crate::args::{Cli, Command, EvalArgs, Format, FormatArgs, Global, IngestArgs, QueryArgs};
+use crate::args::{
+    Cli, Command, ContextualizeArgs, EvalArgs, Format, FormatArgs, Global, IngestArgs, QueryArgs,
+    ServeArgs,
+};
 use crate::progress::Bar;
 
 /// Exit code for "nothing could be ingested".
@@ -81,6 +84,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats(a) => stats(&cli.global, a),
         Command::Eval(a) => eval(&cli.global, a),
         Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
+        Command::Serve(a) => serve(&cli.global, a),
     }
 }
 
@@ -98,6 +102,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             text_extensions: a.text_ext,
         },
         commit_every_chunks: a.commit_every.max(1),
+        contextualize: contextualize_options(&a.contextualize),
         ..IngestOptions::default()
     };
     let bar = Bar::new(g.quiet);
@@ -129,6 +134,17 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
                 report.chunks_reused
             )?;
         }
+        if report.chunks_contextualized + report.context_cache_hits > 0 {
+            writeln!(
+                err,
+                "contextualized {} chunks in {:.1}s ({} prompt + {} completion tokens), {} from cache",
+                report.chunks_contextualized,
+                report.contextualize_seconds,
+                report.llm_prompt_tokens,
+                report.llm_completion_tokens,
+                report.context_cache_hits
+            )?;
+        }
         for p in report.skipped.iter().chain(&report.failed) {
             writeln!(err, "  {}", p.reason)?;
         }
@@ -149,57 +165,45 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Parses `rrf[:K]`, `minmax[:ALPHA]`, `dbsf[:ALPHA]`.
-pub fn parse_fusion(s: &str) -> Result<FusionMethod> {
-    let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-    let num = |default: f32| -> Result<f32> {
-        if arg.is_empty() {
-            return Ok(default);
-        }
-        arg.parse::<f32>()
-            .with_context(|| format!("fusion parameter {arg:?} is not a number"))
-    };
-    let m = match name {
-        "rrf" => FusionMethod::Rrf { k: num(60.0)? },
-        "minmax" | "min_max" => FusionMethod::MinMax { alpha: num(0.5)? },
-        "dbsf" => FusionMethod::Dbsf { alpha: num(0.5)? },
-        _ => bail!("unknown fusion {s:?}: expected rrf[:K], minmax[:ALPHA] or dbsf[:ALPHA]"),
-    };
-    m.validate()?;
-    Ok(m)
+/// The contextualizer asked for by `ingest --contextualize` (clap makes sure URL and
+/// model are given with it).
+fn contextualize_options(a: &ContextualizeArgs) -> Option<ContextualizeOptions> {
+    if !a.contextualize {
+        return None;
+    }
+    let mut chat = ChatConfig::new(
+        a.llm_url.clone().unwrap_or_default(),
+        a.llm_model.clone().unwrap_or_default(),
+    );
+    chat.api_key_env = Some(a.llm_api_key_env.clone());
+    let mut opts = ContextualizeOptions::new(chat);
+    opts.concurrency = a.contextualize_concurrency.unwrap_or(0);
+    opts.doc_chars = a.contextualize_doc_chars.max(1);
+    Some(opts)
 }
 
 fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
-    let strategy: StrategyConfig = a.strategy.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut metadata = Vec::new();
-    for c in &a.conditions {
-        metadata.push(MetaCondition::parse(c).map_err(|e| anyhow::anyhow!(e))?);
-    }
-    let req = QueryRequest {
-        text: a.text,
-        mode: a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?,
-        candidates: a.candidates,
+    // The same spelling, parsed the same way, as the server's POST /v1/query.
+    let spec = QuerySpec {
+        query: a.text,
+        mode: Some(a.mode),
+        strategy: Some(a.strategy),
+        budget: Some(a.budget),
         top_k: a.top_k,
-        fusion: parse_fusion(&a.fusion)?,
-        filter: Filter {
+        candidates: Some(a.candidates),
+        fusion: Some(a.fusion),
+        filter: FilterSpec {
             doc_ids: a.docs,
-            path_prefixes: a.prefixes,
-            metadata,
+            prefixes: a.prefixes,
+            conditions: a.conditions,
         },
-        strategy,
-        budget: a.budget,
-        rerank_top: a.rerank,
+        rerank: a.rerank,
     };
+    let req = spec.to_request()?;
     let ctx = engine.query(&req)?;
     let out = match a.format {
-        Format::Json => {
-            let mut v = serde_json::to_value(&ctx)?;
-            if let Some(o) = v.as_object_mut() {
-                o.insert("query".into(), serde_json::Value::String(req.text.clone()));
-            }
-            serde_json::to_string_pretty(&v)?
-        }
+        Format::Json => serde_json::to_string_pretty(&context_value(&req.text, &ctx))?,
         Format::Markdown => render_markdown(&ctx),
         Format::Text => {
             let mut opts = RenderOptions::default();
@@ -209,7 +213,6 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
             render_text(&ctx, &opts)
         }
     };
-    let _ = render_json;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{out}")?;
     Ok(ExitCode::SUCCESS)
@@ -220,15 +223,10 @@ fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let snap = engine.snapshot()?;
     let mut stdout = std::io::stdout().lock();
     if a.json {
-        let list: Vec<serde_json::Value> = snap
+        let list: Vec<excerpt::DocumentSummary> = snap
             .documents()
             .iter()
-            .map(|d| {
-                serde_json::json!({
-                    "id": d.id, "title": d.title, "source": d.source, "chars": d.text.chars().count(),
-                    "chunks": d.chunks.len(), "sections": d.sections.len(), "hash": d.hash, "metadata": d.metadata,
-                })
-            })
+            .map(|d| excerpt::DocumentSummary::of(d))
             .collect();
         writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
     } else {
@@ -270,12 +268,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let cfg = snap.config();
     let mut stdout = std::io::stdout().lock();
     if a.json {
-        let v = serde_json::json!({
-            "index": g.index, "generation": s.generation, "documents": s.documents, "chunks": s.chunks,
-            "text_bytes": s.text_bytes, "segments": s.segments, "disk_bytes": s.disk_bytes,
-            "model": cfg.model_id, "dimension": cfg.dimension, "chunker": cfg.chunker.to_string(),
-            "headers": cfg.headers,
-        });
+        let v = engine.stats()?;
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         writeln!(stdout, "index       {}", g.index.display())?;
@@ -307,7 +300,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
 fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     let engine = engine(g, a.chunker, a.no_headers.then_some(false));
     let mut opts = excerpt_eval::EvalOptions::new(a.corpus, a.queries, a.out.clone());
-    opts.strategies = a.strategies;
+    opts.strategies = crate::args::split_strategy_specs(&a.strategies);
     if !a.budgets.is_empty() {
         opts.budgets = a.budgets;
     }
@@ -332,6 +325,36 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
             "{} query run(s) failed; see report.json",
             report.failures.len()
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
+    let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
+    if !a.no_warmup {
+        let t = std::time::Instant::now();
+        excerpt_server::warm_up(&engine)?;
+        if !g.quiet {
+            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
+        }
+    }
+    let options = excerpt_server::ServerOptions {
+        body_limit: a.body_limit,
+        log_requests: !g.quiet,
+        ..excerpt_server::ServerOptions::default()
+    };
+    let index = g.index.display().to_string();
+    let quiet = g.quiet;
+    excerpt_server::run_blocking(&a.addr, engine, options, |addr| {
+        // The one line on stdout: scripts and tests read the bound address from it.
+        println!("listening on http://{addr}");
+        if !quiet {
+            eprintln!("serving index {index}; Ctrl-C to stop");
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("cannot serve on {}: {e}", a.addr))?;
+    if !g.quiet {
+        eprintln!("stopped");
     }
     Ok(ExitCode::SUCCESS)
 }

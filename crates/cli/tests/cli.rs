@@ -311,3 +311,68 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
     assert_eq!(s.documents().len(), 60);
     assert!(!s.stats().bm25_rebuilt_in_memory);
 }
+
+/// `excerpt serve` prints the bound address on stdout, answers over HTTP, and stops
+/// cleanly on SIGTERM.
+#[test]
+fn serve_prints_its_address_and_answers_healthz() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let index = tmp.path().join("idx");
+    corpus(&docs);
+    json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
+
+    let mut child = bin()
+        .arg("--index")
+        .arg(&index)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = match line.trim().strip_prefix("listening on ") {
+        Some(b) => b.to_string(),
+        None => {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "no address on stdout ({line:?}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+
+    let health: Value = ureq::get(format!("{base}/healthz"))
+        .call()
+        .expect("healthz answers")
+        .body_mut()
+        .read_json()
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    let list: Value = ureq::get(format!("{base}/v1/documents"))
+        .call()
+        .expect("documents answer")
+        .body_mut()
+        .read_json()
+        .unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(4));
+
+    // Graceful stop on SIGTERM: exit status 0, and the request was logged.
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", out.status);
+    assert!(stderr.contains("GET /healthz 200"), "{stderr}");
+}
