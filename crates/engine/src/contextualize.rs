@@ -183,8 +183,14 @@ pub fn clean_context(raw: &str, counter: Option<&dyn TokenCounter>, max_tokens: 
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    let inside_word = text[cut..].chars().next().is_some_and(|c| !c.is_whitespace())
-        && text[..cut].chars().next_back().is_some_and(|c| !c.is_whitespace());
+    let inside_word = text[cut..]
+        .chars()
+        .next()
+        .is_some_and(|c| !c.is_whitespace())
+        && text[..cut]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace());
     if inside_word {
         if let Some(space) = text[..cut].rfind(' ') {
             cut = space;
@@ -285,7 +291,10 @@ impl ContextCache {
     }
 }
 
-fn io_error<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> EngineError + 'a {
+fn io_error<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> EngineError + 'a {
     move |source| {
         EngineError::Index(IndexError::Io {
             op,
@@ -479,7 +488,10 @@ mod tests {
             }
         }
         assert_eq!(clean_context("  a\n\nb\tc ", Some(&Words), 5), "a b c");
-        assert_eq!(clean_context("one two three four", Some(&Words), 2), "one two");
+        assert_eq!(
+            clean_context("one two three four", Some(&Words), 2),
+            "one two"
+        );
         assert_eq!(clean_context("one two", Some(&Words), 0), "");
         // Without a tokenizer: 4 characters a token, never inside a word.
         assert_eq!(clean_context("abc defgh ijk", None, 2), "abc");
@@ -523,10 +535,16 @@ mod tests {
         f.write_all(br#"{"key":"c","cont"#).unwrap();
         drop(f);
         let mut c = ContextCache::open(tmp.path()).unwrap();
-        assert_eq!((c.get("a"), c.get("b"), c.get("c")), (Some("A"), Some("B"), None));
+        assert_eq!(
+            (c.get("a"), c.get("b"), c.get("c")),
+            (Some("A"), Some("B"), None)
+        );
         c.append(&[line("d", "D")]).unwrap();
         drop(c);
         let c = ContextCache::open(tmp.path()).unwrap();
-        assert_eq!((c.get("a"), c.get("d"), c.get("c")), (Some("A"), Some("D"), None));
+        assert_eq!(
+            (c.get("a"), c.get("d"), c.get("c")),
+            (Some("A"), Some("D"), None)
+        );
     }
 }

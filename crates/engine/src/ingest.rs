@@ -332,22 +332,18 @@ impl Pipeline<'_> {
         let counter = self.flush.embedder.token_counter();
         // Room for the LLM-written context in every chunk's token budget.
         let allowance = config.contextualizer.as_ref().map_or(0, |c| c.max_tokens);
-        let doc = match chunk_with_allowance(
-            parsed,
-            &config.chunker,
-            counter,
-            config.headers,
-            allowance,
-        ) {
-            Ok(d) => d,
-            Err(e) => {
-                self.report.failed.push(Problem {
-                    path: shown.to_string(),
-                    reason: e.to_string(),
-                });
-                return Ok(());
-            }
-        };
+        let doc =
+            match chunk_with_allowance(parsed, &config.chunker, counter, config.headers, allowance)
+            {
+                Ok(d) => d,
+                Err(e) => {
+                    self.report.failed.push(Problem {
+                        path: shown.to_string(),
+                        reason: e.to_string(),
+                    });
+                    return Ok(());
+                }
+            };
         match self.writer.committed_hash(&doc.id) {
             Some(h) if h == doc.hash => {
                 self.report.unchanged += 1;

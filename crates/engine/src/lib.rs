@@ -33,9 +33,7 @@ pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Problem};
 pub use query::{Mode, QueryRequest, Retrieved};
-pub use spec::{
-    context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec,
-};
+pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig};
 pub use excerpt_core::{ChunkerConfig, Document};

@@ -47,6 +47,7 @@ impl VectorMemo {
     }
 
     /// (lookups answered from memory, lookups that had to embed).
+    #[cfg(test)]
     pub fn counts(&self) -> (u64, u64) {
         (self.hits, self.misses)
     }

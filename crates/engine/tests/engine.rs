@@ -237,7 +237,10 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     // (5) Usage as the server reported it.
     assert!(first.llm_prompt_tokens > 0 && first.llm_completion_tokens > 0);
     assert_eq!(first.llm_prompt_tokens, fake.prompt_tokens.load(SeqCst));
-    assert_eq!(first.llm_completion_tokens, fake.completion_tokens.load(SeqCst));
+    assert_eq!(
+        first.llm_completion_tokens,
+        fake.completion_tokens.load(SeqCst)
+    );
     let cfg = snap.config().contextualizer.clone().unwrap();
     assert_eq!((cfg.model.as_str(), cfg.max_tokens), ("fake-llm", 16));
 
@@ -259,7 +262,10 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
             req.mode = Mode::Bm25;
             let hits = engine.retrieve(&req).unwrap().hits;
             assert_eq!(hits.len(), 1, "{m}");
-            assert_eq!((hits[0].key.doc, hits[0].key.ordinal), (d as u32, c.ordinal));
+            assert_eq!(
+                (hits[0].key.doc, hits[0].key.ordinal),
+                (d as u32, c.ordinal)
+            );
 
             let key = excerpt_core::ChunkKey::new(d as u32, c.ordinal);
             let stored = snap.vector(key).unwrap();
@@ -289,7 +295,12 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     assert!(!context.pieces.is_empty());
     for p in &context.pieces {
         let doc = &snap.documents()[snap.doc_index(&p.doc_id).unwrap() as usize];
-        let slice: String = doc.text.chars().skip(p.start).take(p.end - p.start).collect();
+        let slice: String = doc
+            .text
+            .chars()
+            .skip(p.start)
+            .take(p.end - p.start)
+            .collect();
         assert_eq!(p.text, slice);
         assert!(!p.text.contains("qq") && !p.text.contains("This passage"));
     }
@@ -344,10 +355,17 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     // The index remembers its contextualizer: ingesting without it, or with another
     // model, is refused with a clear message; an index without contexts cannot get them.
     let plain = engine
-        .ingest(std::slice::from_ref(&docs), &IngestOptions::default(), &NoProgress)
+        .ingest(
+            std::slice::from_ref(&docs),
+            &IngestOptions::default(),
+            &NoProgress,
+        )
         .unwrap_err()
         .to_string();
-    assert!(plain.contains("--contextualize") && plain.contains("fake-llm"), "{plain}");
+    assert!(
+        plain.contains("--contextualize") && plain.contains("fake-llm"),
+        "{plain}"
+    );
     let mut other = cx.clone();
     other.chat.model = "other-llm".into();
     let other_opts = IngestOptions {
@@ -361,12 +379,19 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     assert!(err.contains("--llm-model fake-llm"), "{err}");
     let bare_engine = Engine::new(EngineOptions::new(tmp.path().join("bare")));
     bare_engine
-        .ingest(std::slice::from_ref(&docs), &IngestOptions::default(), &NoProgress)
+        .ingest(
+            std::slice::from_ref(&docs),
+            &IngestOptions::default(),
+            &NoProgress,
+        )
         .unwrap();
     let err = bare_engine
         .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
         .unwrap_err()
         .to_string();
     assert!(err.contains("without --contextualize"), "{err}");
-    assert_eq!(fake.requests.load(SeqCst), chunks + 1 + garden_doc.chunks.len());
+    assert_eq!(
+        fake.requests.load(SeqCst),
+        chunks + 1 + garden_doc.chunks.len()
+    );
 }

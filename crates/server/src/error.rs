@@ -57,21 +57,22 @@ impl From<EngineError> for ApiError {
             EngineError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             EngineError::Fusion(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             EngineError::Ingest(_) => (StatusCode::BAD_REQUEST, "bad_document"),
-            EngineError::Context(c) => match c {
+            EngineError::Context(
                 ContextError::UnknownStrategy(_)
                 | ContextError::BadSpec { .. }
-                | ContextError::InvalidParams { .. } => (StatusCode::BAD_REQUEST, "bad_request"),
-                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            },
-            EngineError::Index(i) => match i {
-                IndexError::NotFound { .. } => (StatusCode::NOT_FOUND, "index_not_found"),
-                IndexError::Locked { .. } => (StatusCode::CONFLICT, "index_locked"),
-                IndexError::BadDocument { .. } => (StatusCode::BAD_REQUEST, "bad_document"),
-                IndexError::ConfigMismatch { .. } => {
-                    (StatusCode::INTERNAL_SERVER_ERROR, "config_mismatch")
-                }
-                _ => (StatusCode::INTERNAL_SERVER_ERROR, "index"),
-            },
+                | ContextError::InvalidParams { .. },
+            ) => (StatusCode::BAD_REQUEST, "bad_request"),
+            EngineError::Index(IndexError::NotFound { .. }) => {
+                (StatusCode::NOT_FOUND, "index_not_found")
+            }
+            EngineError::Index(IndexError::Locked { .. }) => (StatusCode::CONFLICT, "index_locked"),
+            EngineError::Index(IndexError::BadDocument { .. }) => {
+                (StatusCode::BAD_REQUEST, "bad_document")
+            }
+            EngineError::Index(IndexError::ConfigMismatch { .. }) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "config_mismatch")
+            }
+            EngineError::Index(_) => (StatusCode::INTERNAL_SERVER_ERROR, "index"),
             EngineError::ModelMismatch { .. } => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "model_mismatch")
             }
@@ -101,7 +102,9 @@ mod tests {
         let s = |e: EngineError| ApiError::from(e).status;
         assert_eq!(s(EngineError::BadRequest("x".into())), 400);
         assert_eq!(
-            s(EngineError::Context(ContextError::UnknownStrategy("x".into()))),
+            s(EngineError::Context(ContextError::UnknownStrategy(
+                "x".into()
+            ))),
             400
         );
         assert_eq!(

@@ -333,7 +333,9 @@ pub(crate) async fn delete_document(
 }
 
 /// `GET /v1/stats`: what `excerpt stats --json` prints.
-pub(crate) async fn stats(State(st): State<AppState>) -> Result<Json<excerpt::IndexStats>, ApiError> {
+pub(crate) async fn stats(
+    State(st): State<AppState>,
+) -> Result<Json<excerpt::IndexStats>, ApiError> {
     let engine = st.engine.clone();
     blocking(move || Ok(engine.stats()?)).await.map(Json)
 }

@@ -352,7 +352,11 @@ fn ingest_query_filter_and_delete_over_http() {
     assert_eq!(del["removed"], json!(["infra/runbook"]));
     assert_eq!(del["documents"], 3);
     assert_error(get(&s, "/v1/documents/infra/runbook"), 404, "infra/runbook");
-    assert_error(delete(&s, "/v1/documents/infra/runbook"), 404, "infra/runbook");
+    assert_error(
+        delete(&s, "/v1/documents/infra/runbook"),
+        404,
+        "infra/runbook",
+    );
     let (st, ctx) = post(&s, "/v1/query", &q);
     assert_eq!(st, 200, "{ctx}");
     let ids = check_pieces(&s, &ctx);
@@ -419,7 +423,11 @@ fn bad_requests_get_json_errors() {
     let ingest = |docs: Value| post(&s, "/v1/ingest", &json!({ "documents": docs }));
     assert_error(ingest(json!([])), 400, "empty");
     assert_error(ingest(json!([{"id": " ", "text": "t"}])), 400, "empty id");
-    assert_error(ingest(json!([{"id": "a", "text": "   \n"}])), 400, "no text");
+    assert_error(
+        ingest(json!([{"id": "a", "text": "   \n"}])),
+        400,
+        "no text",
+    );
     assert_error(
         ingest(json!([{"id": "a", "text": "t", "format": "pdf"}])),
         400,
@@ -430,11 +438,7 @@ fn bad_requests_get_json_errors() {
         400,
         "twice",
     );
-    assert_error(
-        ingest(json!([{"id": "a", "body": "t"}])),
-        400,
-        "`body`",
-    );
+    assert_error(ingest(json!([{"id": "a", "body": "t"}])), 400, "`body`");
     // Nothing of a refused request was ingested.
     assert_error(get(&s, "/v1/documents/a"), 404, "\"a\"");
 
@@ -476,11 +480,13 @@ fn a_writer_in_another_process_gives_409_and_queries_go_on() {
 /// A deterministic text of `words` words about `topic`.
 fn filler(topic: &str, seed: u64, words: usize) -> String {
     const VOCAB: [&str; 24] = [
-        "system", "latency", "queue", "worker", "schedule", "budget", "replica", "cache",
-        "shard", "ticket", "release", "metric", "window", "policy", "vendor", "invoice",
-        "sensor", "harbor", "garden", "violin", "recipe", "planet", "glacier", "canyon",
+        "system", "latency", "queue", "worker", "schedule", "budget", "replica", "cache", "shard",
+        "ticket", "release", "metric", "window", "policy", "vendor", "invoice", "sensor", "harbor",
+        "garden", "violin", "recipe", "planet", "glacier", "canyon",
     ];
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut out = format!("{topic}.\n\n");
     for i in 0..words {
         x = x
@@ -561,5 +567,7 @@ fn queries_succeed_while_ingesting() {
         &json!({"query": "beta report 7", "filter": {"prefixes": ["beta/"]}, "mode": "bm25"}),
     );
     assert_eq!(st, 200, "{ctx}");
-    assert!(check_pieces(&s, &ctx).iter().all(|id| id.starts_with("beta/")));
+    assert!(check_pieces(&s, &ctx)
+        .iter()
+        .all(|id| id.starts_with("beta/")));
 }
