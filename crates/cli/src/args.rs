@@ -103,6 +103,8 @@ pub enum Command {
     /// index must hold exactly that corpus). Every query is retrieved once, then
     /// assembled by each strategy at each budget; results are streamed to
     /// OUT/results-<strategy>-<budget>.jsonl in the format score_context.py reads.
+    /// With --answer-endpoint and --answer-model, an LLM also answers every query that
+    /// has a reference answer from each context, scored by token F1 and exact match.
     #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
     /// Measure index build, size, memory and query latency on a generated collection.
@@ -141,7 +143,8 @@ pub struct EvalArgs {
     /// corpus.jsonl: {"id","title","text","metadata"} per line.
     #[arg(long)]
     pub corpus: PathBuf,
-    /// queries.jsonl: {"id","query","evidence":[{"doc_id","start","end"}],"scope"?} per line.
+    /// queries.jsonl: {"id","query","answer"?,"evidence":[{"doc_id","start","end"}],"scope"?}
+    /// per line ("answer" is used only by --answer-endpoint).
     #[arg(long)]
     pub queries: PathBuf,
     /// Output directory.
@@ -170,6 +173,41 @@ pub struct EvalArgs {
     /// No chunk headers in a new index.
     #[arg(long)]
     pub no_headers: bool,
+    #[command(flatten)]
+    pub answer: AnswerArgs,
+}
+
+/// Answer-level evaluation (`eval --answer-endpoint URL --answer-model NAME`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Answer-level evaluation (LLM, optional)")]
+pub struct AnswerArgs {
+    /// OpenAI-compatible chat endpoint that answers each query from each strategy's
+    /// context, scored against the query's reference answer (costs LLM calls; see --help).
+    ///
+    /// E.g. https://api.openai.com, http://localhost:11434/v1 for Ollama, a vLLM or
+    /// llama.cpp server. For every query with a reference "answer" in the queries file,
+    /// at every strategy and budget, the endpoint is sent a short system prompt and one
+    /// user message: the context as `query --format text` renders it, then the question.
+    /// The reply is scored against the reference by token F1 and exact match (SQuAD
+    /// normalisation: case, punctuation and articles ignored), written to
+    /// OUT/answers-<strategy>-<budget>.jsonl and summarised in the report. Cost: one chat
+    /// call per query, strategy and budget (identical contexts are asked once), each
+    /// prompt carrying up to that budget's tokens of context. Queries without an answer
+    /// are skipped; the run fails if none has one, or if a request still fails after
+    /// retries (an unreachable endpoint is never scored as wrong answers).
+    #[arg(long, value_name = "URL", requires = "answer_model")]
+    pub answer_endpoint: Option<String>,
+    /// Chat model name sent to --answer-endpoint (recorded in report.json).
+    #[arg(long, value_name = "NAME", requires = "answer_endpoint")]
+    pub answer_model: Option<String>,
+    /// Environment variable holding the API key for --answer-endpoint (unset: no key
+    /// sent, fine for local servers).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub answer_api_key_env: String,
+    /// Chat requests in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub answer_concurrency: u32,
 }
 
 #[derive(Debug, Args)]
@@ -364,12 +402,18 @@ mod tests {
             v(&["adjacent", "rse:threshold=0.3,max_len_chunks=4", "window"])
         );
         assert_eq!(
-            split_strategy_specs(&v(&["rse:precision,max_tokens=900", "window:threshold=0.6"])),
+            split_strategy_specs(&v(&[
+                "rse:precision,max_tokens=900",
+                "window:threshold=0.6"
+            ])),
             v(&["rse:precision,max_tokens=900", "window:threshold=0.6"])
         );
         // A stray parameter with no strategy before it stays on its own (and fails to parse
         // later with a message naming it).
-        assert_eq!(split_strategy_specs(&v(&["fill=false,rse"])), v(&["fill=false", "rse"]));
+        assert_eq!(
+            split_strategy_specs(&v(&["fill=false,rse"])),
+            v(&["fill=false", "rse"])
+        );
         assert_eq!(split_strategy_specs(&v(&["topk,", ""])), v(&["topk"]));
     }
 }

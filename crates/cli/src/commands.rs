@@ -14,8 +14,8 @@ use excerpt_embed::RemoteConfig;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
-    Cli, Command, ContextualizeArgs, EvalArgs, Format, FormatArgs, Global, IngestArgs, QueryArgs,
-    ServeArgs,
+    AnswerArgs, Cli, Command, ContextualizeArgs, EvalArgs, Format, FormatArgs, Global, IngestArgs,
+    QueryArgs, ServeArgs,
 };
 use crate::progress::Bar;
 
@@ -165,17 +165,35 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// An OpenAI-compatible chat endpoint as the command line names it (`ingest
+/// --llm-url`, `eval --answer-endpoint`): URL, model, and the environment variable
+/// holding its key (unset: no key sent); [`ChatConfig`] defaults otherwise.
+fn chat_config(url: &str, model: &str, api_key_env: &str) -> ChatConfig {
+    let mut chat = ChatConfig::new(url, model);
+    chat.api_key_env = Some(api_key_env.to_string());
+    chat
+}
+
+/// The answer endpoint asked for by `eval --answer-endpoint --answer-model` (clap makes
+/// sure both or neither are given).
+fn answer_config(a: &AnswerArgs) -> Option<ChatConfig> {
+    let (url, model) = (a.answer_endpoint.as_deref()?, a.answer_model.as_deref()?);
+    let mut chat = chat_config(url, model, &a.answer_api_key_env);
+    chat.max_concurrency = a.answer_concurrency as usize;
+    Some(chat)
+}
+
 /// The contextualizer asked for by `ingest --contextualize` (clap makes sure URL and
 /// model are given with it).
 fn contextualize_options(a: &ContextualizeArgs) -> Option<ContextualizeOptions> {
     if !a.contextualize {
         return None;
     }
-    let mut chat = ChatConfig::new(
-        a.llm_url.clone().unwrap_or_default(),
-        a.llm_model.clone().unwrap_or_default(),
+    let chat = chat_config(
+        a.llm_url.as_deref().unwrap_or_default(),
+        a.llm_model.as_deref().unwrap_or_default(),
+        &a.llm_api_key_env,
     );
-    chat.api_key_env = Some(a.llm_api_key_env.clone());
     let mut opts = ContextualizeOptions::new(chat);
     opts.concurrency = a.contextualize_concurrency.unwrap_or(0);
     opts.doc_chars = a.contextualize_doc_chars.max(1);
@@ -308,6 +326,7 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.fusion = parse_fusion(&a.fusion)?;
     opts.candidates = a.candidates;
     opts.quiet = g.quiet;
+    opts.answer = answer_config(&a.answer);
     let bar = Bar::new(g.quiet);
     let result = excerpt_eval::run_eval(&engine, &opts, &bar);
     bar.finish();
@@ -315,8 +334,13 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     if !g.quiet {
         let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
         println!("{md}");
+        let answers = if report.run.answer.is_some() {
+            "answers-*.jsonl, "
+        } else {
+            ""
+        };
         eprintln!(
-            "wrote {} (results-*.jsonl, report.json, report.md, recall-vs-budget.svg)",
+            "wrote {} (results-*.jsonl, {answers}report.json, report.md, recall-vs-budget.svg)",
             a.out.display()
         );
     }

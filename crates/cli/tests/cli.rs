@@ -376,3 +376,165 @@ fn serve_prints_its_address_and_answers_healthz() {
     assert!(out.status.success(), "{}: {stderr}", out.status);
     assert!(stderr.contains("GET /healthz 200"), "{stderr}");
 }
+
+/// The Authorization header and JSON body of each request a fake server received.
+type Requests = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
+
+/// A fake OpenAI-compatible chat server on 127.0.0.1 (plain std HTTP/1.1, one request
+/// per connection). It answers a question only when the context in the prompt holds
+/// what it needs, and records each request's Authorization header and JSON body.
+fn fake_chat_server() -> (String, Requests) {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut length, mut auth, mut line) = (0usize, String::new(), String::new());
+            while reader.read_line(&mut line).unwrap() > 2 {
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                } else if lower.starts_with("authorization:") {
+                    auth = line["authorization:".len()..].trim().to_string();
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let user = body["messages"][1]["content"].as_str().unwrap_or("");
+            let (context, question) = user.split_once("\nQuestion: ").unwrap_or((user, ""));
+            let answer = match question {
+                q if q.contains("railway") && context.contains("1872") => "in 1872",
+                q if q.contains("roasts") && context.contains("Zoé") => "Zoé",
+                _ => "I don't know",
+            };
+            let reply = serde_json::json!({
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 3}
+            })
+            .to_string();
+            log.lock().unwrap().push((auth, body));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    (base, seen)
+}
+
+/// `excerpt eval --answer-endpoint --answer-model`: an LLM (a fake server speaking the
+/// chat-completions protocol) answers each query that has a reference answer; the
+/// answers are scored by token F1 and exact match in report.json and the answers file.
+#[test]
+fn eval_scores_answers_from_a_chat_endpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let corpus = [
+        (
+            "rail",
+            "The railway reached Millbrook in 1872. Goods came by canal before.",
+        ),
+        (
+            "cafe",
+            "Zoé roasts the coffee beans herself on Tuesdays. The café opens at seven.",
+        ),
+    ]
+    .map(|(id, text)| serde_json::json!({"id": id, "title": id, "text": text}).to_string());
+    write(dir, "corpus.jsonl", corpus.join("\n").as_bytes());
+    let queries = [
+        r#"{"id":"q1","query":"When did the railway reach Millbrook?","answer":"1872","evidence":[{"doc_id":"rail","start":0,"end":38}]}"#,
+        r#"{"id":"q2","query":"Who roasts the coffee beans?","answer":"Zoé","evidence":[{"doc_id":"cafe","start":0,"end":48}]}"#,
+        r#"{"id":"q3","query":"When does the café open?","evidence":[{"doc_id":"cafe","start":49,"end":73}]}"#,
+    ];
+    write(dir, "queries.jsonl", queries.join("\n").as_bytes());
+    write(dir, "bare.jsonl", queries[2].as_bytes());
+    let (base, seen) = fake_chat_server();
+    let out = dir.join("out");
+    let eval = |queries: &str, answer: &[&str]| {
+        bin()
+            .env("EXCERPT_TEST_ANSWER_KEY", "sk-test")
+            .arg("--index")
+            .arg(dir.join("idx"))
+            .args(["eval", "--budget", "500", "--corpus"])
+            .arg(dir.join("corpus.jsonl"))
+            .arg("--queries")
+            .arg(dir.join(queries))
+            .args(["--answer-api-key-env", "EXCERPT_TEST_ANSWER_KEY"])
+            .args(answer)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+
+    // One of the pair alone is a usage error; no reference answers is a clear error.
+    let lone = eval("queries.jsonl", &["--answer-endpoint", &base]);
+    assert_eq!(lone.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&lone.stderr).contains("--answer-model"));
+    let pair = ["--answer-endpoint", &base, "--answer-model", "fake-model"];
+    let bare = eval("bare.jsonl", &pair);
+    assert_eq!(bare.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("has an \"answer\""));
+    assert!(seen.lock().unwrap().is_empty());
+
+    let ok = eval("queries.jsonl", &pair);
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // The summary's answer table: q1 "in 1872" against "1872" has P = 1/2, R = 1,
+    // F1 = 2/3; q2 matches exactly; mean F1 5/6, EM 1/2.
+    assert!(
+        stdout.contains("| topk | 500 | 2 | 0.833 | 0.500 |"),
+        "{stdout}"
+    );
+
+    // Two requests (q3 has no reference), with the key, the model and a system prompt.
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    for (auth, body) in seen.iter() {
+        assert_eq!(auth, "Bearer sk-test");
+        assert_eq!(body["model"], "fake-model");
+        assert_eq!(body["messages"][0]["role"], "system");
+    }
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let info = &report["run"]["answer"];
+    assert_eq!(info["endpoint"], format!("{base}/v1/chat/completions"));
+    assert_eq!(info["model"], "fake-model");
+    assert_eq!(
+        (
+            info["with_reference"].as_u64(),
+            info["without_reference"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let a = &report["results"][0]["answer"];
+    assert_eq!(a["answers_file"], "answers-topk-500.jsonl");
+    assert_eq!(a["answered"], 2);
+    assert!((a["f1"].as_f64().unwrap() - 5.0 / 6.0).abs() < 1e-3, "{a}");
+    assert_eq!(a["em"].as_f64(), Some(0.5));
+    let lines: Vec<Value> = std::fs::read_to_string(out.join("answers-topk-500.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let line = |id: &str| lines.iter().find(|l| l["query_id"] == id).unwrap();
+    assert_eq!(line("q1")["answer"], "in 1872");
+    assert_eq!(line("q1")["em"], false);
+    assert!((line("q1")["f1"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-3);
+    assert_eq!(line("q2")["reference"], "Zoé");
+    assert_eq!(line("q2")["f1"].as_f64(), Some(1.0));
+}
