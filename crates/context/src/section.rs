@@ -16,6 +16,9 @@
 //!   are the ones dropped; a unit that does not fit falls back to its hit chunks (each taken
 //!   if it fits). Units and chunks that overlap or touch merge.
 //!
+//! With `fill` (default on), the budget left is then spent on the hits beyond
+//! `max_hits`, one chunk each, in rank order.
+//!
 //! Unit ranges are widened to chunk boundaries (the chunks they overlap), so every piece
 //! starts and ends on chunk boundaries.
 
@@ -156,6 +159,32 @@ pub(crate) fn section(
                     &[h.key.ordinal],
                 );
             }
+        }
+    }
+    if p.fill && hits.len() > top.len() {
+        let mut filled = 0usize;
+        for h in &hits[top.len()..] {
+            let Some(doc) = req.corpus.document(h.key.doc) else {
+                continue;
+            };
+            let o = h.key.ordinal as usize;
+            let before = sel.remaining();
+            if sel.try_add(
+                h.key.doc,
+                doc,
+                chunk_span(doc, o, o),
+                h.score,
+                h.relevance,
+                &[h.key.ordinal],
+            ) && sel.remaining() < before
+            {
+                filled += 1;
+            }
+        }
+        if filled > 0 {
+            notes.push(format!(
+                "section: filled the budget left with {filled} more hit chunk(s) in rank order"
+            ));
         }
     }
 }

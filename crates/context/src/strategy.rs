@@ -355,7 +355,8 @@ pub struct WindowParams {
     pub query_threshold: Option<f32>,
     /// Sentences added at most per side (default 3).
     pub max_expand: usize,
-    /// Hits expanded, best first (default 10).
+    /// Hits expanded at most, best first (default 100); expansion also stops when the
+    /// budget is full.
     pub max_hits: usize,
     /// Without an embedder: chunks taken on each side of a hit, as `adjacent` (default 1).
     pub fallback_window: usize,
@@ -367,7 +368,7 @@ impl Default for WindowParams {
             threshold: 0.5,
             query_threshold: None,
             max_expand: 3,
-            max_hits: 10,
+            max_hits: 100,
             fallback_window: 1,
         }
     }
@@ -409,6 +410,10 @@ pub struct SectionParams {
     pub multi_section_threshold: usize,
     /// Whether promotion to whole documents happens at all (default true).
     pub full_documents: bool,
+    /// Spend the budget the sections leave on the hits beyond `max_hits`, as single
+    /// chunks in rank order (default true), so `section` never returns less than `topk`
+    /// would on documents without useful sections.
+    pub fill: bool,
 }
 
 impl Default for SectionParams {
@@ -417,6 +422,7 @@ impl Default for SectionParams {
             max_hits: 10,
             multi_section_threshold: 2,
             full_documents: true,
+            fill: true,
         }
     }
 }
@@ -612,7 +618,7 @@ impl FromStr for StrategyConfig {
         if pairs.is_empty() {
             return Ok(base);
         }
-        let mut obj = match serde_json::to_value(&base) {
+        let mut obj = match serde_json::to_value(base) {
             Ok(serde_json::Value::Object(m)) => m,
             _ => return Err(bad("internal: parameters do not serialise".into())),
         };

@@ -1,6 +1,6 @@
 //! `window`: the dynamic semantic window of seed 003, at sentence granularity.
 //!
-//! For each of the top `max_hits` hits (rank order):
+//! For the hits in rank order (at most `max_hits`), until the budget is full:
 //!
 //! 1. The **seed** is the sentence overlapping the hit chunk that is most similar to the
 //!    query (`argmax cos(sentence, query)`, ties: the earlier sentence).
@@ -12,9 +12,11 @@
 //!    to the budget; windows that overlap or touch merge into one piece (never dropped as
 //!    duplicates); one that does not fit is skipped.
 //!
-//! Every sentence that can be needed (those overlapping hit chunks, plus `max_expand` on
-//! each side) is embedded in **one** `embed` call, identical texts once. The query vector
-//! is the request's, or `embed_query` of the query when there is none.
+//! Hits are taken in waves of eight: the sentences a wave can need (those overlapping its
+//! hit chunks, plus `max_expand` on each side) that no earlier wave embedded go to **one**
+//! `embed` call, identical texts once; expansion stops once the budget is full, so small
+//! budgets embed little. The query vector is the request's, or `embed_query` of the query
+//! when there is none.
 //!
 //! Without an embedder the strategy falls back to `adjacent` with `±fallback_window`
 //! chunks (decay 0.8, hits first) and says so in a note.
@@ -24,6 +26,17 @@ use std::collections::BTreeMap;
 use crate::assemble::{adjacent, chunk_span, cosine, AssembleRequest, RHit, Selection};
 use crate::error::ContextError;
 use crate::strategy::{AdjacentParams, WindowParams};
+
+/// Hits expanded per embedding call.
+const WAVE: usize = 8;
+/// Below this many tokens left (and something taken), expansion stops.
+const MIN_USEFUL_TOKENS: usize = 8;
+
+/// Whether expansion can stop: nothing left, or too little for a useful window once
+/// something has been taken.
+fn budget_spent(sel: &Selection<'_>) -> bool {
+    sel.remaining() == 0 || (sel.remaining() < MIN_USEFUL_TOKENS && !sel.is_empty())
+}
 
 pub(crate) fn window(
     p: &WindowParams,
@@ -52,126 +65,144 @@ pub(crate) fn window(
     };
     let top = &hits[..hits.len().min(p.max_hits)];
 
-    // Sentence ranges [s0, s1) overlapping each hit chunk, and everything reachable.
-    struct Seedable {
-        hit: RHit,
-        s0: usize,
-        s1: usize,
-    }
-    let mut plan = Vec::with_capacity(top.len());
-    let mut needed: BTreeMap<(u32, usize), usize> = BTreeMap::new();
-    for h in top {
-        let Some(doc) = req.corpus.document(h.key.doc) else {
-            continue;
-        };
-        let c = doc.chunks[h.key.ordinal as usize].range;
-        let s0 = doc
-            .sentences
-            .partition_point(|s| s.byte_end <= c.byte_start);
-        let s1 = doc.sentences.partition_point(|s| s.byte_start < c.byte_end);
-        if s0 < s1 {
-            let lo = s0.saturating_sub(p.max_expand);
-            let hi = (s1 + p.max_expand).min(doc.sentences.len());
-            for i in lo..hi {
-                needed.insert((h.key.doc, i), 0);
-            }
+    // Hits are expanded in rank order, in waves of WAVE hits: each wave embeds the
+    // sentences it can reach that no earlier wave embedded (one `embed` call, identical
+    // texts once), then grows its windows and offers them to the budget. Waves stop when
+    // the budget is (nearly) full, so a small budget embeds only what it can use.
+    let mut vectors: BTreeMap<(u32, usize), usize> = BTreeMap::new();
+    let mut store: Vec<Vec<f32>> = Vec::new();
+    let mut by_text: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut grown, mut expanded, mut embedded, mut calls) = (0usize, 0usize, 0usize, 0usize);
+    for wave in top.chunks(WAVE) {
+        if budget_spent(sel) {
+            break;
         }
-        plan.push(Seedable { hit: *h, s0, s1 });
-    }
-
-    // One batched embed call; identical texts embedded once.
-    let mut texts: Vec<&str> = Vec::new();
-    let mut text_index: BTreeMap<&str, usize> = BTreeMap::new();
-    for (&(d, i), slot) in needed.iter_mut() {
-        let Some(doc) = req.corpus.document(d) else {
-            continue;
-        };
-        let t = doc.sentences[i].slice(&doc.text);
-        *slot = *text_index.entry(t).or_insert_with(|| {
-            texts.push(t);
-            texts.len() - 1
-        });
-    }
-    let vectors = if texts.is_empty() {
-        Vec::new()
-    } else {
-        embedder.embed(&texts)?
-    };
-    if vectors.len() != texts.len() {
-        return Err(ContextError::EmbedCount {
-            expected: texts.len(),
-            got: vectors.len(),
-        });
-    }
-    if let Some(v) = vectors.iter().find(|v| v.len() != query.len()) {
-        return Err(ContextError::DimensionMismatch {
-            what: "sentence vector",
-            expected: query.len(),
-            got: v.len(),
-        });
-    }
-    let vec_of = |d: u32, i: usize| needed.get(&(d, i)).and_then(|&k| vectors.get(k));
-
-    let mut grown = 0usize;
-    for s in &plan {
-        let h = s.hit;
-        let d = h.key.doc;
-        let Some(doc) = req.corpus.document(d) else {
-            continue;
-        };
-        let o = h.key.ordinal as usize;
-        if s.s0 >= s.s1 {
-            // No sentence information: the chunk itself.
-            sel.try_add(
-                d,
-                doc,
-                chunk_span(doc, o, o),
-                h.score,
-                h.relevance,
-                &[h.key.ordinal],
-            );
-            continue;
-        }
-        let mut seed = s.s0;
-        let mut best = f32::NEG_INFINITY;
-        for i in s.s0..s.s1 {
-            let c = vec_of(d, i).map_or(f32::NEG_INFINITY, |v| cosine(v, &query));
-            if c > best {
-                best = c;
-                seed = i;
-            }
-        }
-        let accept = |edge: usize, nb: usize| -> bool {
-            let (Some(ve), Some(vn)) = (vec_of(d, edge), vec_of(d, nb)) else {
-                return false;
+        // Sentence ranges [s0, s1) overlapping each hit chunk, and everything reachable.
+        let mut plan = Vec::with_capacity(wave.len());
+        let mut texts: Vec<&str> = Vec::new();
+        let mut pending: Vec<((u32, usize), usize)> = Vec::new();
+        let mut wave_text: BTreeMap<&str, usize> = BTreeMap::new();
+        for h in wave {
+            let Some(doc) = req.corpus.document(h.key.doc) else {
+                continue;
             };
-            cosine(vn, ve) >= p.threshold
-                && p.query_threshold.is_none_or(|qt| cosine(vn, &query) >= qt)
-        };
-        let mut left = seed;
-        for _ in 0..p.max_expand {
-            if left == 0 || !accept(left, left - 1) {
+            let c = doc.chunks[h.key.ordinal as usize].range;
+            let s0 = doc
+                .sentences
+                .partition_point(|s| s.byte_end <= c.byte_start);
+            let s1 = doc.sentences.partition_point(|s| s.byte_start < c.byte_end);
+            if s0 < s1 {
+                let lo = s0.saturating_sub(p.max_expand);
+                let hi = (s1 + p.max_expand).min(doc.sentences.len());
+                for i in lo..hi {
+                    let key = (h.key.doc, i);
+                    if vectors.contains_key(&key) {
+                        continue;
+                    }
+                    let t = doc.sentences[i].slice(&doc.text);
+                    if let Some(&k) = by_text.get(t) {
+                        vectors.insert(key, k);
+                        continue;
+                    }
+                    let slot = *wave_text.entry(t).or_insert_with(|| {
+                        texts.push(t);
+                        texts.len() - 1
+                    });
+                    vectors.insert(key, usize::MAX);
+                    pending.push((key, slot));
+                }
+            }
+            plan.push((*h, s0, s1));
+        }
+        if !texts.is_empty() {
+            let got = embedder.embed(&texts)?;
+            calls += 1;
+            if got.len() != texts.len() {
+                return Err(ContextError::EmbedCount {
+                    expected: texts.len(),
+                    got: got.len(),
+                });
+            }
+            if let Some(v) = got.iter().find(|v| v.len() != query.len()) {
+                return Err(ContextError::DimensionMismatch {
+                    what: "sentence vector",
+                    expected: query.len(),
+                    got: v.len(),
+                });
+            }
+            embedded += texts.len();
+            let base = store.len();
+            for (t, v) in texts.iter().zip(got) {
+                by_text.insert((*t).to_string(), store.len());
+                store.push(v);
+            }
+            for (key, slot) in pending {
+                vectors.insert(key, base + slot);
+            }
+        }
+        let vec_of = |d: u32, i: usize| vectors.get(&(d, i)).and_then(|&k| store.get(k));
+
+        for &(h, s0, s1) in &plan {
+            if budget_spent(sel) {
                 break;
             }
-            left -= 1;
-        }
-        let mut right = seed;
-        for _ in 0..p.max_expand {
-            if right + 1 >= doc.sentences.len() || !accept(right, right + 1) {
-                break;
+            expanded += 1;
+            let d = h.key.doc;
+            let Some(doc) = req.corpus.document(d) else {
+                continue;
+            };
+            let o = h.key.ordinal as usize;
+            if s0 >= s1 {
+                // No sentence information: the chunk itself.
+                sel.try_add(
+                    d,
+                    doc,
+                    chunk_span(doc, o, o),
+                    h.score,
+                    h.relevance,
+                    &[h.key.ordinal],
+                );
+                continue;
             }
-            right += 1;
+            let mut seed = s0;
+            let mut best = f32::NEG_INFINITY;
+            for i in s0..s1 {
+                let c = vec_of(d, i).map_or(f32::NEG_INFINITY, |v| cosine(v, &query));
+                if c > best {
+                    best = c;
+                    seed = i;
+                }
+            }
+            let accept = |edge: usize, nb: usize| -> bool {
+                let (Some(ve), Some(vn)) = (vec_of(d, edge), vec_of(d, nb)) else {
+                    return false;
+                };
+                cosine(vn, ve) >= p.threshold
+                    && p.query_threshold.is_none_or(|qt| cosine(vn, &query) >= qt)
+            };
+            let mut left = seed;
+            for _ in 0..p.max_expand {
+                if left == 0 || !accept(left, left - 1) {
+                    break;
+                }
+                left -= 1;
+            }
+            let mut right = seed;
+            for _ in 0..p.max_expand {
+                if right + 1 >= doc.sentences.len() || !accept(right, right + 1) {
+                    break;
+                }
+                right += 1;
+            }
+            grown += (seed - left) + (right - seed);
+            let range = doc.sentences[left].cover(&doc.sentences[right]);
+            sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
         }
-        grown += (seed - left) + (right - seed);
-        let range = doc.sentences[left].cover(&doc.sentences[right]);
-        sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
     }
     notes.push(format!(
-        "window: {} hit(s), threshold {}, max_expand {}: {} sentence(s) embedded, windows grew by {grown} sentence(s)",
-        plan.len(),
+        "window: {expanded} hit(s) expanded, threshold {}, max_expand {}: {embedded} sentence(s) embedded in {calls} call(s), windows grew by {grown} sentence(s)",
         p.threshold,
         p.max_expand,
-        texts.len()
     ));
     Ok(())
 }

@@ -309,7 +309,11 @@ fn rse_fill_spends_leftover_budget_on_remaining_hits_in_rank_order() {
         .collect();
     // A first (its segment has the best score), chunk 0 merged into the segment.
     assert_eq!(spans, vec![("a.md", 0, 3), ("b.md", 4, 4)]);
-    assert!(ctx.notes.iter().any(|n| n.contains("filled")), "{:?}", ctx.notes);
+    assert!(
+        ctx.notes.iter().any(|n| n.contains("filled")),
+        "{:?}",
+        ctx.notes
+    );
     // The precision preset does not fill.
     let ctx = assemble(
         &"rse:precision".parse().unwrap(),
@@ -367,7 +371,10 @@ fn strategy_specs_set_any_parameter() {
         let e = bad.parse::<StrategyConfig>().unwrap_err().to_string();
         assert!(e.contains(bad.split(':').next().unwrap()), "{bad}: {e}");
     }
-    let e = "rse:treshold=0.3".parse::<StrategyConfig>().unwrap_err().to_string();
+    let e = "rse:treshold=0.3"
+        .parse::<StrategyConfig>()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("threshold"), "{e}");
     // Range checks still apply after parsing.
     let cfg: StrategyConfig = "rse:threshold=1.5".parse().unwrap();
@@ -711,4 +718,76 @@ fn tiktoken_counts_offline() {
         let ctx = assemble(&StrategyConfig::default_for(s), &r).unwrap();
         check_invariants(&ctx, &c, &hits, 12, &t, false).unwrap();
     }
+}
+
+/// A section-less document of `n` chunks, each two distinct sentences (4 word tokens),
+/// and a hit on every chunk, best first.
+fn flat(n: u32) -> (TestCorpus, Vec<excerpt_context::Hit>) {
+    let specs: Vec<ChunkSpec> = (0..n)
+        .map(|i| {
+            let x = format!("c{i} one. ");
+            let y = format!("c{i} two. ");
+            chunk(&[x.as_str(), y.as_str()])
+        })
+        .collect();
+    let c = TestCorpus::new(vec![build_doc("flat.md", "Flat", &specs)]);
+    let hits = (0..n).map(|i| hit(0, i, 1.0 - i as f32 / 100.0)).collect();
+    (c, hits)
+}
+
+#[test]
+fn window_fills_the_budget_past_ten_hits_and_embeds_only_what_it_uses() {
+    // Unrelated sentences: windows do not grow, so each hit gives about one sentence and
+    // a large budget needs many hits.
+    let (c, hits) = flat(40);
+    let cfg: StrategyConfig = "window".parse().unwrap();
+    let emb = HashEmbedder::default();
+    let ctx = assemble(&cfg, &req(&c, &hits, 1000, Some(&emb), None)).unwrap();
+    check_invariants(&ctx, &c, &hits, 1000, &WordTokens, true).unwrap();
+    let hit_chunks: usize = ctx.pieces.iter().map(|p| p.hits.len()).sum();
+    assert_eq!(hit_chunks, 40, "every hit expanded: {:?}", ctx.notes);
+    assert!(emb.calls.load(Ordering::SeqCst) >= 5, "waves of eight hits");
+    // A small budget stops after the first wave: fewer sentences embedded.
+    let small = HashEmbedder::default();
+    let qv = small.vector("c0 one");
+    let ctx = assemble(&cfg, &req(&c, &hits, 6, Some(&small), Some(&qv))).unwrap();
+    check_invariants(&ctx, &c, &hits, 6, &WordTokens, true).unwrap();
+    assert!(ctx.tokens > 0 && ctx.tokens <= 6);
+    assert_eq!(small.calls.load(Ordering::SeqCst), 1, "{:?}", ctx.notes);
+    assert!(small.texts.load(Ordering::SeqCst) < emb.texts.load(Ordering::SeqCst));
+    // max_hits still caps the hits expanded.
+    let capped: StrategyConfig = "window:max_hits=3".parse().unwrap();
+    let ctx = assemble(&capped, &req(&c, &hits, 1000, Some(&emb), None)).unwrap();
+    let hit_chunks: usize = ctx.pieces.iter().map(|p| p.hits.len()).sum();
+    assert_eq!(hit_chunks, 3);
+}
+
+#[test]
+fn section_fill_takes_hits_beyond_max_hits_in_rank_order() {
+    // One section-less document too long to promote: sections fall back to the top ten
+    // hit chunks, and fill adds the next ones while they fit.
+    let (c, hits) = flat(30);
+    let ctx = assemble(
+        &"section:fill=false".parse().unwrap(),
+        &req(&c, &hits, 60, None, None),
+    )
+    .unwrap();
+    check_invariants(&ctx, &c, &hits, 60, &WordTokens, false).unwrap();
+    assert_eq!(ctx.tokens, 40, "ten hit chunks of 4 tokens: {ctx:?}");
+    let ctx = assemble(&"section".parse().unwrap(), &req(&c, &hits, 60, None, None)).unwrap();
+    check_invariants(&ctx, &c, &hits, 60, &WordTokens, false).unwrap();
+    assert_eq!(ctx.tokens, 60);
+    // Filled in rank order: chunks 0..15, one merged piece.
+    assert_eq!(
+        ctx.pieces
+            .iter()
+            .map(|p| (p.first_chunk, p.last_chunk))
+            .collect::<Vec<_>>(),
+        vec![(0, 14)]
+    );
+    assert!(
+        ctx.notes.iter().any(|n| n.contains("filled")),
+        "{:?}",
+        ctx.notes
+    );
 }
