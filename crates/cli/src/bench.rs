@@ -31,16 +31,20 @@ pub struct BenchArgs {
     /// Seed of the generator.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// LLM-token budget of the query phase (whole queries: retrieval, then assembly with
+    /// every strategy); 0 skips that phase.
+    #[arg(long, default_value_t = 2000)]
+    pub budget: usize,
     /// JSON output.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Serialize)]
-struct Latency {
-    p50_ms: f64,
-    p99_ms: f64,
-    mean_ms: f64,
+pub(crate) struct Latency {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,32 +58,34 @@ struct BenchReport {
     rss_mib_after_open: f64,
     dense_exact: Latency,
     bm25: Latency,
+    /// Whole queries through the engine (absent with `--budget 0`).
+    query: Option<crate::bench_query::QueryPhase>,
 }
 
-struct Rng(u64);
+pub(crate) struct Rng(pub u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn unit(&mut self) -> f32 {
+    pub(crate) fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
     /// Zipf-like word index in 0..n (squared uniform skews towards small indices).
-    fn word(&mut self, n: usize) -> usize {
+    pub(crate) fn word(&mut self, n: usize) -> usize {
         let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
         ((u * u * u) * n as f64) as usize
     }
 }
 
-fn normalise(v: &mut [f32]) {
+pub(crate) fn normalise(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     v.iter_mut().for_each(|x| *x /= n);
 }
 
-fn latency(mut ms: Vec<f64>) -> Latency {
+pub(crate) fn latency(mut ms: Vec<f64>) -> Latency {
     ms.sort_by(f64::total_cmp);
     let at = |q: f64| {
         ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
@@ -129,8 +135,9 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
             v
         })
         .collect();
+    let model_id = format!("bench-random-{}", a.dim);
     let config = IndexConfig {
-        model_id: format!("bench-random-{}", a.dim),
+        model_id: model_id.clone(),
         dimension: a.dim,
         chunker: ChunkerConfig::default(),
         headers: false,
@@ -221,6 +228,17 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         bm25.push(t.elapsed().as_secs_f64() * 1e3);
         sink += hits.len();
     }
+    let query = if a.budget > 0 {
+        let embedder = crate::bench_query::BenchEmbedder {
+            model_id,
+            centers: centers.clone(),
+        };
+        Some(crate::bench_query::run(
+            &dir, embedder, &vocab, &mut rng, a.queries, a.budget,
+        )?)
+    } else {
+        None
+    };
     let report = BenchReport {
         chunks: snap.chunk_count(),
         documents: snap.documents().len(),
@@ -231,6 +249,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         rss_mib_after_open: rss,
         dense_exact: latency(dense),
         bm25: latency(bm25),
+        query,
     };
     if !quiet && sink == 0 {
         eprintln!("warning: no search returned anything");
@@ -255,6 +274,28 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
                 "{name:<12} p50 {:.2} ms   p99 {:.2} ms   mean {:.2} ms  (top 100)",
                 l.p50_ms, l.p99_ms, l.mean_ms
             );
+        }
+        if let Some(q) = &report.query {
+            println!(
+                "queries      budget {} tokens, {} candidates per search; model inference excluded",
+                q.budget, q.candidates
+            );
+            let r = &q.retrieve;
+            println!(
+                "  retrieve   p50 {:.2} ms   p99 {:.2} ms   (dense + bm25 + rrf)",
+                r.p50_ms, r.p99_ms
+            );
+            for st in &q.strategies {
+                println!(
+                    "  {:<10} assemble p50 {:.2} ms  p99 {:.2} ms   whole query p50 {:.2} ms  p99 {:.2} ms   {:.1} pieces",
+                    st.strategy,
+                    st.assemble.p50_ms,
+                    st.assemble.p99_ms,
+                    st.query.p50_ms,
+                    st.query.p99_ms,
+                    st.pieces
+                );
+            }
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use clap::Parser;
 
 mod args;
 mod bench;
+mod bench_query;
 mod commands;
 mod progress;
 

@@ -393,7 +393,8 @@ fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     let c = TestCorpus::new(vec![build_doc("w.md", "W", &specs)]);
     let emb = HashEmbedder::default();
     let hits = [hit(0, 1, 0.9), hit(0, 2, 0.8)];
-    let cfg: StrategyConfig = "window".parse().unwrap();
+    // The hash embedder puts same-topic sentences above 0.5 and the topic change below.
+    let cfg: StrategyConfig = "window:threshold=0.5".parse().unwrap();
     let qv = emb.vector("alpha beta");
     let ctx = assemble(&cfg, &req(&c, &hits, 1000, Some(&emb), Some(&qv))).unwrap();
     assert_eq!(
@@ -413,6 +414,7 @@ fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     assert_eq!(p.hits, vec![1, 2]);
     // Query guidance that nothing passes: seed sentences only, still merged when touching.
     let strict = StrategyConfig::Window(WindowParams {
+        threshold: 0.5,
         query_threshold: Some(0.99),
         ..Default::default()
     });
