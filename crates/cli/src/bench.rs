@@ -56,7 +56,14 @@ struct BenchReport {
     open_seconds: f64,
     disk_mib: f64,
     rss_mib_after_open: f64,
+    /// Dense search as queries run it: the ANN index when the collection has one.
+    dense: Latency,
+    /// Exact dense search (a scan of every vector).
     dense_exact: Latency,
+    /// The ANN index's state (`absent` below the size threshold).
+    ann: String,
+    /// Mean share of the exact top 10 that `dense` also returns in its top 10.
+    dense_recall_at_10: f64,
     bm25: Latency,
     /// Whole queries through the engine (absent with `--budget 0`).
     query: Option<crate::bench_query::QueryPhase>,
@@ -209,6 +216,8 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     let rss = rss_mib();
 
     let mut dense = Vec::with_capacity(a.queries);
+    let mut exact = Vec::with_capacity(a.queries);
+    let mut recall_sum = 0.0f64;
     let mut bm25 = Vec::with_capacity(a.queries);
     let mut sink = 0usize;
     for _ in 0..a.queries {
@@ -222,6 +231,12 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         let hits: Vec<(ChunkKey, f32)> = snap.dense_search(&q, 100, None);
         dense.push(t.elapsed().as_secs_f64() * 1e3);
         sink += hits.len();
+        let t = Instant::now();
+        let truth = snap.dense_search_exact(&q, 100, None);
+        exact.push(t.elapsed().as_secs_f64() * 1e3);
+        let top: Vec<ChunkKey> = truth.iter().take(10).map(|h| h.0).collect();
+        let found = hits.iter().take(10).filter(|h| top.contains(&h.0)).count();
+        recall_sum += found as f64 / top.len().max(1) as f64;
         let words: Vec<&str> = (0..4).map(|_| vocab[rng.word(2000)].as_str()).collect();
         let t = Instant::now();
         let hits = snap.bm25_search(&words.join(" "), 100, None)?;
@@ -247,7 +262,14 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         open_seconds,
         disk_mib: snap.stats().disk_bytes as f64 / 1048576.0,
         rss_mib_after_open: rss,
-        dense_exact: latency(dense),
+        dense: latency(dense),
+        dense_exact: latency(exact),
+        ann: match snap.stats().ann {
+            excerpt_index::AnnStatus::Absent => "absent (exact search)".to_string(),
+            excerpt_index::AnnStatus::Ready { lists, .. } => format!("IVF, {lists} lists"),
+            excerpt_index::AnnStatus::Unavailable { reason } => format!("unavailable: {reason}"),
+        },
+        dense_recall_at_10: recall_sum / a.queries.max(1) as f64,
         bm25: latency(bm25),
         query,
     };
@@ -269,7 +291,15 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
             "disk         {:.1} MiB   RSS after open {:.0} MiB",
             report.disk_mib, report.rss_mib_after_open
         );
-        for (name, l) in [("dense exact", &report.dense_exact), ("bm25", &report.bm25)] {
+        println!(
+            "ann          {}   dense recall@10 vs exact {:.3}",
+            report.ann, report.dense_recall_at_10
+        );
+        for (name, l) in [
+            ("dense", &report.dense),
+            ("dense exact", &report.dense_exact),
+            ("bm25", &report.bm25),
+        ] {
             println!(
                 "{name:<12} p50 {:.2} ms   p99 {:.2} ms   mean {:.2} ms  (top 100)",
                 l.p50_ms, l.p99_ms, l.mean_ms

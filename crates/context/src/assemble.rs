@@ -273,7 +273,24 @@ impl<'a> Selection<'a> {
             cover = cover.cover(&r.range);
             old_tokens += r.tokens;
         }
-        let new_tokens = if hi == lo + 1 && cover == runs[lo].range {
+        let same = hi == lo + 1 && cover == runs[lo].range;
+        if !same {
+            // Spans that provably cannot fit are rejected without an exact count (long
+            // sections and whole documents are the expensive ones to count).
+            let bound = self.counter.lower_bound(cover.slice(&doc.text));
+            if self.used - old_tokens + bound > self.budget {
+                self.rejected += 1;
+                // The note about the smallest rejected candidate is only shown when
+                // nothing was taken, and then it gives an exact count.
+                if self.used == 0 && self.smallest_rejected.is_none_or(|t| bound < t) {
+                    let exact = self.counter.count(cover.slice(&doc.text));
+                    self.smallest_rejected =
+                        Some(self.smallest_rejected.map_or(exact, |t| t.min(exact)));
+                }
+                return false;
+            }
+        }
+        let new_tokens = if same {
             runs[lo].tokens
         } else {
             self.counter.count(cover.slice(&doc.text))

@@ -28,6 +28,11 @@ pub trait LlmTokens: Sync {
     fn count(&self, text: &str) -> usize;
     /// Name of the encoding, e.g. `cl100k_base`.
     fn name(&self) -> &str;
+    /// A cheap number never above [`LlmTokens::count`] of `text`, used to reject spans
+    /// that cannot fit a budget without counting them exactly. Default 0 (no bound).
+    fn lower_bound(&self, _text: &str) -> usize {
+        0
+    }
 }
 
 /// One exact slice of one document.
