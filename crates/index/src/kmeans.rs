@@ -166,7 +166,8 @@ impl<'a> Assigner<'a> {
         let mut out = Vec::with_capacity(n);
         let mut r = 0;
         while r + 4 <= n {
-            let rows: [&[f32]; 4] = std::array::from_fn(|j| &block[(r + j) * dim..(r + j + 1) * dim]);
+            let rows: [&[f32]; 4] =
+                std::array::from_fn(|j| &block[(r + j) * dim..(r + j + 1) * dim]);
             let mut best = [(0u32, f32::NEG_INFINITY); 4];
             for c in 0..self.k {
                 let s = dot4(rows, self.centroid(c));
@@ -321,9 +322,9 @@ fn lloyd(
 
 #[cfg(test)]
 mod tests {
+    use super::Rng;
     use super::*;
     use proptest::prelude::*;
-    use super::Rng;
 
     fn random_unit(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut rng = Rng::new(seed);
@@ -387,7 +388,10 @@ mod tests {
         assert!(same * 10 >= n * 7, "{same} of {n}");
         for (i, &(c, s)) in got.iter().enumerate() {
             let r = &rows[i * dim..(i + 1) * dim];
-            assert_eq!(s.to_bits(), dot(r, &cents[c as usize * dim..][..dim]).to_bits());
+            assert_eq!(
+                s.to_bits(),
+                dot(r, &cents[c as usize * dim..][..dim]).to_bits()
+            );
             assert!(s <= want[i].1);
         }
     }

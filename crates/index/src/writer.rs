@@ -379,7 +379,8 @@ fn check_config(
     }
     if existing.contextualizer != requested.contextualizer {
         let show = |c: &Option<crate::ContextualizerConfig>| {
-            c.as_ref().map_or_else(|| "none".to_string(), |c| c.to_string())
+            c.as_ref()
+                .map_or_else(|| "none".to_string(), |c| c.to_string())
         };
         return Err(mismatch(
             "contextualizer",
