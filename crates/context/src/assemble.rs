@@ -186,6 +186,40 @@ pub(crate) fn chunk_span(doc: &Document, first: usize, last: usize) -> TextRange
     doc.chunks[first].range.cover(&doc.chunks[last].range)
 }
 
+/// Spends the budget left on `hits` in order, one chunk each (a chunk that does not fit
+/// is skipped), scored by `score(hit)`; returns how many added text. `rse` and `section`
+/// fill what their segments or sections leave this way.
+pub(crate) fn fill_with_hits(
+    hits: &[RHit],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    score: impl Fn(&RHit) -> f32,
+) -> usize {
+    let mut filled = 0usize;
+    for h in hits {
+        if sel.remaining() == 0 {
+            break;
+        }
+        let Some(doc) = req.corpus.document(h.key.doc) else {
+            continue;
+        };
+        let o = h.key.ordinal as usize;
+        let before = sel.remaining();
+        if sel.try_add(
+            h.key.doc,
+            doc,
+            chunk_span(doc, o, o),
+            score(h),
+            h.relevance,
+            &[h.key.ordinal],
+        ) && sel.remaining() < before
+        {
+            filled += 1;
+        }
+    }
+    filled
+}
+
 /// `s` lowered by one step of `factor ∈ (0, 1]`, for scores of any sign:
 /// `s·factor` when `s ≥ 0`, `s / factor` otherwise (so it never rises).
 pub(crate) fn decayed(s: f32, factor: f32) -> f32 {

@@ -29,7 +29,8 @@ pub use render::{
     render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
 };
 pub use segments::{
-    best_segment, select_segments, DocValues, Segment, SegmentError, SegmentParams, SelectedSegment,
+    best_segment, select_segments, select_segments_lazy, DocValues, Segment, SegmentError,
+    SegmentParams, SelectedSegment,
 };
 pub use strategy::{
     AdjacentParams, AutoInner, AutoParams, RseParams, RsePreset, SectionParams, Strategy,

@@ -26,10 +26,13 @@
 //!
 //! # Selection
 //!
-//! [`select_segments`] with `max_len_chunks`, `min_value`, `max_segments` and the token
-//! budget in LLM tokens per chunk (exact for chunks that can be part of a qualifying
-//! segment, i.e. within `max_len_chunks` of a positive chunk; the embedding-token count
-//! for the rest). Segments are then added to the context in selection order (value
+//! [`select_segments`](crate::select_segments) with `max_len_chunks`, `min_value`,
+//! `max_segments` and the token budget in LLM tokens per chunk, through
+//! [`select_segments_lazy`]: chunks start at a lower bound of their count (a word count
+//! within `max_len_chunks` of a positive chunk, 0 where no qualifying segment can reach)
+//! and only the chunks of picked segments are counted exactly, with the same result as
+//! counting every chunk (a few dozen chunks counted instead of every chunk of every
+//! candidate document). Segments are then added to the context in selection order (value
 //! descending) with exact token accounting on the merged text; touching segments merge.
 //! Pieces are emitted grouped by document like every strategy; a piece's score is its
 //! segment's value (the best, when segments merged), its relevance the best chunk
@@ -46,9 +49,9 @@ use std::collections::BTreeMap;
 
 use excerpt_core::ChunkKey;
 
-use crate::assemble::{chunk_span, cosine, AssembleRequest, RHit, Selection};
+use crate::assemble::{chunk_span, cosine, fill_with_hits, AssembleRequest, RHit, Selection};
 use crate::error::ContextError;
-use crate::segments::{select_segments, DocValues, SegmentParams};
+use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
 use crate::strategy::RseParams;
 
 /// `rel(c) = clamp(a + b·c, 0, cap)`.
@@ -183,7 +186,9 @@ pub(crate) fn rse(
             values.push(v);
             rels.push(r);
         }
-        // Exact LLM token counts where a qualifying segment can reach.
+        // Token lengths start as lower bounds (a word count where a qualifying segment can
+        // reach, 0 elsewhere); `select_segments_lazy` asks for exact counts only for the
+        // chunks of segments it picks.
         let mut reach = vec![false; n];
         let span = p.max_len_chunks.saturating_sub(1);
         for (i, &v) in values.iter().enumerate() {
@@ -196,9 +201,9 @@ pub(crate) fn rse(
         let lengths = (0..n)
             .map(|o| {
                 let t = if reach[o] {
-                    req.tokens.count(doc.chunk_text(o))
+                    req.tokens.lower_bound(doc.chunk_text(o))
                 } else {
-                    doc.chunks[o].tokens as usize
+                    0
                 };
                 u32::try_from(t).unwrap_or(u32::MAX)
             })
@@ -211,13 +216,20 @@ pub(crate) fn rse(
         relevances.insert(d, rels);
     }
 
+    let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
     let params = SegmentParams {
         max_len_chunks: p.max_len_chunks,
         max_total_tokens: sel.remaining() as u64,
         min_value: p.min_value,
         max_segments: p.max_segments,
     };
-    let segments = select_segments(&doc_values, &params)?;
+    let segments = select_segments_lazy(&mut doc_values, &params, |i, o| {
+        let count = req
+            .corpus
+            .document(docs_in_values[i])
+            .map_or(0, |doc| req.tokens.count(doc.chunk_text(o)));
+        u32::try_from(count).unwrap_or(u32::MAX)
+    })?;
     let mut added = 0usize;
     for s in &segments {
         let Some(doc) = req.corpus.document(s.doc) else {
@@ -246,26 +258,9 @@ pub(crate) fn rse(
     if p.fill {
         // Remaining hits in rank order, each scored by its chunk value so documents
         // reached only this way sort after the segments' documents.
-        let mut filled = 0usize;
-        for h in hits {
-            let Some(doc) = req.corpus.document(h.key.doc) else {
-                continue;
-            };
-            let o = h.key.ordinal as usize;
-            let value = h.relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold;
-            let before = sel.remaining();
-            if sel.try_add(
-                h.key.doc,
-                doc,
-                chunk_span(doc, o, o),
-                value,
-                h.relevance,
-                &[h.key.ordinal],
-            ) && sel.remaining() < before
-            {
-                filled += 1;
-            }
-        }
+        let filled = fill_with_hits(hits, req, sel, |h| {
+            h.relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold
+        });
         if filled > 0 {
             notes.push(format!(
                 "rse: filled the budget left with {filled} more hit chunk(s) in rank order"

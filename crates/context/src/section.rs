@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use excerpt_core::Document;
 
-use crate::assemble::{chunk_span, AssembleRequest, RHit, Selection};
+use crate::assemble::{chunk_span, fill_with_hits, AssembleRequest, RHit, Selection};
 use crate::strategy::SectionParams;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -162,25 +162,7 @@ pub(crate) fn section(
         }
     }
     if p.fill && hits.len() > top.len() {
-        let mut filled = 0usize;
-        for h in &hits[top.len()..] {
-            let Some(doc) = req.corpus.document(h.key.doc) else {
-                continue;
-            };
-            let o = h.key.ordinal as usize;
-            let before = sel.remaining();
-            if sel.try_add(
-                h.key.doc,
-                doc,
-                chunk_span(doc, o, o),
-                h.score,
-                h.relevance,
-                &[h.key.ordinal],
-            ) && sel.remaining() < before
-            {
-                filled += 1;
-            }
-        }
+        let filled = fill_with_hits(&hits[top.len()..], req, sel, |h| h.score);
         if filled > 0 {
             notes.push(format!(
                 "section: filled the budget left with {filled} more hit chunk(s) in rank order"

@@ -260,6 +260,50 @@ pub fn select_segments(
     Ok(out)
 }
 
+/// [`select_segments`] for when exact token counts are costly to get.
+///
+/// `docs[i].lengths` hold **lower bounds** of the chunks' token counts on entry (0 is
+/// always one); `exact(i, j)` gives the exact count of chunk `j` of `docs[i]`. Selection
+/// runs on the bounds; the chunks of the segments it picks are replaced by their exact
+/// counts, and selection runs again until it picks only chunks already exact. The result
+/// is the same as [`select_segments`] on exact counts: with bounds, every segment that
+/// fits exactly also fits, so when the greedy's pick at each step is made of exact
+/// chunks it is the pick the exact greedy makes (same values, same tie order), and it
+/// uses the same budget. Exact counts are asked only for chunks some round picked, each
+/// at most once. On return, `docs[i].lengths` hold the bounds as refined.
+///
+/// A "bound" above the exact count is corrected when its chunk is picked, but may have
+/// excluded a segment the exact greedy would take; callers must pass true lower bounds.
+pub fn select_segments_lazy(
+    docs: &mut [DocValues],
+    params: &SegmentParams,
+    mut exact: impl FnMut(usize, usize) -> u32,
+) -> Result<Vec<SelectedSegment>, SegmentError> {
+    let index_of: std::collections::BTreeMap<u32, usize> =
+        docs.iter().enumerate().map(|(i, d)| (d.doc, i)).collect();
+    let mut known: Vec<Vec<bool>> = docs.iter().map(|d| vec![false; d.lengths.len()]).collect();
+    loop {
+        let picked = select_segments(docs, params)?;
+        let mut changed = false;
+        for seg in &picked {
+            let di = index_of[&seg.doc];
+            for j in seg.start..seg.end {
+                if !known[di][j] {
+                    known[di][j] = true;
+                    let l = exact(di, j);
+                    if l != docs[di].lengths[j] {
+                        docs[di].lengths[j] = l;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            return Ok(picked);
+        }
+    }
+}
+
 /// A free range `[start, end)` of a document and its best qualifying segment under the
 /// budget it was last searched with.
 struct Gap {
@@ -652,6 +696,38 @@ mod tests {
                     prop_assert!(!(a.doc == b.doc && a.start < b.end && b.start < a.end));
                 }
             }
+        }
+
+        #[test]
+        fn lazy_select_matches_exact_select(
+            docs in docs_strategy(),
+            slack in prop::collection::vec(0u32..6, 32),
+            max_len in 1usize..6,
+            max_total_tokens in 0u64..25,
+            min_value in prop::sample::select(vec![f32::NEG_INFINITY, -1.0, 0.0, 0.5, 1.0]),
+            max_segments in 0usize..7,
+        ) {
+            let p = SegmentParams { max_len_chunks: max_len, max_total_tokens, min_value, max_segments };
+            let want = select_segments(&docs, &p).unwrap();
+            // Lower bounds: the exact length minus some slack (saturating at 0).
+            let mut bounded = docs.clone();
+            let mut k = 0;
+            for d in &mut bounded {
+                for l in &mut d.lengths {
+                    *l = l.saturating_sub(slack[k % slack.len()]);
+                    k += 1;
+                }
+            }
+            let mut asked = std::collections::BTreeSet::new();
+            let mut repeats = 0;
+            let got = select_segments_lazy(&mut bounded, &p, |i, j| {
+                if !asked.insert((i, j)) {
+                    repeats += 1;
+                }
+                docs[i].lengths[j]
+            }).unwrap();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(repeats, 0, "a chunk was counted twice");
         }
     }
 }
