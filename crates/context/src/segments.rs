@@ -287,12 +287,14 @@ pub fn select_segments_lazy(
         let mut changed = false;
         for seg in &picked {
             let di = index_of[&seg.doc];
-            for j in seg.start..seg.end {
-                if !known[di][j] {
-                    known[di][j] = true;
-                    let l = exact(di, j);
-                    if l != docs[di].lengths[j] {
-                        docs[di].lengths[j] = l;
+            let lengths = &mut docs[di].lengths[seg.start..seg.end];
+            let known = &mut known[di][seg.start..seg.end];
+            for (k, (len, seen)) in lengths.iter_mut().zip(known).enumerate() {
+                if !*seen {
+                    *seen = true;
+                    let l = exact(di, seg.start + k);
+                    if l != *len {
+                        *len = l;
                         changed = true;
                     }
                 }

@@ -17,6 +17,7 @@
 //! under `<home>/models/` (the default model is [`DEFAULT_MODEL_NAME`]). With the
 //! cargo feature `hub`, `download_model` fetches a model from the Hugging Face Hub.
 
+mod bert;
 mod chat;
 mod http;
 mod local;

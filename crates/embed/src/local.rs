@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use crate::bert::BertEncoder;
 use excerpt_core::{EmbedError, Embedder, TokenCounter};
 use serde::Deserialize;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
@@ -42,6 +43,7 @@ pub enum Pooling {
 /// `RAYON_NUM_THREADS` to limit them).
 pub struct LocalEmbedder {
     model: BertModel,
+    encoder: BertEncoder,
     /// Truncates to `max_seq_length` and pads to the longest text of a batch.
     tokenizer: Tokenizer,
     counter: LocalTokenCounter,
@@ -280,6 +282,12 @@ impl LocalEmbedder {
         let model_id = weights_fingerprint(dir, &weights_path)?;
         let tensors = candle_core::safetensors::load(&weights_path, &device)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
+        let encoder = BertEncoder::load(&tensors, &config).map_err(|e| {
+            load_error(
+                &weights_path,
+                format!("weights do not match a BERT model with config.json: {e}"),
+            )
+        })?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let model = BertModel::load(vb, &config).map_err(|e| {
             load_error(
@@ -290,6 +298,7 @@ impl LocalEmbedder {
 
         Ok(Self {
             model,
+            encoder,
             tokenizer,
             counter,
             pooling,
@@ -329,6 +338,9 @@ impl LocalEmbedder {
 
     /// Embeds one batch (already ordered), returning normalised vectors in its order.
     fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if std::env::var_os("EXCERPT_BERT_CANDLE").is_none() {
+            return self.embed_batch_own(texts);
+        }
         let (ids, type_ids, mask) = encode_padded(&self.tokenizer, texts, &self.device)?;
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
@@ -348,6 +360,68 @@ impl LocalEmbedder {
             normalize(v);
         }
         Ok(vectors)
+    }
+}
+
+impl LocalEmbedder {
+    /// Embeds one batch with our encoder on unpadded sequences.
+    fn embed_batch_own(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = texts.len();
+        let encodings = self
+            .tokenizer
+            .encode_batch_fast(texts, true)
+            .map_err(|e| inference_error("tokenization failed", e))?;
+        if encodings.len() != n {
+            return Err(inference_error("tokenization failed", "wrong number of encodings"));
+        }
+        // Drop padding: keep the positions the attention mask marks as real.
+        let unpadded: Vec<(Vec<u32>, Vec<u32>)> = encodings
+            .iter()
+            .map(|e| {
+                let keep = e.get_attention_mask();
+                let pick = |xs: &[u32]| -> Vec<u32> {
+                    xs.iter()
+                        .zip(keep)
+                        .filter(|(_, &m)| m != 0)
+                        .map(|(&x, _)| x)
+                        .collect()
+                };
+                (pick(e.get_ids()), pick(e.get_type_ids()))
+            })
+            .collect();
+        let seqs: Vec<(&[u32], &[u32])> = unpadded
+            .iter()
+            .map(|(ids, types)| (ids.as_slice(), types.as_slice()))
+            .collect();
+        let hidden = self
+            .encoder
+            .forward(&seqs)
+            .map_err(|e| inference_error("model forward pass failed", e))?;
+        let h = self.encoder.hidden_size();
+        let mut start = 0;
+        let mut out = Vec::with_capacity(n);
+        for (ids, _) in &seqs {
+            let rows = &hidden[start * h..(start + ids.len()) * h];
+            start += ids.len();
+            let mut v = vec![0f32; h];
+            match self.pooling {
+                Pooling::Cls => {
+                    if let Some(first) = rows.chunks_exact(h).next() {
+                        v.copy_from_slice(first);
+                    }
+                }
+                Pooling::Mean => {
+                    for row in rows.chunks_exact(h) {
+                        v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                    }
+                    let count = ids.len().max(1) as f32;
+                    v.iter_mut().for_each(|a| *a /= count);
+                }
+            }
+            normalize(&mut v);
+            out.push(v);
+        }
+        Ok(out)
     }
 }
 
