@@ -1,6 +1,6 @@
-//! `LlmTokens::lower_bound` of the tiktoken counters never exceeds the exact count: the
-//! budget check rejects spans by it without counting, so a wrong bound would drop
-//! context that fits.
+//! The LLM token counters agree with tiktoken, and `LlmTokens::lower_bound` never exceeds
+//! the exact count: the budget check rejects spans by it without counting, so a wrong
+//! bound would drop context that fits.
 
 use std::sync::LazyLock;
 
@@ -37,12 +37,44 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
 }
 
+/// The reference implementation: OpenAI's tiktoken as ported by tiktoken-rs.
+static REFERENCE: LazyLock<[(&str, tiktoken_rs::CoreBPE); 2]> = LazyLock::new(|| {
+    [
+        ("cl100k_base", tiktoken_rs::cl100k_base().unwrap()),
+        ("o200k_base", tiktoken_rs::o200k_base().unwrap()),
+    ]
+});
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The counter (bpe-openai) gives tiktoken's counts, special-token text included.
+    #[test]
+    fn counts_equal_tiktoken(t in text()) {
+        for (c, (name, reference)) in COUNTERS.iter().zip(REFERENCE.iter()) {
+            prop_assert_eq!(c.name(), *name);
+            prop_assert_eq!(c.count(&t), reference.encode_ordinary(&t).len(), "{}: {:?}", name, t);
+        }
+    }
+
     #[test]
     fn word_count_bounds_tiktoken_counts(t in text()) {
         for c in COUNTERS.iter() {
             prop_assert!(c.lower_bound(&t) <= c.count(&t), "{}: {t:?}", c.name());
+        }
+    }
+}
+
+#[test]
+fn counts_equal_tiktoken_on_documents() {
+    let docs = [
+        include_str!("../../../README.md"),
+        include_str!("../../../docs/ARCHITECTURE.md"),
+        "Line one.\r\n\r\n  Indented   text\twith\ttabs <|endoftext|> and 12345678 digits.",
+    ];
+    for d in docs {
+        for (c, (name, reference)) in COUNTERS.iter().zip(REFERENCE.iter()) {
+            assert_eq!(c.count(d), reference.encode_ordinary(d).len(), "{name}");
         }
     }
 }
