@@ -170,6 +170,10 @@ pub struct EvalArgs {
     /// Chunker when the index is new (see `excerpt ingest --help`).
     #[arg(long)]
     pub chunker: Option<excerpt::ChunkerConfig>,
+    /// Ingest with sentence vectors (see `excerpt ingest --help`; only documents not yet
+    /// in the index get them).
+    #[arg(long)]
+    pub sentence_vectors: bool,
     /// No chunk headers in a new index.
     #[arg(long)]
     pub no_headers: bool,
@@ -247,6 +251,12 @@ pub struct IngestArgs {
         hide_short_help = true
     )]
     pub commit_every: usize,
+    /// Also embed and store a vector for every sentence of new or changed documents, so
+    /// `--strategy window` reads them instead of embedding sentences at query time
+    /// (ingest embeds several times more texts; the index grows by 1.5 KB per sentence at
+    /// dimension 384).
+    #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
+    pub sentence_vectors: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

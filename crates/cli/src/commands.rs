@@ -103,6 +103,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         },
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(&a.contextualize),
+        sentence_vectors: a.sentence_vectors,
         ..IngestOptions::default()
     };
     let bar = Bar::new(g.quiet);
@@ -132,6 +133,15 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
                 report.embed_seconds,
                 report.chunks_embedded as f64 / report.embed_seconds.max(1e-9),
                 report.chunks_reused
+            )?;
+        }
+        if report.sentences_embedded > 0 {
+            writeln!(
+                err,
+                "embedded {} sentences in {:.1}s ({:.1} sentences/s)",
+                report.sentences_embedded,
+                report.sentence_embed_seconds,
+                report.sentences_embedded as f64 / report.sentence_embed_seconds.max(1e-9),
             )?;
         }
         if report.chunks_contextualized + report.context_cache_hits > 0 {
@@ -305,6 +315,13 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
             "headers     {}",
             if cfg.headers { "on" } else { "off" }
         )?;
+        if s.sentence_vector_documents > 0 {
+            writeln!(
+                stdout,
+                "sentences   {} vectors stored, for {} of {} documents",
+                s.sentence_vectors, s.sentence_vector_documents, s.documents
+            )?;
+        }
         writeln!(
             stdout,
             "on disk     {:.1} MiB in {} segment(s)",
@@ -327,6 +344,7 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.candidates = a.candidates;
     opts.quiet = g.quiet;
     opts.answer = answer_config(&a.answer);
+    opts.sentence_vectors = a.sentence_vectors;
     let bar = Bar::new(g.quiet);
     let result = excerpt_eval::run_eval(&engine, &opts, &bar);
     bar.finish();

@@ -20,6 +20,12 @@ pub trait Corpus: Sync {
     fn document(&self, doc: u32) -> Option<&Document>;
     /// The unit vector of a chunk.
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]>;
+    /// The unit vector of sentence `sentence` ([`Document::sentences`] index) of a
+    /// document, when vectors of sentences were stored at ingest; `window` embeds the
+    /// sentences this returns `None` for. Default: none stored.
+    fn sentence_vector(&self, _doc: u32, _sentence: usize) -> Option<&[f32]> {
+        None
+    }
 }
 
 /// Counts LLM tokens: every budget is expressed in them.

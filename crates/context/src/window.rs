@@ -13,8 +13,10 @@
 //!    duplicates); one that does not fit is skipped.
 //!
 //! Hits are taken in waves of eight: the sentences a wave can need (those overlapping its
-//! hit chunks, plus `max_expand` on each side) that no earlier wave embedded go to **one**
-//! `embed` call, identical texts once; expansion stops once the budget is full, so small
+//! hit chunks, plus `max_expand` on each side) are read from the index when it stores
+//! sentence vectors ([`crate::Corpus::sentence_vector`], `ingest --sentence-vectors`);
+//! those it lacks that no earlier wave embedded go to **one** `embed` call, identical
+//! texts once; expansion stops once the budget is full, so small
 //! budgets embed little. The query vector is the request's, or `embed_query` of the query
 //! when there is none.
 //!
@@ -73,6 +75,7 @@ pub(crate) fn window(
     let mut store: Vec<Vec<f32>> = Vec::new();
     let mut by_text: BTreeMap<String, usize> = BTreeMap::new();
     let (mut grown, mut expanded, mut embedded, mut calls) = (0usize, 0usize, 0usize, 0usize);
+    let mut stored = 0usize;
     for wave in top.chunks(WAVE) {
         if budget_spent(sel) {
             break;
@@ -97,6 +100,19 @@ pub(crate) fn window(
                 for i in lo..hi {
                     let key = (h.key.doc, i);
                     if vectors.contains_key(&key) {
+                        continue;
+                    }
+                    if let Some(v) = req.corpus.sentence_vector(h.key.doc, i) {
+                        if v.len() != query.len() {
+                            return Err(ContextError::DimensionMismatch {
+                                what: "stored sentence vector",
+                                expected: query.len(),
+                                got: v.len(),
+                            });
+                        }
+                        vectors.insert(key, store.len());
+                        store.push(v.to_vec());
+                        stored += 1;
                         continue;
                     }
                     let t = doc.sentences[i].slice(&doc.text);
@@ -200,7 +216,7 @@ pub(crate) fn window(
         }
     }
     notes.push(format!(
-        "window: {expanded} hit(s) expanded, threshold {}, max_expand {}: {embedded} sentence(s) embedded in {calls} call(s), windows grew by {grown} sentence(s)",
+        "window: {expanded} hit(s) expanded, threshold {}, max_expand {}: {stored} sentence vector(s) read from the index, {embedded} sentence(s) embedded in {calls} call(s), windows grew by {grown} sentence(s)",
         p.threshold,
         p.max_expand,
     ));

@@ -31,6 +31,10 @@ pub struct IngestOptions {
     /// Must match the index: one made with contexts needs them on every ingest, with
     /// the same model; one made without cannot get them.
     pub contextualize: Option<ContextualizeOptions>,
+    /// Also embed every sentence of each new or changed document and store the vectors,
+    /// so the `window` strategy reads them instead of embedding sentences at query time
+    /// (more ingest time and index size; see docs/EVAL.md for the trade-off).
+    pub sentence_vectors: bool,
 }
 
 impl Default for IngestOptions {
@@ -42,6 +46,7 @@ impl Default for IngestOptions {
             embed_batch: 64,
             cancel: None,
             contextualize: None,
+            sentence_vectors: false,
         }
     }
 }
@@ -95,8 +100,12 @@ pub struct IngestReport {
     pub chunks_embedded: usize,
     /// Chunks whose vector was reused from the index (same text, same model).
     pub chunks_reused: usize,
-    /// Seconds spent embedding.
+    /// Seconds spent embedding chunks.
     pub embed_seconds: f64,
+    /// Sentences embedded and stored (`sentence_vectors`).
+    pub sentences_embedded: usize,
+    /// Seconds spent embedding sentences.
+    pub sentence_embed_seconds: f64,
     /// Chunks whose context the LLM wrote (`--contextualize`).
     pub chunks_contextualized: usize,
     /// Chunks whose context came from the cache of earlier answers.
@@ -393,6 +402,57 @@ impl Flush<'_> {
             .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
+    /// One vector per sentence of each document, concatenated per document; identical
+    /// sentence texts are embedded once.
+    fn embed_sentences(
+        &self,
+        docs: &[Document],
+        report: &mut IngestReport,
+    ) -> Result<Vec<Vec<f32>>, EngineError> {
+        let dim = self.config.dimension;
+        let t = Instant::now();
+        let mut slot: HashMap<&str, usize> = HashMap::new();
+        let mut texts: Vec<&str> = Vec::new();
+        let plan: Vec<Vec<usize>> = docs
+            .iter()
+            .map(|d| {
+                d.sentences
+                    .iter()
+                    .map(|r| {
+                        let text = r.slice(&d.text);
+                        *slot.entry(text).or_insert_with(|| {
+                            texts.push(text);
+                            texts.len() - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(texts.len());
+        for group in texts.chunks(self.opts.embed_batch.max(1)) {
+            if self.cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            let out = self.embedder.embed(group)?;
+            if out.len() != group.len() || out.iter().any(|v| v.len() != dim) {
+                return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
+                    message: format!(
+                        "embedder returned {} vectors for {} sentences, or of the wrong dimension",
+                        out.len(),
+                        group.len()
+                    ),
+                }));
+            }
+            vectors.extend(out);
+        }
+        report.sentences_embedded += texts.len();
+        report.sentence_embed_seconds += t.elapsed().as_secs_f64();
+        Ok(plan
+            .into_iter()
+            .map(|p| p.into_iter().flat_map(|i| vectors[i].iter().copied()).collect())
+            .collect())
+    }
+
     fn key(&self, text: &str) -> String {
         content_hash(&[self.config.model_id.as_bytes(), text.as_bytes()])
     }
@@ -476,6 +536,12 @@ impl Flush<'_> {
         }
         report.chunks_embedded += todo.len();
         report.embed_seconds += t.elapsed().as_secs_f64();
+        let mut sentence_vectors = if self.opts.sentence_vectors {
+            self.embed_sentences(&batch.docs, report)?
+        } else {
+            Vec::new()
+        }
+        .into_iter();
         for (doc, p) in batch.docs.into_iter().zip(plan) {
             let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
             for (k, hit) in p {
@@ -491,7 +557,7 @@ impl Flush<'_> {
                     None => flat.extend_from_slice(&vectors[fresh[&k]]),
                 }
             }
-            writer.put(doc, flat)?;
+            writer.put_with_sentences(doc, flat, sentence_vectors.next())?;
         }
         let stats = writer.commit()?;
         progress.committed(stats.generation);

@@ -114,6 +114,9 @@ impl Corpus for SnapshotCorpus<'_> {
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
         self.0.vector(key)
     }
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+        self.0.sentence_vector(doc, sentence)
+    }
 }
 
 impl Engine {

@@ -226,6 +226,11 @@ pub struct IndexStats {
     pub chunker: String,
     /// Whether chunk headers are embedded and searched.
     pub headers: bool,
+    /// Sentence vectors stored (`ingest --sentence-vectors`), and how many documents
+    /// have them.
+    pub sentence_vectors: usize,
+    /// Documents with stored sentence vectors.
+    pub sentence_vector_documents: usize,
 }
 
 impl Engine {
@@ -256,6 +261,8 @@ impl Engine {
             dimension: cfg.dimension,
             chunker: cfg.chunker.to_string(),
             headers: cfg.headers,
+            sentence_vectors: s.sentence_vectors,
+            sentence_vector_documents: s.sentence_vector_documents,
         })
     }
 }

@@ -395,3 +395,76 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
         chunks + 1 + garden_doc.chunks.len()
     );
 }
+
+/// `ingest --sentence-vectors` stores one vector per sentence; `window` then reads them
+/// instead of embedding, and returns the same context as an index without them (which
+/// embeds the same sentences at query time).
+#[test]
+fn window_reads_sentence_vectors_stored_at_ingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write(
+        &docs,
+        "garden.md",
+        "# Garden\n\nTomatoes need full sun. They need water every morning in summer. \
+         Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
+         Rakes hang on the left wall. The mower is serviced in March.\n",
+    );
+    write(
+        &docs,
+        "kitchen.md",
+        "# Kitchen\n\nBread rises overnight in a cool room. Bake it at a high heat. \
+         Let it cool before slicing.\n",
+    );
+    let engine_at = |name: &str| {
+        let mut opts = EngineOptions::new(tmp.path().join(name));
+        opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });
+        Engine::new(opts)
+    };
+    let stored = engine_at("with");
+    let opts = IngestOptions {
+        sentence_vectors: true,
+        ..IngestOptions::default()
+    };
+    let report = stored.ingest(&[docs.clone()], &opts, &NoProgress).unwrap();
+    assert_eq!(report.added, 2);
+    assert!(report.sentences_embedded >= 10, "{report:?}");
+    let snap = stored.snapshot().unwrap();
+    let stats = snap.stats();
+    assert_eq!(stats.sentence_vector_documents, 2);
+    assert_eq!(
+        stats.sentence_vectors,
+        snap.documents().iter().map(|d| d.sentences.len()).sum::<usize>()
+    );
+
+    let plain = engine_at("without");
+    plain
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    assert_eq!(plain.snapshot().unwrap().stats().sentence_vectors, 0);
+
+    let mut req = QueryRequest::new("how often do tomatoes need watering?");
+    req.strategy = "window:max_expand=2".parse().unwrap();
+    req.budget = 200;
+    let a = stored.query(&req).unwrap();
+    let b = plain.query(&req).unwrap();
+    let note = |c: &excerpt::Context| {
+        c.notes
+            .iter()
+            .find(|n| n.starts_with("window:"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(!a.pieces.is_empty());
+    assert!(note(&a).contains("read from the index, 0 sentence(s) embedded"), "{}", note(&a));
+    assert!(note(&b).contains(" 0 sentence vector(s) read from the index"), "{}", note(&b));
+    assert!(!note(&b).contains(", 0 sentence(s) embedded"), "{}", note(&b));
+    let spans = |c: &excerpt::Context| {
+        c.pieces
+            .iter()
+            .map(|p| (p.doc_id.clone(), p.start, p.end, p.text.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(spans(&a), spans(&b));
+}

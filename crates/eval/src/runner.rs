@@ -57,6 +57,9 @@ pub struct EvalOptions {
     /// query with a reference `answer` from each strategy's context at each budget
     /// (`max_concurrency` requests in flight). `None` (the default): no answers.
     pub answer: Option<ChatConfig>,
+    /// Ingest with sentence vectors ([`IngestOptions::sentence_vectors`]), for `window`.
+    /// Documents already in the index are not re-ingested: use a fresh index.
+    pub sentence_vectors: bool,
 }
 
 impl EvalOptions {
@@ -79,6 +82,7 @@ impl EvalOptions {
             candidates: req.candidates,
             quiet: false,
             answer: None,
+            sentence_vectors: false,
         }
     }
 
@@ -493,7 +497,10 @@ pub fn run_eval(
     // Ingest (incremental) and check the index is exactly the corpus.
     let ingest = engine.ingest(
         std::slice::from_ref(&opts.corpus),
-        &IngestOptions::default(),
+        &IngestOptions {
+            sentence_vectors: opts.sentence_vectors,
+            ..IngestOptions::default()
+        },
         progress,
     )?;
     let failures_seen: Vec<String> = ingest

@@ -77,6 +77,9 @@ pub struct SegmentMeta {
     /// recorded per segment).
     #[serde(default = "first_format")]
     pub format: u32,
+    /// BLAKE3 of the `.svec` file (sentence vectors), when the segment has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub svec_hash: Option<String>,
 }
 
 fn first_format() -> u32 {

@@ -6,7 +6,7 @@ use excerpt_core::{ChunkKey, Document};
 
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
-use crate::segment::read_segment;
+use crate::segment::{read_segment, read_sentence_vectors};
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
 /// An ANN search takes at least this many candidates per result asked for.
@@ -51,6 +51,10 @@ pub struct SnapshotStats {
     pub bm25_rebuilt_in_memory: bool,
     /// Whether dense search uses the ANN index, and if not, why.
     pub ann: AnnStatus,
+    /// Documents ingested with sentence vectors (`--sentence-vectors`).
+    pub sentence_vector_documents: usize,
+    /// Sentence vectors stored.
+    pub sentence_vectors: usize,
 }
 
 /// An immutable view of one committed generation of an index.
@@ -62,6 +66,9 @@ pub struct Snapshot {
     /// `first_row[d]..first_row[d + 1]` are document `d`'s rows in `vectors`.
     first_row: Vec<usize>,
     vectors: Vec<f32>,
+    /// Per document, its first row in `sentence_vectors` and its row count (0: none).
+    sentence_rows: Vec<(usize, usize)>,
+    sentence_vectors: Vec<f32>,
     bm25: Bm25Reader,
     bm25_in_ram: bool,
     ann: Option<IvfIndex>,
@@ -117,15 +124,17 @@ impl Snapshot {
         bm25_reader: Option<Bm25Reader>,
     ) -> Result<Snapshot, IndexError> {
         let dim = manifest.config.dimension;
-        let mut entries: Vec<(Document, usize, usize)> = Vec::new(); // doc, segment, row offset
+        // doc, segment, row offset, sentence vectors
+        let mut entries: Vec<(Document, usize, usize, Option<Vec<f32>>)> = Vec::new();
         let mut seg_vectors: Vec<Vec<f32>> = Vec::new();
         for (si, meta) in manifest.segments.iter().enumerate() {
             let (docs, vectors) = read_segment(dir, meta, dim)?;
+            let sentences = read_sentence_vectors(dir, meta, &docs, dim)?;
             let mut row = 0usize;
-            for d in docs {
+            for (d, sv) in docs.into_iter().zip(sentences) {
                 let n = d.chunks.len();
                 if meta.deleted.binary_search(&d.id).is_err() {
-                    entries.push((d, si, row));
+                    entries.push((d, si, row, sv));
                 }
                 row += n;
             }
@@ -145,12 +154,19 @@ impl Snapshot {
         let mut by_id = HashMap::with_capacity(entries.len());
         let spans: Vec<(usize, usize, usize)> = entries
             .iter()
-            .map(|(d, si, row)| (*si, *row, d.chunks.len()))
+            .map(|(d, si, row, _)| (*si, *row, d.chunks.len()))
             .collect();
         let (ann, ann_status) = IvfIndex::load(dir, &manifest, &spans);
         drop(spans);
-        for (i, (d, si, row)) in entries.into_iter().enumerate() {
+        let mut sentence_rows = Vec::with_capacity(entries.len());
+        let mut sentence_vectors = Vec::new();
+        for (i, (d, si, row, sv)) in entries.into_iter().enumerate() {
             first_row.push(vectors.len() / dim.max(1));
+            let n_sentences = sv.as_ref().map_or(0, |_| d.sentences.len());
+            sentence_rows.push((sentence_vectors.len() / dim.max(1), n_sentences));
+            if let Some(sv) = sv {
+                sentence_vectors.extend_from_slice(&sv);
+            }
             let n = d.chunks.len();
             vectors.extend_from_slice(&seg_vectors[si][row * dim..(row + n) * dim]);
             by_id.insert(d.id.clone(), i as u32);
@@ -173,6 +189,8 @@ impl Snapshot {
             by_id,
             first_row,
             vectors,
+            sentence_rows,
+            sentence_vectors,
             bm25,
             bm25_in_ram,
             ann,
@@ -224,6 +242,18 @@ impl Snapshot {
         let dim = self.manifest.config.dimension;
         let (a, b) = (*self.first_row.get(d)?, *self.first_row.get(d + 1)?);
         self.vectors.get(a * dim..b * dim)
+    }
+
+    /// The vector of sentence `sentence` of document `doc`, when the document was
+    /// ingested with sentence vectors.
+    pub fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+        let &(first, n) = self.sentence_rows.get(doc as usize)?;
+        if sentence >= n {
+            return None;
+        }
+        let dim = self.manifest.config.dimension;
+        let row = first + sentence;
+        self.sentence_vectors.get(row * dim..(row + 1) * dim)
     }
 
     /// Whether dense search uses the ANN index, and if not, why.
@@ -372,6 +402,8 @@ impl Snapshot {
             disk_bytes: dir_size(&self.dir),
             bm25_rebuilt_in_memory: self.bm25_in_ram,
             ann: self.ann_status.clone(),
+            sentence_vector_documents: self.sentence_rows.iter().filter(|r| r.1 > 0).count(),
+            sentence_vectors: self.sentence_vectors.len() / self.manifest.config.dimension.max(1),
         }
     }
 }

@@ -8,7 +8,7 @@ use tantivy::TantivyDocument;
 use crate::ann::{self, AnnOptions, ANN_DIR};
 use crate::bm25::{self, Bm25Reader, Fields};
 use crate::manifest::sync_dir;
-use crate::segment::{read_segment, write_segment};
+use crate::segment::{read_segment, write_segment, write_sentence_vectors};
 use crate::{IndexConfig, IndexError, Manifest, Snapshot, FORMAT_VERSION};
 
 /// What a commit did.
@@ -22,6 +22,9 @@ pub struct CommitStats {
     pub removed: usize,
 }
 
+/// A staged document: chunk vectors and, optionally, one vector per sentence.
+type Staged = (Document, Vec<f32>, Option<Vec<f32>>);
+
 /// The single writer of an index directory. Stage documents with [`IndexWriter::put`] and
 /// [`IndexWriter::delete`]; nothing is visible to readers until [`IndexWriter::commit`].
 /// Dropping a writer without committing discards what was staged.
@@ -33,7 +36,7 @@ pub struct IndexWriter {
     fields: Fields,
     /// Committed live documents: id -> (segment name, content hash).
     live: HashMap<String, (String, String)>,
-    staged: BTreeMap<String, (Document, Vec<f32>)>,
+    staged: BTreeMap<String, Staged>,
     staged_deletes: BTreeSet<String>,
     ann: AnnOptions,
 }
@@ -181,6 +184,18 @@ impl IndexWriter {
     /// Stages a document with one vector per chunk (concatenated), replacing any
     /// committed or staged document with the same id.
     pub fn put(&mut self, doc: Document, vectors: Vec<f32>) -> Result<(), IndexError> {
+        self.put_with_sentences(doc, vectors, None)
+    }
+
+    /// [`IndexWriter::put`] with, optionally, one vector per sentence of the document
+    /// (concatenated, in sentence order): the `window` strategy reads them instead of
+    /// embedding sentences at query time.
+    pub fn put_with_sentences(
+        &mut self,
+        doc: Document,
+        vectors: Vec<f32>,
+        sentence_vectors: Option<Vec<f32>>,
+    ) -> Result<(), IndexError> {
         let bad = |reason: String| IndexError::BadDocument {
             doc_id: doc.id.clone(),
             reason,
@@ -197,8 +212,21 @@ impl IndexWriter {
         if vectors.iter().any(|x| !x.is_finite()) {
             return Err(bad("vector values must be finite".into()));
         }
+        if let Some(sv) = &sentence_vectors {
+            if sv.len() != doc.sentences.len() * dim {
+                return Err(bad(format!(
+                    "{} sentence vector values for {} sentences of dimension {dim}",
+                    sv.len(),
+                    doc.sentences.len()
+                )));
+            }
+            if sv.iter().any(|x| !x.is_finite()) {
+                return Err(bad("sentence vector values must be finite".into()));
+            }
+        }
         self.staged_deletes.remove(&doc.id);
-        self.staged.insert(doc.id.clone(), (doc, vectors));
+        self.staged
+            .insert(doc.id.clone(), (doc, vectors, sentence_vectors));
         Ok(())
     }
 
@@ -241,15 +269,19 @@ impl IndexWriter {
         let dim = next.config.dimension;
         let mut docs = Vec::with_capacity(staged.len());
         let mut vectors = Vec::new();
-        for (_, (d, v)) in staged {
+        let mut sentences = Vec::with_capacity(staged.len());
+        for (_, (d, v, sv)) in staged {
             vectors.extend_from_slice(&v);
             docs.push(d);
+            sentences.push(sv);
         }
         let written = docs.len();
         let new_segment = if docs.is_empty() {
             None
         } else {
-            Some(write_segment(&self.dir, &name, &docs, &vectors, dim)?)
+            let mut meta = write_segment(&self.dir, &name, &docs, &vectors, dim)?;
+            meta.svec_hash = write_sentence_vectors(&self.dir, &name, &docs, &sentences, dim)?;
+            Some(meta)
         };
 
         // 2. Old versions become deleted in their segments.

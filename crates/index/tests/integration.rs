@@ -272,3 +272,79 @@ fn metadata_survives_the_round_trip() {
     let s = Snapshot::open(dir.path()).unwrap();
     assert_eq!(s.doc(0).unwrap().metadata, a.metadata);
 }
+
+/// One vector per sentence, distinct per (seed, sentence).
+fn sentence_vectors(d: &Document, seed: usize) -> Vec<f32> {
+    (0..d.sentences.len())
+        .flat_map(|i| {
+            let x = (seed * 100 + i) as f32;
+            [x, 1.0, -x, 0.5]
+        })
+        .collect()
+}
+
+#[test]
+fn sentence_vectors_round_trip_per_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "one.|two.|three.");
+    let b = doc("b", "four.|five.");
+    let sa = sentence_vectors(&a, 1);
+    w.put_with_sentences(a.clone(), vectors(&a, 1), Some(sa.clone()))
+        .unwrap();
+    // b has none: a segment may mix documents with and without sentence vectors.
+    w.put(b.clone(), vectors(&b, 2)).unwrap();
+    // Wrong row count is refused, nothing staged.
+    let bad = doc("c", "six.|seven.");
+    assert!(matches!(
+        w.put_with_sentences(bad.clone(), vectors(&bad, 3), Some(vec![0.0; DIM])),
+        Err(IndexError::BadDocument { .. })
+    ));
+    assert!(matches!(
+        w.put_with_sentences(bad.clone(), vectors(&bad, 3), Some(vec![f32::NAN; 2 * DIM])),
+        Err(IndexError::BadDocument { .. })
+    ));
+    w.commit().unwrap();
+
+    let snap = Snapshot::open(dir.path()).unwrap();
+    let (ia, ib) = (snap.doc_index("a").unwrap(), snap.doc_index("b").unwrap());
+    for i in 0..3 {
+        assert_eq!(
+            snap.sentence_vector(ia, i).unwrap(),
+            &sa[i * DIM..(i + 1) * DIM]
+        );
+    }
+    assert_eq!(snap.sentence_vector(ia, 3), None);
+    assert_eq!(snap.sentence_vector(ib, 0), None);
+    let st = snap.stats();
+    assert_eq!((st.sentence_vector_documents, st.sentence_vectors), (1, 3));
+
+    // A later segment: b gains sentence vectors, a is deleted; rows follow documents.
+    let sb = sentence_vectors(&b, 7);
+    w.put_with_sentences(b.clone(), vectors(&b, 2), Some(sb.clone()))
+        .unwrap();
+    w.delete("a");
+    w.commit().unwrap();
+    drop(w);
+    let snap = Snapshot::open(dir.path()).unwrap();
+    assert!(snap.doc_index("a").is_none());
+    let ib = snap.doc_index("b").unwrap();
+    assert_eq!(snap.sentence_vector(ib, 1).unwrap(), &sb[DIM..2 * DIM]);
+    assert_eq!(snap.stats().sentence_vectors, 2);
+
+    // A damaged sentence file is reported, not read.
+    let svec = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "svec"))
+        .unwrap();
+    let mut bytes = std::fs::read(&svec).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&svec, bytes).unwrap();
+    assert!(matches!(
+        Snapshot::open(dir.path()),
+        Err(IndexError::Corrupt { .. })
+    ));
+}
