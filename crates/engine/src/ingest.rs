@@ -449,7 +449,11 @@ impl Flush<'_> {
         report.sentence_embed_seconds += t.elapsed().as_secs_f64();
         Ok(plan
             .into_iter()
-            .map(|p| p.into_iter().flat_map(|i| vectors[i].iter().copied()).collect())
+            .map(|p| {
+                p.into_iter()
+                    .flat_map(|i| vectors[i].iter().copied())
+                    .collect()
+            })
             .collect())
     }
 

@@ -427,7 +427,9 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
         sentence_vectors: true,
         ..IngestOptions::default()
     };
-    let report = stored.ingest(&[docs.clone()], &opts, &NoProgress).unwrap();
+    let report = stored
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
     assert_eq!(report.added, 2);
     assert!(report.sentences_embedded >= 10, "{report:?}");
     let snap = stored.snapshot().unwrap();
@@ -435,7 +437,10 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
     assert_eq!(stats.sentence_vector_documents, 2);
     assert_eq!(
         stats.sentence_vectors,
-        snap.documents().iter().map(|d| d.sentences.len()).sum::<usize>()
+        snap.documents()
+            .iter()
+            .map(|d| d.sentences.len())
+            .sum::<usize>()
     );
 
     let plain = engine_at("without");
@@ -457,9 +462,21 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
             .unwrap_or_default()
     };
     assert!(!a.pieces.is_empty());
-    assert!(note(&a).contains("read from the index, 0 sentence(s) embedded"), "{}", note(&a));
-    assert!(note(&b).contains(" 0 sentence vector(s) read from the index"), "{}", note(&b));
-    assert!(!note(&b).contains(", 0 sentence(s) embedded"), "{}", note(&b));
+    assert!(
+        note(&a).contains("read from the index, 0 sentence(s) embedded"),
+        "{}",
+        note(&a)
+    );
+    assert!(
+        note(&b).contains(" 0 sentence vector(s) read from the index"),
+        "{}",
+        note(&b)
+    );
+    assert!(
+        !note(&b).contains(", 0 sentence(s) embedded"),
+        "{}",
+        note(&b)
+    );
     let spans = |c: &excerpt::Context| {
         c.pieces
             .iter()
