@@ -409,7 +409,6 @@ impl Flush<'_> {
         docs: &[Document],
         report: &mut IngestReport,
     ) -> Result<Vec<Vec<f32>>, EngineError> {
-        let dim = self.config.dimension;
         let t = Instant::now();
         let mut slot: HashMap<&str, usize> = HashMap::new();
         let mut texts: Vec<&str> = Vec::new();
@@ -430,20 +429,7 @@ impl Flush<'_> {
             .collect();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(texts.len());
         for group in texts.chunks(self.opts.embed_batch.max(1)) {
-            if self.cancelled() {
-                return Err(EngineError::Cancelled);
-            }
-            let out = self.embedder.embed(group)?;
-            if out.len() != group.len() || out.iter().any(|v| v.len() != dim) {
-                return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
-                    message: format!(
-                        "embedder returned {} vectors for {} sentences, or of the wrong dimension",
-                        out.len(),
-                        group.len()
-                    ),
-                }));
-            }
-            vectors.extend(out);
+            vectors.extend(self.embed_group(group)?);
         }
         report.sentences_embedded += texts.len();
         report.sentence_embed_seconds += t.elapsed().as_secs_f64();
@@ -455,6 +441,26 @@ impl Flush<'_> {
                     .collect()
             })
             .collect())
+    }
+
+    /// Embeds one group of texts (unless the ingest was cancelled), checking the
+    /// embedder returned one vector of the index's dimension per text.
+    fn embed_group(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
+        if self.cancelled() {
+            return Err(EngineError::Cancelled);
+        }
+        let dim = self.config.dimension;
+        let out = self.embedder.embed(texts)?;
+        if out.len() != texts.len() || out.iter().any(|v| v.len() != dim) {
+            return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
+                message: format!(
+                    "embedder returned {} vectors for {} texts, or of the wrong dimension",
+                    out.len(),
+                    texts.len()
+                ),
+            }));
+        }
+        Ok(out)
     }
 
     fn key(&self, text: &str) -> String {
@@ -521,21 +527,8 @@ impl Flush<'_> {
         let t = Instant::now();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
         for group in todo.chunks(self.opts.embed_batch.max(1)) {
-            if self.cancelled() {
-                return Err(EngineError::Cancelled);
-            }
             let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
-            let out = self.embedder.embed(&texts)?;
-            if out.len() != texts.len() || out.iter().any(|v| v.len() != dim) {
-                return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
-                    message: format!(
-                        "embedder returned {} vectors for {} texts, or of the wrong dimension",
-                        out.len(),
-                        texts.len()
-                    ),
-                }));
-            }
-            vectors.extend(out);
+            vectors.extend(self.embed_group(&texts)?);
             progress.chunks_done(group.len());
         }
         report.chunks_embedded += todo.len();
