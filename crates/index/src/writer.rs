@@ -202,27 +202,22 @@ impl IndexWriter {
         };
         doc.validate().map_err(|e| bad(e.to_string()))?;
         let dim = self.manifest.config.dimension;
-        if vectors.len() != doc.chunks.len() * dim {
-            return Err(bad(format!(
-                "{} vector values for {} chunks of dimension {dim}",
-                vectors.len(),
-                doc.chunks.len()
-            )));
-        }
-        if vectors.iter().any(|x| !x.is_finite()) {
-            return Err(bad("vector values must be finite".into()));
-        }
-        if let Some(sv) = &sentence_vectors {
-            if sv.len() != doc.sentences.len() * dim {
+        // `values` must hold `rows` finite rows of the index's dimension.
+        let check = |values: &[f32], rows: usize, what: &str| {
+            if values.len() != rows * dim {
                 return Err(bad(format!(
-                    "{} sentence vector values for {} sentences of dimension {dim}",
-                    sv.len(),
-                    doc.sentences.len()
+                    "{} {what} vector values for {rows} {what}s of dimension {dim}",
+                    values.len()
                 )));
             }
-            if sv.iter().any(|x| !x.is_finite()) {
-                return Err(bad("sentence vector values must be finite".into()));
+            if values.iter().any(|x| !x.is_finite()) {
+                return Err(bad(format!("{what} vector values must be finite")));
             }
+            Ok(())
+        };
+        check(&vectors, doc.chunks.len(), "chunk")?;
+        if let Some(sv) = &sentence_vectors {
+            check(sv, doc.sentences.len(), "sentence")?;
         }
         self.staged_deletes.remove(&doc.id);
         self.staged
