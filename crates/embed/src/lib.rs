@@ -22,8 +22,10 @@ mod chat;
 mod http;
 mod local;
 mod location;
+mod math;
 mod remote;
 mod rerank;
+mod sgemm;
 
 pub use chat::{ChatClient, ChatConfig, ChatResponse};
 pub use local::{LocalEmbedder, LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE};

@@ -1,0 +1,286 @@
+//! Element-wise kernels of the encoder: activations, softmax and layer norm rows,
+//! written so the compiler vectorises them, with AVX2 + FMA builds picked at run time.
+
+/// The feed-forward activation of a BERT layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Activation {
+    /// Exact GELU, `x · Φ(x)` (`gelu`).
+    GeluErf,
+    /// The tanh approximation of GELU (`gelu_new`, `gelu_pytorch_tanh`).
+    GeluTanh,
+    Relu,
+}
+
+/// Calls `$f(args)` compiled for AVX2+FMA when the CPU has them (the `_avx2` twin
+/// in [`avx2`]), else the portable build.
+macro_rules! with_simd {
+    ($f:ident($($arg:expr),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            if $crate::math::has_avx2_fma() {
+                // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                unsafe { $crate::math::avx2::$f($($arg),*) }
+            } else {
+                $crate::math::$f($($arg),*)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            $crate::math::$f($($arg),*)
+        }
+    }};
+}
+pub(crate) use with_simd;
+
+pub(crate) fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Sum of `xs` with 8 independent accumulators (vectorises; order differs from a
+/// sequential sum only by rounding).
+#[inline(always)]
+fn sum_lanes(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest: f32 = chunks.remainder().iter().sum();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] += c[i];
+        }
+    }
+    acc.iter().sum::<f32>() + rest
+}
+
+const LANES: usize = 8;
+
+#[inline(always)]
+pub(crate) fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let h = row.len();
+    let mean = sum_lanes(row) / h as f32;
+    for x in row.iter_mut() {
+        *x -= mean;
+    }
+    let mut acc = [0f32; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let rest: f32 = chunks.remainder().iter().map(|x| x * x).sum();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] += c[i] * c[i];
+        }
+    }
+    let var = (acc.iter().sum::<f32>() + rest) / h as f32;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((x, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+        *x = *x * inv * g + b;
+    }
+}
+
+/// `e^x` for f32, vectorisable (no calls, no branches): range reduction by `ln 2`
+/// and a degree-6 polynomial; relative error around 2e-7 on the normal range.
+/// Inputs below -87 give a tiny (possibly zero) result, above 88 are clamped.
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split in a part exact in few bits and a remainder.
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
+    const MAGIC: f32 = 12_582_912.0;
+    let x = x.clamp(-87.0, 88.0);
+    let shifted = x * LOG2E + MAGIC;
+    let n = shifted - MAGIC;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0 / 720.0;
+    let p = p * r + 1.0 / 120.0;
+    let p = p * r + 1.0 / 24.0;
+    let p = p * r + 1.0 / 6.0;
+    let p = p * r + 0.5;
+    let p = p * r + 1.0;
+    let p = p * r + 1.0;
+    // 2^n: the integer sits in the low bits of `shifted`.
+    let ni = (shifted.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let scale = f32::from_bits(((ni + 127) << 23) as u32);
+    p * scale
+}
+
+/// `x * Φ(x)` with `Φ` the standard normal CDF, via the erf approximation of
+/// Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+#[inline(always)]
+fn gelu_erf(x: f32) -> f32 {
+    const P: f32 = 0.327_591_1;
+    const A1: f32 = 0.254_829_6;
+    const A2: f32 = -0.284_496_74;
+    const A3: f32 = 1.421_413_7;
+    const A4: f32 = -1.453_152_1;
+    const A5: f32 = 1.061_405_4;
+    let z = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
+    let t = 1.0 / (1.0 + P * z);
+    let poly = ((((A5 * t + A4) * t + A3) * t + A2) * t + A1) * t;
+    // q = (1 - erf(z)) / 2 = Φ(-|x|)
+    let q = 0.5 * poly * exp_f32(-z * z);
+    let phi = if x >= 0.0 { 1.0 - q } else { q };
+    x * phi
+}
+
+/// The tanh approximation of GELU (`gelu_new`), tanh written with `exp_f32`.
+#[inline(always)]
+fn gelu_tanh(v: f32) -> f32 {
+    const C: f32 = 0.797_884_6; // sqrt(2/pi)
+    let u = C * (v + 0.044_715 * v * v * v);
+    // tanh(u) = 1 - 2 / (e^{2u} + 1)
+    let tanh = 1.0 - 2.0 / (exp_f32(2.0 * u) + 1.0);
+    0.5 * v * (1.0 + tanh)
+}
+
+/// Applies `act` to every element (inlined into its caller, so it vectorises with
+/// the caller's target features).
+#[inline(always)]
+pub(crate) fn activate(xs: &mut [f32], act: Activation) {
+    match act {
+        Activation::GeluErf => xs.iter_mut().for_each(|x| *x = gelu_erf(*x)),
+        Activation::GeluTanh => xs.iter_mut().for_each(|x| *x = gelu_tanh(*x)),
+        Activation::Relu => xs.iter_mut().for_each(|x| *x = x.max(0.0)),
+    }
+}
+
+/// Softmax of one row in place: max, then exp and sum in one pass, then scale.
+#[inline(always)]
+pub(crate) fn softmax_row(row: &mut [f32]) {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let mut max = chunks
+        .remainder()
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+    for c in chunks {
+        for i in 0..LANES {
+            lanes[i] = if c[i] > lanes[i] { c[i] } else { lanes[i] };
+        }
+    }
+    for l in lanes {
+        max = if l > max { l } else { max };
+    }
+    let mut acc = [0f32; LANES];
+    let mut chunks = row.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for i in 0..LANES {
+            c[i] = exp_f32(c[i] - max);
+            acc[i] += c[i];
+        }
+    }
+    let mut sum = acc.iter().sum::<f32>();
+    for x in chunks.into_remainder() {
+        *x = exp_f32(*x - max);
+        sum += *x;
+    }
+    let inv = 1.0 / sum;
+    for x in row.iter_mut() {
+        *x *= inv;
+    }
+}
+
+/// AVX2+FMA builds of the row kernels (same code, compiled with the features on).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2 {
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn softmax_row(row: &mut [f32]) {
+        super::softmax_row(row)
+    }
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+        super::layer_norm_row(row, gamma, beta, eps)
+    }
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn activate(xs: &mut [f32], act: super::Activation) {
+        super::activate(xs, act)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// erf to double precision by its Taylor series (|x| small) or continued
+    /// fraction of erfc (|x| large), for checking the f32 approximation.
+    fn erf_f64(x: f64) -> f64 {
+        let a = x.abs();
+        let r = if a < 3.0 {
+            let mut term = a;
+            let mut sum = a;
+            let mut n = 0.0;
+            while term.abs() > 1e-17 * sum.abs() {
+                n += 1.0;
+                term *= -a * a / n;
+                sum += term / (2.0 * n + 1.0);
+            }
+            sum * 2.0 / std::f64::consts::PI.sqrt()
+        } else {
+            // erfc(a) = exp(-a²)/sqrt(pi) * 1/(a + 1/2/(a + 1/(a + 3/2/(a + ...))))
+            let mut f = a;
+            for k in (1..60).rev() {
+                f = a + (k as f64 / 2.0) / f;
+            }
+            1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / f
+        };
+        r.copysign(x)
+    }
+
+    #[test]
+    fn exp_matches_std() {
+        let mut worst = 0f64;
+        let mut x = -80.0f32;
+        while x < 80.0 {
+            let got = exp_f32(x) as f64;
+            let want = (x as f64).exp();
+            worst = worst.max(((got - want) / want).abs());
+            x += 0.013;
+        }
+        assert!(worst < 5e-7, "relative error {worst}");
+        assert!(exp_f32(-200.0) < 1e-37);
+        assert!(exp_f32(f32::NEG_INFINITY) < 1e-37);
+    }
+
+    #[test]
+    fn gelu_matches_exact() {
+        let mut xs: Vec<f32> = (-12000..12000).map(|i| i as f32 * 1e-3).collect();
+        let exact: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                let x = x as f64;
+                0.5 * x * (1.0 + erf_f64(x / std::f64::consts::SQRT_2))
+            })
+            .collect();
+        let mut scalar = xs.clone();
+        with_simd!(activate(&mut xs, Activation::GeluErf));
+        activate(&mut scalar, Activation::GeluErf);
+        for ((got, want), s) in xs.iter().zip(&exact).zip(&scalar) {
+            let err = (*got as f64 - want).abs();
+            assert!(err <= 1e-6 * want.abs().max(1.0), "gelu {got} vs {want}");
+            assert!((got - s).abs() <= 1e-6 * s.abs().max(1.0));
+        }
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_orders() {
+        let mut row: Vec<f32> = (0..257)
+            .map(|i| ((i * 37) % 101) as f32 * 0.3 - 15.0)
+            .collect();
+        let orig = row.clone();
+        with_simd!(softmax_row(&mut row));
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5);
+        let max = orig.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let denom: f64 = orig.iter().map(|&x| ((x - max) as f64).exp()).sum();
+        for (p, x) in row.iter().zip(&orig) {
+            let want = ((x - max) as f64).exp() / denom;
+            assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
+        }
+    }
+}
