@@ -73,6 +73,7 @@ pub(crate) struct BertEncoder {
 /// Work buffers of a forward pass, kept between batches.
 #[derive(Default)]
 struct Scratch {
+    x: Vec<f32>,
     qkv: Vec<f32>,
     ctx: Vec<f32>,
     inter: Vec<f32>,
@@ -136,7 +137,12 @@ impl BertEncoder {
                 qkv_b.extend(get(&format!("{p}attention.self.{part}.bias"), &[hidden])?);
             }
             let linear = |name: &str, n: usize, k: usize| -> Result<Packed, String> {
-                Ok(Packed::from_rows(&get(&format!("{p}{name}"), &[n, k])?, k, n, k))
+                Ok(Packed::from_rows(
+                    &get(&format!("{p}{name}"), &[n, k])?,
+                    k,
+                    n,
+                    k,
+                ))
             };
             layers.push(Layer {
                 qkv_w: Packed::from_rows(&qkv_w, hidden, 3 * hidden, hidden),
@@ -187,10 +193,15 @@ impl BertEncoder {
         self.hidden
     }
 
-    /// Runs the encoder over unpadded sequences given as `(token ids, type ids)`.
-    /// Returns the final token vectors of all sequences packed row after row:
-    /// `(sum of lengths) * hidden` values, sequence by sequence.
-    pub(crate) fn forward(&self, seqs: &[(&[u32], &[u32])]) -> Result<Vec<f32>, String> {
+    /// Runs the encoder over unpadded sequences given as `(token ids, type ids)` and
+    /// hands `read` the final token vectors of all sequences packed row after row:
+    /// `(sum of lengths) * hidden` values, sequence by sequence (the buffer is reused
+    /// by later calls, so `read` copies out what it keeps).
+    pub(crate) fn forward<T>(
+        &self,
+        seqs: &[(&[u32], &[u32])],
+        read: impl FnOnce(&[f32]) -> T,
+    ) -> Result<T, String> {
         let h = self.hidden;
         let mut offsets = Vec::with_capacity(seqs.len() + 1);
         offsets.push(0usize);
@@ -209,11 +220,24 @@ impl BertEncoder {
         }
         let total = offsets[offsets.len() - 1];
         if total == 0 {
-            return Ok(Vec::new());
+            return Ok(read(&[]));
         }
 
+        // Reuse the previous batch's buffers when no other call holds them (their old
+        // contents are fully overwritten before being read).
+        let mut scratch = self
+            .scratch
+            .lock()
+            .ok()
+            .and_then(|mut pool| pool.pop())
+            .unwrap_or_default();
+        scratch.x.resize(total * h, 0.0);
+        scratch.qkv.resize(total * 3 * h, 0.0);
+        scratch.ctx.resize(total * h, 0.0);
+        scratch.inter.resize(total * self.intermediate, 0.0);
+        let Scratch { x, qkv, ctx, inter } = &mut scratch;
+
         // Embeddings: word + position + token type, then layer norm.
-        let mut x = vec![0f32; total * h];
         for (s, (ids, types)) in seqs.iter().enumerate() {
             for (p, (&id, &tt)) in ids.iter().zip(types.iter()).enumerate() {
                 let (id, tt) = (id as usize, tt as usize);
@@ -229,20 +253,7 @@ impl BertEncoder {
                 }
             }
         }
-        layer_norm(&mut x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps);
-
-        // Reuse the previous batch's buffers when no other call holds them (their old
-        // contents are fully overwritten before being read).
-        let mut scratch = self
-            .scratch
-            .lock()
-            .ok()
-            .and_then(|mut pool| pool.pop())
-            .unwrap_or_default();
-        scratch.qkv.resize(total * 3 * h, 0.0);
-        scratch.ctx.resize(total * h, 0.0);
-        scratch.inter.resize(total * self.intermediate, 0.0);
-        let Scratch { qkv, ctx, inter } = &mut scratch;
+        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps);
         let inter_width = self.intermediate;
         for layer in &self.layers {
             // Q, K and V (with their biases) in one product.
@@ -250,29 +261,66 @@ impl BertEncoder {
                 bias: Some(bias),
                 ..Epilogue::STORE
             };
-            matmul(&x, h, total, &layer.qkv_w, qkv, 3 * h, with_bias(&layer.qkv_b), true);
+            matmul(
+                x,
+                h,
+                total,
+                &layer.qkv_w,
+                qkv,
+                3 * h,
+                with_bias(&layer.qkv_b),
+                true,
+            );
             self.attention(qkv, &offsets, ctx);
             // x = LN(x + ctx · Woᵀ + bo)
             let residual = |bias| Epilogue {
                 accumulate: true,
                 bias: Some(bias),
-                activation: None,
+                ..Epilogue::STORE
             };
-            matmul(ctx, h, total, &layer.attn_out_w, &mut x, h, residual(&layer.attn_out_b), true);
-            layer_norm(&mut x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps);
+            matmul(
+                ctx,
+                h,
+                total,
+                &layer.attn_out_w,
+                x,
+                h,
+                residual(&layer.attn_out_b),
+                true,
+            );
+            layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps);
             // inter = act(x · Wiᵀ + bi); x = LN(x + inter · Woᵀ + bo)
             let feed_forward = Epilogue {
                 activation: Some(self.activation),
                 ..with_bias(&layer.inter_b)
             };
-            matmul(&x, h, total, &layer.inter_w, inter, inter_width, feed_forward, true);
-            matmul(inter, inter_width, total, &layer.out_w, &mut x, h, residual(&layer.out_b), true);
-            layer_norm(&mut x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps);
+            matmul(
+                x,
+                h,
+                total,
+                &layer.inter_w,
+                inter,
+                inter_width,
+                feed_forward,
+                true,
+            );
+            matmul(
+                inter,
+                inter_width,
+                total,
+                &layer.out_w,
+                x,
+                h,
+                residual(&layer.out_b),
+                true,
+            );
+            layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps);
         }
+        let result = read(x);
         if let Ok(mut pool) = self.scratch.lock() {
             pool.push(scratch);
         }
-        Ok(x)
+        Ok(result)
     }
 
     /// Self-attention of every sequence and head, in parallel over (sequence, head).
@@ -292,19 +340,26 @@ impl BertEncoder {
                 if len == 0 {
                     return;
                 }
-                let AttentionScratch { scores, keys, values } = scratch;
-                scores.clear();
+                let AttentionScratch {
+                    scores,
+                    row_scale,
+                    keys,
+                    values,
+                } = scratch;
+                // Fully overwritten by the product below.
                 scores.resize(len * len, 0f32);
+                row_scale.resize(len, 0f32);
                 let rows = &qkv[start * stride..(start + len) * stride];
                 let q = &rows[head * d..];
                 keys.pack_rows(&rows[h + head * d..], stride, len, d);
                 values.pack_cols(&rows[2 * h + head * d..], stride, len, d);
                 // scores = Q Kᵀ  (len x d) · (d x len)
                 matmul(q, stride, len, keys, scores, len, Epilogue::STORE, false);
-                for row in scores.chunks_exact_mut(len) {
-                    with_simd!(softmax_row(row));
+                // Softmax: exponentials here, their normalisation in the next product.
+                for (row, scale) in scores.chunks_exact_mut(len).zip(row_scale.iter_mut()) {
+                    *scale = with_simd!(exp_shifted_row(row));
                 }
-                // ctx block = P V  (len x len) · (len x d), into this task's own rows
+                // ctx block = softmax(S) V  (len x len) · (len x d), into this task's own rows
                 // and head columns of `ctx`.
                 // SAFETY: rows start..start+len, columns head*d..head*d+d (stride h)
                 // lie inside `ctx`, and no other task touches them.
@@ -316,7 +371,10 @@ impl BertEncoder {
                         values,
                         out.get().add(start * h + head * d),
                         h,
-                        Epilogue::STORE,
+                        Epilogue {
+                            row_scale: Some(row_scale),
+                            ..Epilogue::STORE
+                        },
                         false,
                     );
                 }
@@ -329,6 +387,8 @@ impl BertEncoder {
 #[derive(Default)]
 struct AttentionScratch {
     scores: Vec<f32>,
+    /// `1 / Σ` of each softmax row.
+    row_scale: Vec<f32>,
     keys: Packed,
     values: Packed,
 }

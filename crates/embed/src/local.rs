@@ -356,34 +356,38 @@ impl LocalEmbedder {
             .iter()
             .map(|(ids, types)| (ids.as_slice(), types.as_slice()))
             .collect();
-        let hidden = self
-            .encoder
-            .forward(&seqs)
-            .map_err(|e| inference_error("model forward pass failed", e))?;
         let h = self.encoder.hidden_size();
-        let mut start = 0;
-        let mut out = Vec::with_capacity(n);
-        for (ids, _) in &seqs {
-            let rows = &hidden[start * h..(start + ids.len()) * h];
-            start += ids.len();
-            let mut v = vec![0f32; h];
-            match self.pooling {
-                Pooling::Cls => {
-                    if let Some(first) = rows.chunks_exact(h).next() {
-                        v.copy_from_slice(first);
+        let pooling = self.pooling;
+        let pool = |hidden: &[f32]| {
+            let mut start = 0;
+            let mut out = Vec::with_capacity(n);
+            for (ids, _) in &seqs {
+                let rows = &hidden[start * h..(start + ids.len()) * h];
+                start += ids.len();
+                let mut v = vec![0f32; h];
+                match pooling {
+                    Pooling::Cls => {
+                        if let Some(first) = rows.chunks_exact(h).next() {
+                            v.copy_from_slice(first);
+                        }
+                    }
+                    Pooling::Mean => {
+                        for row in rows.chunks_exact(h) {
+                            v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+                        }
+                        let count = ids.len().max(1) as f32;
+                        v.iter_mut().for_each(|a| *a /= count);
                     }
                 }
-                Pooling::Mean => {
-                    for row in rows.chunks_exact(h) {
-                        v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
-                    }
-                    let count = ids.len().max(1) as f32;
-                    v.iter_mut().for_each(|a| *a /= count);
-                }
+                normalize(&mut v);
+                out.push(v);
             }
-            normalize(&mut v);
-            out.push(v);
-        }
+            out
+        };
+        let out = self
+            .encoder
+            .forward(&seqs, pool)
+            .map_err(|e| inference_error("model forward pass failed", e))?;
         Ok(out)
     }
 }

@@ -82,17 +82,26 @@ pub(crate) fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: 
     }
 }
 
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+// ln 2 split in a part exact in few bits and a remainder.
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+// 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
+const MAGIC: f32 = 12_582_912.0;
+// Abramowitz & Stegun 7.1.26.
+const P: f32 = 0.327_591_1;
+const A1: f32 = 0.254_829_6;
+const A2: f32 = -0.284_496_74;
+const A3: f32 = 1.421_413_7;
+const A4: f32 = -1.453_152_1;
+const A5: f32 = 1.061_405_4;
+const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+
 /// `e^x` for f32, vectorisable (no calls, no branches): range reduction by `ln 2`
 /// and a degree-6 polynomial; relative error around 2e-7 on the normal range.
 /// Inputs below -87 give a tiny (possibly zero) result, above 88 are clamped.
 #[inline(always)]
 pub(crate) fn exp_f32(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 split in a part exact in few bits and a remainder.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
-    const MAGIC: f32 = 12_582_912.0;
     let x = x.clamp(-87.0, 88.0);
     let shifted = x * LOG2E + MAGIC;
     let n = shifted - MAGIC;
@@ -114,12 +123,6 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 /// Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
 #[inline(always)]
 fn gelu_erf(x: f32) -> f32 {
-    const P: f32 = 0.327_591_1;
-    const A1: f32 = 0.254_829_6;
-    const A2: f32 = -0.284_496_74;
-    const A3: f32 = 1.421_413_7;
-    const A4: f32 = -1.453_152_1;
-    const A5: f32 = 1.061_405_4;
     let z = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
     let t = 1.0 / (1.0 + P * z);
     let poly = ((((A5 * t + A4) * t + A3) * t + A2) * t + A1) * t;
@@ -132,7 +135,7 @@ fn gelu_erf(x: f32) -> f32 {
 /// The tanh approximation of GELU (`gelu_new`), tanh written with `exp_f32`.
 #[inline(always)]
 fn gelu_tanh(v: f32) -> f32 {
-    const C: f32 = 0.797_884_6; // sqrt(2/pi)
+    const C: f32 = SQRT_2_OVER_PI;
     let u = C * (v + 0.044_715 * v * v * v);
     // tanh(u) = 1 - 2 / (e^{2u} + 1)
     let tanh = 1.0 - 2.0 / (exp_f32(2.0 * u) + 1.0);
@@ -151,8 +154,19 @@ pub(crate) fn activate(xs: &mut [f32], act: Activation) {
 }
 
 /// Softmax of one row in place: max, then exp and sum in one pass, then scale.
+#[cfg(test)]
 #[inline(always)]
 pub(crate) fn softmax_row(row: &mut [f32]) {
+    let inv = exp_shifted_row(row);
+    for x in row.iter_mut() {
+        *x *= inv;
+    }
+}
+
+/// The unnormalised softmax of one row in place: `x ← e^(x − max)`. Returns the
+/// normalising factor `1 / Σ e^(x − max)`, for the caller to apply later.
+#[inline(always)]
+pub(crate) fn exp_shifted_row(row: &mut [f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let chunks = row.chunks_exact(LANES);
     let mut max = chunks
@@ -180,23 +194,100 @@ pub(crate) fn softmax_row(row: &mut [f32]) {
         *x = exp_f32(*x - max);
         sum += *x;
     }
-    let inv = 1.0 / sum;
-    for x in row.iter_mut() {
-        *x *= inv;
+    1.0 / sum
+}
+
+/// The activations on eight lanes with AVX2 + FMA intrinsics (the same formulas as
+/// the scalar versions), for epilogues that hold their values in registers.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// [`exp_f32`] on eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn exp8(x: __m256) -> __m256 {
+        let x = _mm256_min_ps(
+            _mm256_max_ps(x, _mm256_set1_ps(-87.0)),
+            _mm256_set1_ps(88.0),
+        );
+        let magic = _mm256_set1_ps(MAGIC);
+        let shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(LOG2E), magic);
+        let n = _mm256_sub_ps(shifted, magic);
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), x);
+        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
+        let mut p = _mm256_set1_ps(1.0 / 720.0);
+        for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let ni = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_castps_si256(magic));
+        let scale = _mm256_slli_epi32::<23>(_mm256_add_epi32(ni, _mm256_set1_epi32(127)));
+        _mm256_mul_ps(p, _mm256_castsi256_ps(scale))
+    }
+
+    /// [`activate`] on eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn activate8(x: __m256, act: Activation) -> __m256 {
+        match act {
+            Activation::GeluErf => {
+                let sign = _mm256_set1_ps(-0.0);
+                let z = _mm256_mul_ps(
+                    _mm256_andnot_ps(sign, x),
+                    _mm256_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
+                );
+                let one = _mm256_set1_ps(1.0);
+                let t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(P), z, one));
+                let mut poly = _mm256_set1_ps(A5);
+                for c in [A4, A3, A2, A1] {
+                    poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(c));
+                }
+                poly = _mm256_mul_ps(poly, t);
+                let e = exp8(_mm256_xor_ps(_mm256_mul_ps(z, z), sign));
+                let q = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5), poly), e);
+                let non_negative = _mm256_cmp_ps::<_CMP_GE_OQ>(x, _mm256_setzero_ps());
+                let phi = _mm256_blendv_ps(q, _mm256_sub_ps(one, q), non_negative);
+                _mm256_mul_ps(x, phi)
+            }
+            Activation::GeluTanh => {
+                let x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+                let inner = _mm256_fmadd_ps(_mm256_set1_ps(0.044_715), x3, x);
+                let u2 = _mm256_mul_ps(_mm256_set1_ps(2.0 * SQRT_2_OVER_PI), inner);
+                let one = _mm256_set1_ps(1.0);
+                let e = exp8(u2);
+                // tanh(u) = 1 - 2 / (e^{2u} + 1)
+                let tanh = _mm256_sub_ps(
+                    one,
+                    _mm256_div_ps(_mm256_set1_ps(2.0), _mm256_add_ps(e, one)),
+                );
+                _mm256_mul_ps(
+                    _mm256_mul_ps(_mm256_set1_ps(0.5), x),
+                    _mm256_add_ps(one, tanh),
+                )
+            }
+            Activation::Relu => _mm256_max_ps(x, _mm256_setzero_ps()),
+        }
     }
 }
 
 /// AVX2+FMA builds of the row kernels (same code, compiled with the features on).
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2 {
+    #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn softmax_row(row: &mut [f32]) {
         super::softmax_row(row)
     }
     #[target_feature(enable = "avx2,fma")]
+    pub(crate) unsafe fn exp_shifted_row(row: &mut [f32]) -> f32 {
+        super::exp_shifted_row(row)
+    }
+    #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
         super::layer_norm_row(row, gamma, beta, eps)
     }
+    #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn activate(xs: &mut [f32], act: super::Activation) {
         super::activate(xs, act)
@@ -264,6 +355,34 @@ mod tests {
             let err = (*got as f64 - want).abs();
             assert!(err <= 1e-6 * want.abs().max(1.0), "gelu {got} vs {want}");
             assert!((got - s).abs() <= 1e-6 * s.abs().max(1.0));
+        }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn vector_activations_match_scalar() {
+        use std::arch::x86_64::*;
+        if !has_avx2_fma() {
+            return;
+        }
+        let xs: Vec<f32> = (-16000..16000).map(|i| i as f32 * 1e-3).collect();
+        for act in [Activation::GeluErf, Activation::GeluTanh, Activation::Relu] {
+            let mut want = xs.clone();
+            activate(&mut want, act);
+            for (chunk, want) in xs.chunks_exact(8).zip(want.chunks_exact(8)) {
+                let mut got = [0f32; 8];
+                // SAFETY: the CPU has AVX2 and FMA (checked above); 8 lanes in and out.
+                unsafe {
+                    let v = x86::activate8(_mm256_loadu_ps(chunk.as_ptr()), act);
+                    _mm256_storeu_ps(got.as_mut_ptr(), v);
+                }
+                for (g, w) in got.iter().zip(want) {
+                    assert!(
+                        (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                        "{act:?}: {g} vs {w}"
+                    );
+                }
+            }
         }
     }
 
