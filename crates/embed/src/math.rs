@@ -226,6 +226,46 @@ pub(crate) mod x86 {
         _mm256_mul_ps(p, _mm256_castsi256_ps(scale))
     }
 
+    /// [`exp_shifted_row`] with the exponentials eight lanes at a time (FMA
+    /// polynomial, which the portable build cannot use without fused multiply-add
+    /// semantics); the same values up to rounding.
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn exp_shifted_row(row: &mut [f32]) -> f32 {
+        let mut chunks = row.chunks_exact_mut(8);
+        let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
+        for c in &mut chunks {
+            // SAFETY: `c` holds exactly 8 values.
+            vmax = _mm256_max_ps(vmax, unsafe { _mm256_loadu_ps(c.as_ptr()) });
+        }
+        let mut lanes = [0f32; 8];
+        // SAFETY: `lanes` holds 8 values.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), vmax) };
+        let tail = chunks.into_remainder();
+        let max = lanes
+            .iter()
+            .chain(tail.iter())
+            .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+        let shift = _mm256_set1_ps(max);
+        let mut vsum = _mm256_setzero_ps();
+        let mut chunks = row.chunks_exact_mut(8);
+        for c in &mut chunks {
+            // SAFETY: `c` holds exactly 8 values.
+            unsafe {
+                let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(c.as_ptr()), shift));
+                vsum = _mm256_add_ps(vsum, e);
+                _mm256_storeu_ps(c.as_mut_ptr(), e);
+            }
+        }
+        // SAFETY: `lanes` holds 8 values.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), vsum) };
+        let mut sum: f32 = lanes.iter().sum();
+        for x in chunks.into_remainder() {
+            *x = exp_f32(*x - max);
+            sum += *x;
+        }
+        1.0 / sum
+    }
+
     /// [`activate`] on eight lanes.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -281,7 +321,7 @@ pub(crate) mod avx2 {
     }
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn exp_shifted_row(row: &mut [f32]) -> f32 {
-        super::exp_shifted_row(row)
+        super::x86::exp_shifted_row(row)
     }
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
@@ -382,6 +422,23 @@ mod tests {
                         "{act:?}: {g} vs {w}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn exp_shifted_rows_agree() {
+        for len in [1usize, 7, 8, 9, 250, 257] {
+            let row: Vec<f32> = (0..len)
+                .map(|i| ((i * 53) % 97) as f32 * 0.4 - 20.0)
+                .collect();
+            let mut portable = row.clone();
+            let mut simd = row.clone();
+            let inv_p = exp_shifted_row(&mut portable);
+            let inv_s = with_simd!(exp_shifted_row(&mut simd));
+            assert!((inv_p - inv_s).abs() <= 1e-6 * inv_p.abs());
+            for (p, s) in portable.iter().zip(&simd) {
+                assert!((p - s).abs() <= 1e-6 * p.abs().max(1e-30), "{p} vs {s}");
             }
         }
     }
