@@ -4,9 +4,10 @@
 //!
 //! - [`LocalEmbedder`]: any BERT-family sentence-transformers model directory
 //!   (`config.json`, `model.safetensors`, `tokenizer.json`, optionally
-//!   `1_Pooling/config.json` and `sentence_bert_config.json`), run on the CPU with
-//!   candle. Mean or CLS pooling over the attention mask, batched, sorted by length to
-//!   reduce padding. It also exposes its tokenizer as an [`excerpt_core::TokenCounter`]
+//!   `1_Pooling/config.json` and `sentence_bert_config.json`), run on the CPU by our
+//!   own BERT forward pass (`bert.rs`, products by `sgemm.rs`; candle only reads the
+//!   weights). Mean or CLS pooling over each text's own tokens, batched, sorted by
+//!   length, no padding computed. It also exposes its tokenizer as an [`excerpt_core::TokenCounter`]
 //!   ([`LocalTokenCounter`]) so chunks can be budgeted in the model's own tokens.
 //! - [`RemoteEmbedder`]: a blocking client for OpenAI-compatible
 //!   `POST /v1/embeddings` endpoints, with batching, retries and exponential backoff

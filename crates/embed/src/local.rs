@@ -1,12 +1,12 @@
-//! The local embedder: a BERT-family sentence-transformers model run on the CPU with
-//! candle, and its tokenizer as a [`TokenCounter`].
+//! The local embedder: a BERT-family sentence-transformers model run on the CPU by our
+//! own forward pass, and its tokenizer as a [`TokenCounter`].
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::bert::BertEncoder;
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use candle_transformers::models::bert::Config as BertConfig;
 use excerpt_core::{EmbedError, Embedder, TokenCounter};
 use serde::Deserialize;
@@ -104,13 +104,16 @@ pub(crate) fn inference_error(context: &str, err: impl std::fmt::Display) -> Emb
     }
 }
 
-/// Encodes a batch (padded to its longest by the tokenizer) into `(ids, type_ids, mask)`
-/// tensors of shape `(n, len)`. Shared by the embedder and the cross-encoder.
-pub(crate) fn encode_padded<'s, E>(
+/// Token ids and type ids of one encoded input, without padding.
+pub(crate) type Unpadded = (Vec<u32>, Vec<u32>);
+
+/// Encodes a batch and drops the padding the tokenizer added (the positions the
+/// attention mask marks as not real), so each input runs at its own length. Shared by
+/// the embedder and the cross-encoder.
+pub(crate) fn encode_unpadded<'s, E>(
     tokenizer: &Tokenizer,
     inputs: Vec<E>,
-    device: &Device,
-) -> Result<(Tensor, Tensor, Tensor), EmbedError>
+) -> Result<Vec<Unpadded>, EmbedError>
 where
     E: Into<tokenizers::EncodeInput<'s>> + Send,
 {
@@ -118,32 +121,26 @@ where
     let encodings = tokenizer
         .encode_batch_fast(inputs, true)
         .map_err(|e| inference_error("tokenization failed", e))?;
-    let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
-    if len == 0 || encodings.len() != n {
-        return Err(inference_error("tokenization failed", "empty encoding"));
+    if encodings.len() != n {
+        return Err(inference_error(
+            "tokenization failed",
+            "wrong number of encodings",
+        ));
     }
-    let mut ids = Vec::with_capacity(n * len);
-    let mut type_ids = Vec::with_capacity(n * len);
-    let mut mask = Vec::with_capacity(n * len);
-    for enc in &encodings {
-        if enc.len() != len {
-            return Err(inference_error(
-                "tokenization failed",
-                "batch was not padded to one length",
-            ));
-        }
-        ids.extend_from_slice(enc.get_ids());
-        type_ids.extend_from_slice(enc.get_type_ids());
-        mask.extend_from_slice(enc.get_attention_mask());
-    }
-    let tensors = || -> candle_core::Result<(Tensor, Tensor, Tensor)> {
-        Ok((
-            Tensor::from_vec(ids, (n, len), device)?,
-            Tensor::from_vec(type_ids, (n, len), device)?,
-            Tensor::from_vec(mask, (n, len), device)?,
-        ))
-    };
-    tensors().map_err(|e| inference_error("building input tensors", e))
+    Ok(encodings
+        .iter()
+        .map(|e| {
+            let keep = e.get_attention_mask();
+            let pick = |xs: &[u32]| -> Vec<u32> {
+                xs.iter()
+                    .zip(keep)
+                    .filter(|(_, &m)| m != 0)
+                    .map(|(&x, _)| x)
+                    .collect()
+            };
+            (pick(e.get_ids()), pick(e.get_type_ids()))
+        })
+        .collect())
 }
 
 /// Reads and parses a JSON file; `None` when it does not exist.
@@ -327,31 +324,7 @@ impl LocalEmbedder {
     /// Padding added by the tokenizer is dropped: each text runs at its own length.
     fn embed_batch(&self, texts: Vec<&str>) -> Result<Vec<Vec<f32>>, EmbedError> {
         let n = texts.len();
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(texts, true)
-            .map_err(|e| inference_error("tokenization failed", e))?;
-        if encodings.len() != n {
-            return Err(inference_error(
-                "tokenization failed",
-                "wrong number of encodings",
-            ));
-        }
-        // Drop padding: keep the positions the attention mask marks as real.
-        let unpadded: Vec<(Vec<u32>, Vec<u32>)> = encodings
-            .iter()
-            .map(|e| {
-                let keep = e.get_attention_mask();
-                let pick = |xs: &[u32]| -> Vec<u32> {
-                    xs.iter()
-                        .zip(keep)
-                        .filter(|(_, &m)| m != 0)
-                        .map(|(&x, _)| x)
-                        .collect()
-                };
-                (pick(e.get_ids()), pick(e.get_type_ids()))
-            })
-            .collect();
+        let unpadded = encode_unpadded(&self.tokenizer, texts)?;
         let seqs: Vec<(&[u32], &[u32])> = unpadded
             .iter()
             .map(|(ids, types)| (ids.as_slice(), types.as_slice()))

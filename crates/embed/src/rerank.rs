@@ -1,13 +1,14 @@
 //! Rerankers: a client of the common `/rerank` HTTP API ([`HttpReranker`]) and a local
-//! BERT cross-encoder run on the CPU with candle ([`CrossEncoderReranker`]). Both
-//! implement [`Reranker`]: one relevance score in `[0, 1]` per passage, in input order.
+//! BERT cross-encoder run on the CPU by our own forward pass ([`CrossEncoderReranker`]).
+//! Both implement [`Reranker`]: one relevance score in `[0, 1]` per passage, in input
+//! order.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use candle_core::{DType, Device};
-use candle_nn::{Linear, Module, VarBuilder};
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_core::{DType, Device, Tensor};
+use candle_transformers::models::bert::Config as BertConfig;
 use excerpt_core::{EmbedError, Reranker};
 use serde::{Deserialize, Serialize};
 use tokenizers::{
@@ -15,8 +16,9 @@ use tokenizers::{
     TruncationStrategy,
 };
 
+use crate::bert::BertEncoder;
 use crate::http;
-use crate::local::{encode_padded, inference_error};
+use crate::local::{encode_unpadded, inference_error};
 
 /// Passages sent per request unless [`RerankConfig::batch_size`] says otherwise (TEI's
 /// default `max_client_batch_size` is 32).
@@ -392,23 +394,85 @@ fn require_file(dir: &Path, name: &str) -> Result<std::path::PathBuf, EmbedError
 /// Load a Hugging Face model directory with [`CrossEncoderReranker::load`]
 /// (`config.json` with `architectures: ["BertForSequenceClassification"]`,
 /// `model.safetensors`, `tokenizer.json`). Each pair is tokenized as
-/// `[CLS] query [SEP] passage [SEP]` with segment ids 0 and 1, truncated longest-first
-/// to 512 tokens (or the model's `max_position_embeddings` when fewer), and padded to
-/// the longest pair of its batch. The [CLS] hidden state goes through the pooler
+/// `[CLS] query [SEP] passage [SEP]` with segment ids 0 and 1 and truncated
+/// longest-first to 512 tokens (or the model's `max_position_embeddings` when fewer).
+/// A batch of pairs runs through our own BERT forward pass ([`BertEncoder`]), each
+/// pair at its own length (no padding). The [CLS] hidden state goes through the pooler
 /// (`bert.pooler.dense` and tanh) and the `classifier` linear layer; one label is
 /// turned into a score by the sigmoid, two labels by the softmax probability of label
 /// 1 (as sentence-transformers' `CrossEncoder` does). Passages are sorted by length
 /// into batches; scores come back in input order.
 pub struct CrossEncoderReranker {
-    model: BertModel,
-    pooler: Linear,
-    classifier: Linear,
+    encoder: BertEncoder,
+    /// Pooler `hidden x hidden` weights, row per output (as stored), and biases.
+    pooler: Dense,
+    /// Classifier `num_labels x hidden` weights and biases.
+    classifier: Dense,
     num_labels: usize,
+    /// Truncates pairs to `max_length`; pads to the longest pair of a batch (the
+    /// padding is dropped before the forward pass).
     tokenizer: Tokenizer,
     max_length: usize,
     batch_size: usize,
     model_id: String,
-    device: Device,
+}
+
+/// A dense layer `y = W x + b` with `W` stored row-major, one row per output.
+struct Dense {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+}
+
+impl Dense {
+    /// Reads `{name}.weight` (`outputs x inputs`) and `{name}.bias` (`outputs`).
+    fn load(
+        tensors: &HashMap<String, Tensor>,
+        name: &str,
+        outputs: usize,
+        inputs: usize,
+    ) -> Result<Self, String> {
+        if inputs == 0 {
+            return Err(format!("`{name}` has no inputs"));
+        }
+        let get = |suffix: &str, shape: &[usize]| -> Result<Vec<f32>, String> {
+            let full = format!("{name}.{suffix}");
+            let t = tensors
+                .get(&full)
+                .ok_or_else(|| format!("missing tensor `{full}`"))?;
+            if t.dims() != shape {
+                return Err(format!(
+                    "tensor `{full}` has shape {:?}, expected {shape:?}",
+                    t.dims()
+                ));
+            }
+            t.to_dtype(DType::F32)
+                .and_then(|t| t.flatten_all())
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(|e| format!("tensor `{full}`: {e}"))
+        };
+        Ok(Self {
+            weight: get("weight", &[outputs, inputs])?,
+            bias: get("bias", &[outputs])?,
+            inputs,
+        })
+    }
+
+    /// `W x + b`, accumulated in f64, then `f` applied to each output.
+    fn apply(&self, x: &[f32], f: impl Fn(f64) -> f64) -> Vec<f32> {
+        self.weight
+            .chunks_exact(self.inputs)
+            .zip(&self.bias)
+            .map(|(row, &b)| {
+                let dot: f64 = row
+                    .iter()
+                    .zip(x)
+                    .map(|(&w, &v)| f64::from(w) * f64::from(v))
+                    .sum();
+                f(dot + f64::from(b)) as f32
+            })
+            .collect()
+    }
 }
 
 impl std::fmt::Debug for CrossEncoderReranker {
@@ -476,11 +540,10 @@ impl CrossEncoderReranker {
 
         let tokenizer = pair_tokenizer(&tokenizer_path, max_length, &config)?;
 
-        let device = Device::Cpu;
         let bytes = std::fs::read(&weights_path)
             .map_err(|e| load_error(&weights_path, format!("cannot read: {e}")))?;
         let model_id = model_id(dir, &bytes);
-        let tensors = candle_core::safetensors::load_buffer(&bytes, &device)
+        let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
         drop(bytes);
 
@@ -526,31 +589,22 @@ impl CrossEncoderReranker {
             ));
         }
 
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let encoder_vb = if prefix.is_empty() {
-            vb.clone()
-        } else {
-            vb.pp("bert")
-        };
-        let weights_err = |what: &str, e: candle_core::Error| {
+        let weights_err = |what: &str, e: String| {
             load_error(
                 &weights_path,
                 format!("{what} weights do not match config.json: {e}"),
             )
         };
-        let model =
-            BertModel::load(encoder_vb.clone(), &config).map_err(|e| weights_err("encoder", e))?;
-        let pooler = candle_nn::linear(
-            config.hidden_size,
-            config.hidden_size,
-            encoder_vb.pp("pooler").pp("dense"),
-        )
-        .map_err(|e| weights_err("pooler", e))?;
-        let classifier = candle_nn::linear(config.hidden_size, num_labels, vb.pp("classifier"))
+        let hidden = config.hidden_size;
+        let encoder =
+            BertEncoder::load(&tensors, &config).map_err(|e| weights_err("encoder", e))?;
+        let pooler = Dense::load(&tensors, &format!("{prefix}pooler.dense"), hidden, hidden)
+            .map_err(|e| weights_err("pooler", e))?;
+        let classifier = Dense::load(&tensors, "classifier", num_labels, hidden)
             .map_err(|e| weights_err("classifier", e))?;
 
         Ok(Self {
-            model,
+            encoder,
             pooler,
             classifier,
             num_labels,
@@ -558,7 +612,6 @@ impl CrossEncoderReranker {
             max_length,
             batch_size: DEFAULT_CROSS_ENCODER_BATCH_SIZE,
             model_id,
-            device,
         })
     }
 
@@ -586,16 +639,34 @@ impl CrossEncoderReranker {
 
     /// Scores one batch of passages against `query`, in batch order.
     fn score_batch(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, EmbedError> {
+        let n = passages.len();
         let pairs: Vec<tokenizers::EncodeInput> =
             passages.iter().map(|&p| (query, p).into()).collect();
-        let (ids, type_ids, mask) = encode_padded(&self.tokenizer, pairs, &self.device)?;
-        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?;
-            let cls = hidden.narrow(1, 0, 1)?.squeeze(1)?;
-            let pooled = self.pooler.forward(&cls)?.tanh()?;
-            self.classifier.forward(&pooled)?.to_vec2::<f32>()
+        let unpadded = encode_unpadded(&self.tokenizer, pairs)?;
+        if unpadded.iter().any(|(ids, _)| ids.is_empty()) {
+            return Err(inference_error("tokenization failed", "empty encoding"));
+        }
+        let seqs: Vec<(&[u32], &[u32])> = unpadded
+            .iter()
+            .map(|(ids, types)| (ids.as_slice(), types.as_slice()))
+            .collect();
+        let h = self.encoder.hidden_size();
+        // Pooler and classifier on each pair's first ([CLS]) row.
+        let head = |hidden: &[f32]| -> Vec<Vec<f32>> {
+            let mut start = 0;
+            let mut logits = Vec::with_capacity(n);
+            for (ids, _) in &seqs {
+                let cls = &hidden[start * h..][..h];
+                start += ids.len();
+                let pooled = self.pooler.apply(cls, f64::tanh);
+                logits.push(self.classifier.apply(&pooled, |x| x));
+            }
+            logits
         };
-        let logits = run().map_err(|e| inference_error("model forward pass failed", e))?;
+        let logits = self
+            .encoder
+            .forward(&seqs, head)
+            .map_err(|e| inference_error("model forward pass failed", e))?;
         logits
             .iter()
             .map(|row| {
@@ -677,7 +748,8 @@ impl Reranker for CrossEncoderReranker {
     }
 
     fn rerank(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, EmbedError> {
-        // Sort by length so each batch pads little; write scores back in input order.
+        // Sort by length so the tokenizer pads each batch little (the padding is dropped
+        // before the forward pass); write scores back in input order.
         let mut order: Vec<usize> = (0..passages.len()).collect();
         order.sort_by_key(|&i| passages[i].len());
         let mut out = vec![0.0f32; passages.len()];

@@ -1,24 +1,52 @@
-//! The local cross-encoder on a tiny randomly initialised BERT sequence-classification
-//! model written by the test (no real cross-encoder weights are available offline):
-//! loading, score range, determinism, batching, order, truncation, heads and errors.
+//! The local cross-encoder on tiny randomly initialised BERT sequence-classification
+//! models written by the test (no real cross-encoder weights are available offline):
+//! loading, score range, determinism, batching, order, truncation, heads, errors, and
+//! agreement with candle's `BertModel` + pooler + classifier as a reference.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{Module, VarBuilder};
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
 use excerpt_embed::{CrossEncoderReranker, EmbedError, Reranker};
 use serde_json::json;
 use tokenizers::models::wordpiece::WordPiece;
 use tokenizers::normalizers::BertNormalizer;
 use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 use tokenizers::processors::bert::BertProcessing;
-use tokenizers::Tokenizer;
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-const HIDDEN: usize = 32;
-const LAYERS: usize = 2;
-const INTERMEDIATE: usize = 64;
-/// Small on purpose, so that truncation is exercised by modest passages.
-const MAX_POSITIONS: usize = 64;
+/// Sizes of a tiny model.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    hidden: usize,
+    heads: usize,
+    layers: usize,
+    intermediate: usize,
+    max_positions: usize,
+}
+
+/// Sizes that fill the matrix kernel's tiles. `max_positions` is small on purpose, so
+/// that truncation is exercised by modest passages.
+const TINY: Dims = Dims {
+    hidden: 32,
+    heads: 2,
+    layers: 2,
+    intermediate: 64,
+    max_positions: 64,
+};
+
+/// Sizes that leave tails everywhere in the matrix kernel (6-row by 16-column tiles,
+/// 384-deep blocks, 8-lane vectors): hidden 39, head_dim 13, an odd intermediate size
+/// deeper than one block, and pairs up to 80 tokens.
+const AWKWARD: Dims = Dims {
+    hidden: 39,
+    heads: 3,
+    layers: 2,
+    intermediate: 397,
+    max_positions: 80,
+};
 
 const WORDS: &[&str] = &[
     "the",
@@ -141,42 +169,40 @@ impl Weights {
         self.random(&format!("{prefix}.bias"), &[output]);
     }
 
-    fn layer_norm(&mut self, prefix: &str) {
-        self.constant(&format!("{prefix}.weight"), &[HIDDEN], 1.0);
-        self.constant(&format!("{prefix}.bias"), &[HIDDEN], 0.0);
+    fn layer_norm(&mut self, prefix: &str, width: usize) {
+        self.constant(&format!("{prefix}.weight"), &[width], 1.0);
+        self.constant(&format!("{prefix}.bias"), &[width], 0.0);
     }
 }
 
-/// The weights of a `BertForSequenceClassification` with `num_labels` labels, named
-/// as Hugging Face saves them (`bert.` prefix, pooler, classifier).
-fn weights(vocab_size: usize, num_labels: usize) -> Weights {
+/// The weights of a `BertForSequenceClassification` of sizes `dims` with `num_labels`
+/// labels, named as Hugging Face saves them (`bert.` prefix, pooler, classifier).
+fn weights_of(dims: Dims, vocab_size: usize, num_labels: usize) -> Weights {
+    let h = dims.hidden;
     let mut w = Weights(HashMap::new());
-    w.random(
-        "bert.embeddings.word_embeddings.weight",
-        &[vocab_size, HIDDEN],
-    );
+    w.random("bert.embeddings.word_embeddings.weight", &[vocab_size, h]);
     w.random(
         "bert.embeddings.position_embeddings.weight",
-        &[MAX_POSITIONS, HIDDEN],
+        &[dims.max_positions, h],
     );
-    w.random("bert.embeddings.token_type_embeddings.weight", &[2, HIDDEN]);
-    w.layer_norm("bert.embeddings.LayerNorm");
-    for l in 0..LAYERS {
+    w.random("bert.embeddings.token_type_embeddings.weight", &[2, h]);
+    w.layer_norm("bert.embeddings.LayerNorm", h);
+    for l in 0..dims.layers {
         let p = format!("bert.encoder.layer.{l}");
         for m in ["query", "key", "value"] {
-            w.linear(&format!("{p}.attention.self.{m}"), HIDDEN, HIDDEN);
+            w.linear(&format!("{p}.attention.self.{m}"), h, h);
         }
-        w.linear(&format!("{p}.attention.output.dense"), HIDDEN, HIDDEN);
-        w.layer_norm(&format!("{p}.attention.output.LayerNorm"));
-        w.linear(&format!("{p}.intermediate.dense"), HIDDEN, INTERMEDIATE);
-        w.linear(&format!("{p}.output.dense"), INTERMEDIATE, HIDDEN);
-        w.layer_norm(&format!("{p}.output.LayerNorm"));
+        w.linear(&format!("{p}.attention.output.dense"), h, h);
+        w.layer_norm(&format!("{p}.attention.output.LayerNorm"), h);
+        w.linear(&format!("{p}.intermediate.dense"), h, dims.intermediate);
+        w.linear(&format!("{p}.output.dense"), dims.intermediate, h);
+        w.layer_norm(&format!("{p}.output.LayerNorm"), h);
     }
-    w.linear("bert.pooler.dense", HIDDEN, HIDDEN);
+    w.linear("bert.pooler.dense", h, h);
     // A larger scale on the head spreads the scores out.
     let t = Tensor::from_vec(
-        values("classifier.weight", num_labels * HIDDEN, 2.0),
-        &[num_labels, HIDDEN],
+        values("classifier.weight", num_labels * h, 2.0),
+        &[num_labels, h],
         &Device::Cpu,
     )
     .expect("tensor");
@@ -185,8 +211,18 @@ fn weights(vocab_size: usize, num_labels: usize) -> Weights {
     w
 }
 
-/// Writes a complete model directory; returns it.
+/// [`weights_of`] the [`TINY`] model.
+fn weights(vocab_size: usize, num_labels: usize) -> Weights {
+    weights_of(TINY, vocab_size, num_labels)
+}
+
+/// Writes a complete [`TINY`] model directory.
 fn write_model(dir: &Path, weights: &Weights, num_labels: usize) {
+    write_model_of(dir, TINY, weights, num_labels);
+}
+
+/// Writes a complete model directory of sizes `dims`.
+fn write_model_of(dir: &Path, dims: Dims, weights: &Weights, num_labels: usize) {
     let vocab = vocab();
     let vocab_size = vocab.len();
     write_tokenizer(dir, vocab);
@@ -197,14 +233,14 @@ fn write_model(dir: &Path, weights: &Weights, num_labels: usize) {
         "architectures": ["BertForSequenceClassification"],
         "model_type": "bert",
         "vocab_size": vocab_size,
-        "hidden_size": HIDDEN,
-        "num_hidden_layers": LAYERS,
-        "num_attention_heads": 2,
-        "intermediate_size": INTERMEDIATE,
+        "hidden_size": dims.hidden,
+        "num_hidden_layers": dims.layers,
+        "num_attention_heads": dims.heads,
+        "intermediate_size": dims.intermediate,
         "hidden_act": "gelu",
         "hidden_dropout_prob": 0.1,
         "attention_probs_dropout_prob": 0.1,
-        "max_position_embeddings": MAX_POSITIONS,
+        "max_position_embeddings": dims.max_positions,
         "type_vocab_size": 2,
         "initializer_range": 0.02,
         "layer_norm_eps": 1e-12,
@@ -241,7 +277,7 @@ fn passages() -> Vec<&'static str> {
 fn scores_are_in_unit_interval_distinct_and_deterministic() {
     let (dir, model) = tiny_model(1);
     assert_eq!(model.num_labels(), 1);
-    assert_eq!(model.max_length(), MAX_POSITIONS);
+    assert_eq!(model.max_length(), TINY.max_positions);
     let name = dir
         .path()
         .canonicalize()
@@ -409,7 +445,7 @@ fn missing_or_wrong_weights_are_clear_load_errors() {
     let mut w = weights(vocab().len(), 1);
     w.random(
         "bert.encoder.layer.1.intermediate.dense.weight",
-        &[INTERMEDIATE + 1, HIDDEN],
+        &[TINY.intermediate + 1, TINY.hidden],
     );
     write_model(dir.path(), &w, 1);
     assert!(load_error(dir.path()).contains("encoder weights"));
@@ -429,4 +465,145 @@ fn missing_or_wrong_weights_are_clear_load_errors() {
     let text = text.replace("\"model_type\":\"bert\"", "\"model_type\":\"xlm-roberta\"");
     std::fs::write(&path, text).expect("write");
     assert!(load_error(dir.path()).contains("xlm-roberta"));
+}
+
+/// Scores computed with candle's `BertModel`, the pooler (`Linear` + tanh) and the
+/// classifier `Linear`, one pair at a time without padding: the reference for our own
+/// forward pass. Pairs are tokenized with the same longest-first truncation.
+fn reference_scores(dir: &Path, query: &str, passages: &[&str]) -> Vec<f32> {
+    let config: BertConfig =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).expect("config"))
+            .expect("bert config");
+    let device = Device::Cpu;
+    let tensors =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &device).expect("weights");
+    let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
+    let bert = vb.pp("bert");
+    let model = BertModel::load(bert.clone(), &config).expect("bert");
+    let h = config.hidden_size;
+    let pooler = candle_nn::linear(h, h, bert.pp("pooler").pp("dense")).expect("pooler");
+    let labels = vb
+        .get_unchecked("classifier.bias")
+        .expect("classifier bias")
+        .dims1()
+        .expect("1-d");
+    let classifier = candle_nn::linear(h, labels, vb.pp("classifier")).expect("classifier");
+    let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer");
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: config.max_position_embeddings.min(512),
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            direction: TruncationDirection::Right,
+        }))
+        .expect("truncation");
+    tokenizer.with_padding(None);
+    passages
+        .iter()
+        .map(|&p| {
+            let enc = tokenizer.encode((query, p), true).expect("encode");
+            let len = enc.len();
+            let ids = Tensor::from_vec(enc.get_ids().to_vec(), (1, len), &device).expect("ids");
+            let types =
+                Tensor::from_vec(enc.get_type_ids().to_vec(), (1, len), &device).expect("types");
+            let mask = Tensor::ones((1, len), DType::U32, &device).expect("mask");
+            let hidden = model.forward(&ids, &types, Some(&mask)).expect("forward");
+            let cls = hidden
+                .narrow(1, 0, 1)
+                .and_then(|t| t.squeeze(1))
+                .expect("cls");
+            let pooled = pooler.forward(&cls).and_then(|t| t.tanh()).expect("pooler");
+            let logits = classifier
+                .forward(&pooled)
+                .and_then(|t| t.to_vec2::<f32>())
+                .expect("classifier");
+            let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+            let score = match logits[0].as_slice() {
+                [l] => sigmoid(f64::from(*l)),
+                [l0, l1] => sigmoid(f64::from(*l1) - f64::from(*l0)),
+                other => panic!("unexpected logits {other:?}"),
+            };
+            score as f32
+        })
+        .collect()
+}
+
+/// A model of sizes `dims` with non-trivial layer norms and classifier biases, so that
+/// every weight of the reference shows in the scores.
+fn reference_model(dims: Dims, num_labels: usize) -> tempfile::TempDir {
+    let mut w = weights_of(dims, vocab().len(), num_labels);
+    let norms: Vec<(String, usize)> =
+        w.0.iter()
+            .filter(|(k, _)| k.contains("LayerNorm"))
+            .map(|(k, t)| (k.clone(), t.elem_count()))
+            .collect();
+    for (name, n) in norms {
+        let offset = if name.ends_with(".weight") { 1.0 } else { 0.0 };
+        let v: Vec<f32> = values(&name, n, 0.2).iter().map(|x| x + offset).collect();
+        let t = Tensor::from_vec(v, n, &Device::Cpu).expect("tensor");
+        w.0.insert(name, t);
+    }
+    // A head scale that keeps the logits of these pairs within a few units of 0.
+    let h = dims.hidden;
+    let head = values("reference classifier", num_labels * h, 0.5);
+    let t = Tensor::from_vec(head, &[num_labels, h], &Device::Cpu).expect("tensor");
+    w.0.insert("classifier.weight".into(), t);
+    w.random("classifier.bias", &[num_labels]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_model_of(dir.path(), dims, &w, num_labels);
+    dir
+}
+
+#[test]
+fn scores_match_candle_bert_reference() {
+    let long = "rust memory safety and the borrow checker make the compiler fast ".repeat(12);
+    let medium = "why does the python garbage collector work slow in the rain?";
+    let passages: Vec<&str> = vec![
+        "cat",
+        medium,
+        "",
+        "rust ownership and the borrow checker give memory safety.",
+        long.as_str(),
+        "the weather is rain and sun, and a dog and a cat work in the sun.",
+        "pasta",
+        "how does a type system catch a compiler error in rust and python?",
+        "a",
+    ];
+    let long_query = "what is the borrow checker and how does ownership work ".repeat(3);
+    let queries = ["rust", QUERY, long_query.as_str()];
+    for dims in [TINY, AWKWARD] {
+        for num_labels in [1, 2] {
+            let dir = reference_model(dims, num_labels);
+            let model = CrossEncoderReranker::load(dir.path()).expect("loads");
+            assert_eq!(model.num_labels(), num_labels);
+            assert_eq!(model.max_length(), dims.max_positions);
+            let mut spread = (1.0f32, 0.0f32);
+            for query in queries {
+                let expected = reference_scores(dir.path(), query, &passages);
+                spread = expected
+                    .iter()
+                    .fold(spread, |(lo, hi), &s| (lo.min(s), hi.max(s)));
+                for batch_size in [16, 3, 1] {
+                    let model = CrossEncoderReranker::load(dir.path())
+                        .expect("loads")
+                        .with_batch_size(batch_size);
+                    let scores = model.rerank(query, &passages).expect("scores");
+                    assert_eq!(scores.len(), passages.len());
+                    for (i, (got, want)) in scores.iter().zip(&expected).enumerate() {
+                        assert!(
+                            (got - want).abs() < 1e-4,
+                            "{dims:?}, {num_labels} label(s), query {query:?}, batch \
+                             {batch_size}, passage {i}: {got} vs reference {want}"
+                        );
+                    }
+                }
+            }
+            // The scores vary with the pair and no sigmoid is saturated, so the
+            // comparison above is a comparison of logits.
+            assert!(
+                spread.0 > 0.02 && spread.1 < 0.98 && spread.1 - spread.0 > 0.2,
+                "{dims:?}, {num_labels} label(s): reference scores span {spread:?}"
+            );
+        }
+    }
 }
