@@ -31,6 +31,27 @@ use crate::sgemm::{matmul, matmul_to, Epilogue, Packed, SendPtr};
 /// Rows handled per parallel task in row-wise passes (layer norm).
 const ROWS_PER_TASK: usize = 16;
 
+/// The values of tensor `name`, checked to have `shape`, as f32 row-major.
+pub(crate) fn tensor_f32(
+    tensors: &HashMap<String, Tensor>,
+    name: &str,
+    shape: &[usize],
+) -> Result<Vec<f32>, String> {
+    let t = tensors
+        .get(name)
+        .ok_or_else(|| format!("missing tensor `{name}`"))?;
+    if t.dims() != shape {
+        return Err(format!(
+            "tensor `{name}` has shape {:?}, expected {shape:?}",
+            t.dims()
+        ));
+    }
+    t.to_dtype(DType::F32)
+        .and_then(|t| t.flatten_all())
+        .and_then(|t| t.to_vec1::<f32>())
+        .map_err(|e| format!("tensor `{name}`: {e}"))
+}
+
 /// One encoder layer's weights, laid out for the forward pass.
 struct Layer {
     /// Q, K and V weights stacked: `3 * hidden` outputs of `hidden` inputs. The Q
@@ -97,22 +118,8 @@ impl BertEncoder {
         } else {
             "bert."
         };
-        let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>, String> {
-            let full = format!("{prefix}{name}");
-            let t = tensors
-                .get(&full)
-                .ok_or_else(|| format!("missing tensor `{full}`"))?;
-            if t.dims() != shape {
-                return Err(format!(
-                    "tensor `{full}` has shape {:?}, expected {shape:?}",
-                    t.dims()
-                ));
-            }
-            t.to_dtype(DType::F32)
-                .and_then(|t| t.flatten_all())
-                .and_then(|t| t.to_vec1::<f32>())
-                .map_err(|e| format!("tensor `{full}`: {e}"))
-        };
+        let get =
+            |name: &str, shape: &[usize]| tensor_f32(tensors, &format!("{prefix}{name}"), shape);
         let activation = match config.hidden_act {
             HiddenAct::Gelu => Activation::GeluErf,
             HiddenAct::GeluApproximate => Activation::GeluTanh,

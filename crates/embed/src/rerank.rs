@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 use candle_transformers::models::bert::Config as BertConfig;
 use excerpt_core::{EmbedError, Reranker};
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ use tokenizers::{
     TruncationStrategy,
 };
 
-use crate::bert::BertEncoder;
+use crate::bert::{tensor_f32, BertEncoder};
 use crate::http;
 use crate::local::{encode_unpadded, inference_error};
 
@@ -435,22 +435,8 @@ impl Dense {
         if inputs == 0 {
             return Err(format!("`{name}` has no inputs"));
         }
-        let get = |suffix: &str, shape: &[usize]| -> Result<Vec<f32>, String> {
-            let full = format!("{name}.{suffix}");
-            let t = tensors
-                .get(&full)
-                .ok_or_else(|| format!("missing tensor `{full}`"))?;
-            if t.dims() != shape {
-                return Err(format!(
-                    "tensor `{full}` has shape {:?}, expected {shape:?}",
-                    t.dims()
-                ));
-            }
-            t.to_dtype(DType::F32)
-                .and_then(|t| t.flatten_all())
-                .and_then(|t| t.to_vec1::<f32>())
-                .map_err(|e| format!("tensor `{full}`: {e}"))
-        };
+        let get =
+            |suffix: &str, shape: &[usize]| tensor_f32(tensors, &format!("{name}.{suffix}"), shape);
         Ok(Self {
             weight: get("weight", &[outputs, inputs])?,
             bias: get("bias", &[outputs])?,

@@ -390,24 +390,20 @@ unsafe fn kernel_avx2(
         for p in 0..tile.kc {
             let b0 = _mm256_loadu_ps(b);
             let b1 = _mm256_loadu_ps(b.add(8));
-            let x = _mm256_broadcast_ss(&*a0.add(p));
-            c00 = _mm256_fmadd_ps(x, b0, c00);
-            c01 = _mm256_fmadd_ps(x, b1, c01);
-            let x = _mm256_broadcast_ss(&*a1.add(p));
-            c10 = _mm256_fmadd_ps(x, b0, c10);
-            c11 = _mm256_fmadd_ps(x, b1, c11);
-            let x = _mm256_broadcast_ss(&*a2.add(p));
-            c20 = _mm256_fmadd_ps(x, b0, c20);
-            c21 = _mm256_fmadd_ps(x, b1, c21);
-            let x = _mm256_broadcast_ss(&*a3.add(p));
-            c30 = _mm256_fmadd_ps(x, b0, c30);
-            c31 = _mm256_fmadd_ps(x, b1, c31);
-            let x = _mm256_broadcast_ss(&*a4.add(p));
-            c40 = _mm256_fmadd_ps(x, b0, c40);
-            c41 = _mm256_fmadd_ps(x, b1, c41);
-            let x = _mm256_broadcast_ss(&*a5.add(p));
-            c50 = _mm256_fmadd_ps(x, b0, c50);
-            c51 = _mm256_fmadd_ps(x, b1, c51);
+            // One row of the tile: broadcast A[row][p], multiply-add both halves.
+            macro_rules! fma_row {
+                ($a:ident, $lo:ident, $hi:ident) => {
+                    let x = _mm256_broadcast_ss(&*$a.add(p));
+                    $lo = _mm256_fmadd_ps(x, b0, $lo);
+                    $hi = _mm256_fmadd_ps(x, b1, $hi);
+                };
+            }
+            fma_row!(a0, c00, c01);
+            fma_row!(a1, c10, c11);
+            fma_row!(a2, c20, c21);
+            fma_row!(a3, c30, c31);
+            fma_row!(a4, c40, c41);
+            fma_row!(a5, c50, c51);
             b = b.add(NR);
         }
         let sums = [
