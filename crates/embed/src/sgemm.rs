@@ -24,9 +24,9 @@ use rayon::prelude::*;
 use crate::math::{activate, Activation};
 
 /// Rows of the register tile.
-pub(crate) const MR: usize = 6;
+const MR: usize = 6;
 /// Columns of the register tile (two AVX vectors).
-pub(crate) const NR: usize = 16;
+const NR: usize = 16;
 /// Largest block of the inner dimension: a `KC × NR` weight panel is 24 KiB.
 const KC: usize = 384;
 /// Rows per block (a multiple of `MR`); also the unit of parallel work.
@@ -268,16 +268,23 @@ unsafe fn block_product(
                     let a = a.add(ir * lda + pc);
                     let c = c.add(ir * ldc + col);
                     let mr = MR.min(rows - ir);
-                    let scale = epilogue
-                        .row_scale
-                        .map_or(std::ptr::null(), |s| s.as_ptr().add(ir));
+                    let strip = Strip {
+                        a,
+                        lda,
+                        rows: mr,
+                        scale: epilogue
+                            .row_scale
+                            .map_or(std::ptr::null(), |s| s.as_ptr().add(ir)),
+                        c,
+                        ldc,
+                    };
                     #[cfg(target_arch = "x86_64")]
                     if simd {
-                        kernel_avx2(&tile, a, lda, mr, scale, c, ldc);
+                        kernel_avx2(&tile, strip);
                         continue;
                     }
                     let _ = simd;
-                    kernel_portable(&tile, a, lda, mr, scale, c, ldc);
+                    kernel_portable(&tile, strip);
                 }
             }
         }
@@ -297,6 +304,19 @@ struct Tile {
     /// `nr` bias values to add, or null.
     bias: *const f32,
     activation: Option<Activation>,
+}
+
+/// The rows of one kernel call: `rows` (at most `MR`) rows of `A` from `a` (stride
+/// `lda`), their row scales from `scale` (or null) and their rows of `C` from `c`
+/// (stride `ldc`).
+#[derive(Clone, Copy)]
+struct Strip {
+    a: *const f32,
+    lda: usize,
+    rows: usize,
+    scale: *const f32,
+    c: *mut f32,
+    ldc: usize,
 }
 
 /// Adds `C`, the bias and the activation to one accumulated tile row and stores it.
@@ -326,18 +346,18 @@ unsafe fn finish_row(tile: &Tile, acc: &mut [f32; NR], row: *mut f32) {
 /// The portable register tile (the compiler vectorises the `NR`-wide rows).
 ///
 /// # Safety
-/// `a` points at `mr` rows of `tile.kc` readable values (stride `lda`), `c` at `mr`
-/// rows of `tile.nr` writable values (stride `ldc`), `scale` (unless null) at `mr`
-/// row scales.
-unsafe fn kernel_portable(
-    tile: &Tile,
-    a: *const f32,
-    lda: usize,
-    mr: usize,
-    scale: *const f32,
-    c: *mut f32,
-    ldc: usize,
-) {
+/// `strip.a` points at `strip.rows` rows of `tile.kc` readable values, `strip.c` at
+/// `strip.rows` rows of `tile.nr` writable values, `strip.scale` (unless null) at
+/// `strip.rows` row scales.
+unsafe fn kernel_portable(tile: &Tile, strip: Strip) {
+    let Strip {
+        a,
+        lda,
+        rows: mr,
+        scale,
+        c,
+        ldc,
+    } = strip;
     // SAFETY: the caller's contract bounds every read of `a`, `tile.b` and `c`.
     unsafe {
         let mut acc = [[0f32; NR]; MR];
@@ -367,15 +387,15 @@ unsafe fn kernel_portable(
 /// As [`kernel_portable`]; the CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_avx2(
-    tile: &Tile,
-    a: *const f32,
-    lda: usize,
-    mr: usize,
-    scale: *const f32,
-    c: *mut f32,
-    ldc: usize,
-) {
+unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
+    let Strip {
+        a,
+        lda,
+        rows: mr,
+        scale,
+        c,
+        ldc,
+    } = strip;
     // SAFETY: the caller's contract bounds every read and write; the CPU has AVX2 and FMA.
     unsafe {
         use std::arch::x86_64::*;
@@ -590,36 +610,42 @@ mod tests {
         let w = Packed::from_rows(&values(n * k, 6), k, n, k);
         let bias = values(n, 7);
         let scales = values(m, 11);
-        let tile_for = |q: usize, kb_start: usize, kc: usize| Tile {
-            kc,
-            b: unsafe { w.data.as_ptr().add(q * k * NR + kb_start * NR) },
-            nr: NR.min(n - q * NR),
-            load_c: true,
-            bias: unsafe { bias.as_ptr().add(q * NR) },
-            activation: Some(Activation::GeluTanh),
-        };
         if !crate::math::has_avx2_fma() {
             return;
         }
         #[cfg(target_arch = "x86_64")]
         for q in 0..n.div_ceil(NR) {
+            // SAFETY: panel q and its bias lie inside `w.data` and `bias`.
+            let tile = unsafe {
+                Tile {
+                    kc: k,
+                    b: w.data.as_ptr().add(q * k * NR),
+                    nr: NR.min(n - q * NR),
+                    load_c: true,
+                    bias: bias.as_ptr().add(q * NR),
+                    activation: Some(Activation::GeluTanh),
+                }
+            };
             for ir in (0..m).step_by(MR) {
-                let mr = MR.min(m - ir);
-                let tile = tile_for(q, 0, k);
-                let c0 = values(mr * NR, 8);
-                let a = unsafe { a.as_ptr().add(ir * k) };
+                let c0 = values(MR * NR, 8);
                 let mut c1 = c0.clone();
                 let mut c2 = c0.clone();
+                let strip = |c: &mut Vec<f32>| Strip {
+                    // SAFETY: rows ir.. of `a` and `scales` exist.
+                    a: unsafe { a.as_ptr().add(ir * k) },
+                    lda: k,
+                    rows: MR.min(m - ir),
+                    scale: unsafe { scales.as_ptr().add(ir) },
+                    c: c.as_mut_ptr(),
+                    ldc: NR,
+                };
+                // SAFETY: the strips cover valid rows; the CPU has AVX2 and FMA.
                 unsafe {
-                    let scale = scales.as_ptr().add(ir);
-                    kernel_portable(&tile, a, k, mr, scale, c1.as_mut_ptr(), NR);
-                    kernel_avx2(&tile, a, k, mr, scale, c2.as_mut_ptr(), NR);
+                    kernel_portable(&tile, strip(&mut c1));
+                    kernel_avx2(&tile, strip(&mut c2));
                 }
-                let rest = [c2];
-                for c2 in rest {
-                    for (x, y) in c1.iter().zip(c2) {
-                        assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
-                    }
+                for (x, y) in c1.iter().zip(&c2) {
+                    assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
                 }
             }
         }

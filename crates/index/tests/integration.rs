@@ -242,16 +242,7 @@ fn corrupt_segment_is_reported_not_panicked() {
     w.put(a.clone(), vectors(&a, 0)).unwrap();
     w.commit().unwrap();
     drop(w);
-    let seg = std::fs::read_dir(dir.path().join("segments"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().extension().is_some_and(|x| x == "vec"))
-        .unwrap()
-        .path();
-    let mut bytes = std::fs::read(&seg).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&seg, bytes).unwrap();
+    flip_last_byte(dir.path(), "vec");
     assert!(matches!(
         Snapshot::open(dir.path()),
         Err(IndexError::Corrupt { .. })
@@ -333,18 +324,23 @@ fn sentence_vectors_round_trip_per_document() {
     assert_eq!(snap.stats().sentence_vectors, 2);
 
     // A damaged sentence file is reported, not read.
-    let svec = std::fs::read_dir(dir.path().join("segments"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "svec"))
-        .unwrap();
-    let mut bytes = std::fs::read(&svec).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&svec, bytes).unwrap();
+    flip_last_byte(dir.path(), "svec");
     assert!(matches!(
         Snapshot::open(dir.path()),
         Err(IndexError::Corrupt { .. })
     ));
+}
+
+/// Flips every bit of the last byte of the first segment file with extension `ext`.
+fn flip_last_byte(index: &std::path::Path, ext: &str) {
+    let path = std::fs::read_dir(index.join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == ext))
+        .unwrap_or_else(|| panic!("no .{ext} segment file"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
 }
