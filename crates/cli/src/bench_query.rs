@@ -19,9 +19,6 @@ use serde::Serialize;
 
 use crate::bench::{latency, normalise, Latency, Rng};
 
-/// Strategies timed, with their CLI names.
-const STRATEGIES: [&str; 6] = ["topk", "adjacent", "rse", "window", "section", "auto"];
-
 /// A stand-in embedder for generated collections: text → one of `centers`, perturbed,
 /// both chosen by the text's hash. Deterministic, and cheap enough not to be measured.
 pub(crate) struct BenchEmbedder {
@@ -95,10 +92,8 @@ pub(crate) fn run(
     budget: usize,
 ) -> Result<QueryPhase> {
     let engine = Engine::with_embedder(EngineOptions::new(dir), Arc::new(embedder));
-    let strategies: Vec<StrategyConfig> = STRATEGIES
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()?;
+    // Every strategy with its default parameters.
+    let strategies: Vec<StrategyConfig> = StrategyConfig::defaults().collect();
     // Warm-up: the snapshot, the LLM tokenizer.
     let mut req = QueryRequest::new(format!("{} {}", vocab[0], vocab[1]));
     req.budget = budget;

@@ -1,6 +1,6 @@
 //! The typed output every front end consumes, and the inputs every strategy reads.
 
-use excerpt_core::{ChunkKey, Document};
+use excerpt_core::{ChunkKey, Document, Embedder};
 use serde::{Deserialize, Serialize};
 
 /// One ranked chunk from retrieval: what every strategy starts from.
@@ -85,4 +85,35 @@ pub struct Context {
     /// What the strategy decided (e.g. `auto`'s chosen k), for people and logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// Everything a strategy reads for one query.
+#[derive(Clone, Copy)]
+pub struct AssembleRequest<'a> {
+    /// The query text (`auto` classifies it; `window` embeds it when no vector is given).
+    pub query: &'a str,
+    /// The query's unit vector, from the same model as the corpus vectors.
+    pub query_vector: Option<&'a [f32]>,
+    /// Fused hits, ranked best first, relevance in [0, 1].
+    pub hits: &'a [Hit],
+    /// The collection.
+    pub corpus: &'a dyn Corpus,
+    /// LLM tokens for all piece texts together.
+    pub budget: usize,
+    /// The LLM tokenizer every budget is counted in.
+    pub tokens: &'a dyn LlmTokens,
+    /// Embeds sentences on demand (`window`).
+    pub embedder: Option<&'a dyn Embedder>,
+}
+
+impl std::fmt::Debug for AssembleRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssembleRequest")
+            .field("query", &self.query)
+            .field("hits", &self.hits.len())
+            .field("budget", &self.budget)
+            .field("tokens", &self.tokens.name())
+            .field("embedder", &self.embedder.map(|e| e.model_id()))
+            .finish_non_exhaustive()
+    }
 }

@@ -83,3 +83,53 @@ pub enum ContextError {
         message: String,
     },
 }
+
+/// A [`ContextError::InvalidParams`] for `param` of `strategy`.
+pub(crate) fn invalid(
+    strategy: &'static str,
+    param: &'static str,
+    message: String,
+) -> ContextError {
+    ContextError::InvalidParams {
+        strategy,
+        param,
+        message,
+    }
+}
+
+/// Checks that `v` is finite and in `[lo, hi]`.
+pub(crate) fn check_range(
+    strategy: &'static str,
+    param: &'static str,
+    v: f32,
+    lo: f32,
+    hi: f32,
+) -> Result<(), ContextError> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(invalid(
+            strategy,
+            param,
+            format!("must be in [{lo}, {hi}], got {v}"),
+        ))
+    }
+}
+
+/// Checks that `v ≥ min`.
+pub(crate) fn check_min(
+    strategy: &'static str,
+    param: &'static str,
+    v: usize,
+    min: usize,
+) -> Result<(), ContextError> {
+    if v >= min {
+        Ok(())
+    } else {
+        Err(invalid(
+            strategy,
+            param,
+            format!("must be >= {min}, got {v}"),
+        ))
+    }
+}

@@ -10,20 +10,19 @@
 //! - [`render_json`], [`render_markdown`], [`render_text`]: renderings of a context.
 //! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search.
 
+#![forbid(unsafe_code)]
+
 mod assemble;
-mod auto;
 mod context;
 mod error;
 pub mod render;
-mod rse;
-mod section;
 pub mod segments;
-mod strategy;
+mod selection;
+mod strategies;
 mod tokens;
-mod window;
 
-pub use assemble::{assemble, AssembleRequest};
-pub use context::{Context, Corpus, Hit, LlmTokens, Piece};
+pub use assemble::assemble;
+pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece};
 pub use error::ContextError;
 pub use render::{
     render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
@@ -32,7 +31,7 @@ pub use segments::{
     best_segment, select_segments, select_segments_lazy, DocValues, Segment, SegmentError,
     SegmentParams, SelectedSegment,
 };
-pub use strategy::{
+pub use strategies::{
     AdjacentParams, AutoInner, AutoParams, RseParams, RsePreset, SectionParams, Strategy,
     StrategyConfig, TopkParams, WindowParams,
 };

@@ -1,5 +1,5 @@
 //! Renderers of a [`Context`]: JSON (the value), Markdown (for people) and the structured
-//! plain-text context of seed 004 (for LLMs).
+//! plain-text context (for LLMs).
 //!
 //! Order: renderers never re-rank. They show `Context::pieces` in order, grouping pieces
 //! of one document under one header (documents in order of first appearance, pieces in
@@ -117,7 +117,7 @@ pub fn render_markdown(ctx: &Context) -> String {
     s
 }
 
-/// The structured LLM context of seed 004: a header, one block per document with a clear
+/// The structured LLM context: a header, one block per document with a clear
 /// boundary, a header per piece (title, section, chunk range, relevance as a percentage),
 /// pieces in the context's order, and the closing instruction (if any).
 pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {

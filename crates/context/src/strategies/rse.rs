@@ -1,5 +1,5 @@
-//! `rse`: Relevant Segment Extraction (seed 000, dsRAG) on top of the exact segment search
-//! of [`crate::segments`].
+//! `rse`: Relevant Segment Extraction — chunk values from relevance and rank, then the
+//! best contiguous runs of chunks by the exact segment search of [`crate::segments`].
 //!
 //! # Chunk values
 //!
@@ -13,10 +13,10 @@
 //! (or no chunk vector):           v = −threshold
 //! ```
 //!
-//! This is dsRAG's value (absolute relevance damped by rank, minus a penalty) rather than
-//! the seed's `(cos + (1 − r/n)) / 2 − threshold`: the seed's rank term gives the last hit
-//! of a long list a value near zero no matter how relevant it is, and a cosine is not on
-//! the calibrated relevance scale. An unretrieved chunk ranks after all `N` hits.
+//! This is absolute relevance damped by rank, minus a penalty (dsRAG's value), rather
+//! than an average of cosine and a linear rank term, `(cos + (1 − r/n)) / 2 − threshold`:
+//! a linear rank term gives the last hit of a long list a value near zero no matter how
+//! relevant it is, and a cosine is not on the calibrated relevance scale. An unretrieved chunk ranks after all `N` hits.
 //!
 //! `rel` maps a cosine onto the hits' relevance scale. It is fitted per query on the hits
 //! themselves: least squares `relevance ≈ a + b·cos(hit chunk, query)` over the hits that
@@ -46,13 +46,185 @@
 //! left mostly unused while `topk` would have covered more of the hits.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 use excerpt_core::ChunkKey;
+use serde::{Deserialize, Serialize};
 
-use crate::assemble::{chunk_span, cosine, fill_with_hits, AssembleRequest, RHit, Selection};
-use crate::error::ContextError;
+use crate::context::AssembleRequest;
+use crate::error::{check_min, invalid, ContextError};
 use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
-use crate::strategy::RseParams;
+use crate::selection::{chunk_span, cosine, fill_with_hits, Assembler, RHit, Selection};
+
+/// Named RSE parameter sets, in the spirit of dsRAG's presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RsePreset {
+    /// General use: segments up to 15 chunks, threshold 0.2.
+    Balanced,
+    /// Tighter segments: threshold 0.3, up to 8 chunks, at most 5 segments, at most 2,000
+    /// tokens even under a larger budget.
+    Precision,
+    /// Exhaustive questions: threshold 0.1, segments up to 40 chunks, 200 candidate
+    /// documents, slow rank decay.
+    FindAll,
+}
+
+impl RsePreset {
+    /// The preset's name (`balanced`, `precision`, `find_all`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RsePreset::Balanced => "balanced",
+            RsePreset::Precision => "precision",
+            RsePreset::FindAll => "find_all",
+        }
+    }
+}
+
+impl FromStr for RsePreset {
+    type Err = ContextError;
+    fn from_str(s: &str) -> Result<Self, ContextError> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "balanced" => Ok(RsePreset::Balanced),
+            "precision" => Ok(RsePreset::Precision),
+            "find_all" | "findall" => Ok(RsePreset::FindAll),
+            _ => Err(ContextError::UnknownStrategy(format!("rse:{s}"))),
+        }
+    }
+}
+
+/// Parameters of [`Strategy::Rse`](crate::Strategy::Rse).
+///
+/// Chunk values (only documents of the top `max_docs` hits are searched):
+///
+/// ```text
+/// retrieved chunk at rank r (0-based):   v = relevance · exp(−r / rank_decay) − threshold
+/// other chunk of a candidate document:   v = rel(cos(chunk, query)) · exp(−N / rank_decay) − threshold
+/// ... without a query vector:            v = −threshold
+/// ```
+///
+/// `N` is the number of hits (an unretrieved chunk ranks after all of them), and `rel`
+/// maps cosine similarity onto the hits' relevance scale (a least-squares line fitted on
+/// the hits, capped at the least relevant hit's relevance). Then
+/// [`crate::select_segments`] picks non-overlapping segments of at most `max_len_chunks`
+/// chunks with value `≥ min_value`, at most `max_segments`, within the token budget.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RseParams {
+    /// Subtracted from every chunk's relevance; in [0, 1). Balanced default 0.2 (dsRAG's
+    /// irrelevant-chunk penalty is 0.18 on the same [0, 1] relevance scale).
+    pub threshold: f32,
+    /// Rank decay constant of `exp(−rank / rank_decay)`, `> 0` (default 30, dsRAG's).
+    pub rank_decay: f32,
+    /// Maximum segment length in chunks, `≥ 1` (default 15).
+    pub max_len_chunks: usize,
+    /// Minimum segment value (default 0.5: one hit of relevance ≥ 0.7 at the top, or a
+    /// run of moderately relevant chunks).
+    pub min_value: f32,
+    /// Maximum number of segments (default 10).
+    pub max_segments: usize,
+    /// Candidate documents: the distinct documents of the hits, best first (default 10).
+    pub max_docs: usize,
+    /// A cap below the request's budget (default none: the request's budget).
+    pub max_tokens: Option<usize>,
+    /// After the segments, offer the remaining hits in rank order as single chunks
+    /// while budget is left (default on for `balanced` and `find_all`, off for
+    /// `precision`). Segments are few and long; filling spends what they leave on the
+    /// breadth `topk` would have had.
+    pub fill: bool,
+}
+
+impl Default for RseParams {
+    fn default() -> Self {
+        RseParams::preset(RsePreset::Balanced)
+    }
+}
+
+impl RseParams {
+    /// The parameters of a preset.
+    pub fn preset(p: RsePreset) -> Self {
+        match p {
+            RsePreset::Balanced => RseParams {
+                threshold: 0.2,
+                rank_decay: 30.0,
+                max_len_chunks: 15,
+                min_value: 0.5,
+                max_segments: 10,
+                max_docs: 10,
+                max_tokens: None,
+                fill: true,
+            },
+            RsePreset::Precision => RseParams {
+                threshold: 0.3,
+                rank_decay: 20.0,
+                max_len_chunks: 8,
+                min_value: 0.5,
+                max_segments: 5,
+                max_docs: 5,
+                max_tokens: Some(2000),
+                fill: false,
+            },
+            RsePreset::FindAll => RseParams {
+                threshold: 0.1,
+                rank_decay: 200.0,
+                max_len_chunks: 40,
+                min_value: 0.5,
+                max_segments: 50,
+                max_docs: 200,
+                max_tokens: None,
+                fill: true,
+            },
+        }
+    }
+
+    /// `threshold ∈ [0, 1)`, `rank_decay > 0`, `min_value` finite, counts `≥ 1`.
+    pub fn validate(&self) -> Result<(), ContextError> {
+        if !(self.threshold.is_finite() && (0.0..1.0).contains(&self.threshold)) {
+            return Err(invalid(
+                "rse",
+                "threshold",
+                format!("must be in [0, 1), got {}", self.threshold),
+            ));
+        }
+        if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
+            return Err(invalid(
+                "rse",
+                "rank_decay",
+                format!("must be > 0, got {}", self.rank_decay),
+            ));
+        }
+        if !self.min_value.is_finite() {
+            return Err(invalid(
+                "rse",
+                "min_value",
+                format!("must be finite, got {}", self.min_value),
+            ));
+        }
+        check_min("rse", "max_len_chunks", self.max_len_chunks, 1)?;
+        check_min("rse", "max_segments", self.max_segments, 1)?;
+        check_min("rse", "max_docs", self.max_docs, 1)?;
+        if let Some(t) = self.max_tokens {
+            check_min("rse", "max_tokens", t, 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl Assembler for RseParams {
+    fn budget(&self, req: &AssembleRequest<'_>) -> usize {
+        self.max_tokens.map_or(req.budget, |m| m.min(req.budget))
+    }
+
+    fn assemble(
+        &self,
+        hits: &[RHit],
+        req: &AssembleRequest<'_>,
+        sel: &mut Selection<'_>,
+        notes: &mut Vec<String>,
+    ) -> Result<(), ContextError> {
+        rse(self, hits, req, sel, notes)
+    }
+}
 
 /// `rel(c) = clamp(a + b·c, 0, cap)`.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,4 @@
-//! `section`: whole sections, and whole documents when several sections match (seed 001).
+//! `section`: whole sections, and whole documents when several sections match.
 //!
 //! The top `max_hits` hits are grouped by document (documents in the order of their best
 //! hit) and, within a document, by **unit**: the hit chunk's innermost section
@@ -25,9 +25,65 @@
 use std::collections::BTreeMap;
 
 use excerpt_core::Document;
+use serde::{Deserialize, Serialize};
 
-use crate::assemble::{chunk_span, fill_with_hits, AssembleRequest, RHit, Selection};
-use crate::strategy::SectionParams;
+use crate::context::AssembleRequest;
+use crate::error::{check_min, ContextError};
+use crate::selection::{chunk_span, fill_with_hits, Assembler, RHit, Selection};
+
+/// Parameters of [`Strategy::Section`](crate::Strategy::Section).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SectionParams {
+    /// Hits considered, best first (default 10).
+    pub max_hits: usize,
+    /// Distinct matching sections of one document that promote it to the whole document
+    /// (default 2). `≥ 1`.
+    pub multi_section_threshold: usize,
+    /// Whether promotion to whole documents happens at all (default true).
+    pub full_documents: bool,
+    /// Spend the budget the sections leave on the hits beyond `max_hits`, as single
+    /// chunks in rank order (default true), so `section` never returns less than `topk`
+    /// would on documents without useful sections.
+    pub fill: bool,
+}
+
+impl Default for SectionParams {
+    fn default() -> Self {
+        SectionParams {
+            max_hits: 10,
+            multi_section_threshold: 2,
+            full_documents: true,
+            fill: true,
+        }
+    }
+}
+
+impl SectionParams {
+    /// `max_hits ≥ 1`, `multi_section_threshold ≥ 1`.
+    pub fn validate(&self) -> Result<(), ContextError> {
+        check_min("section", "max_hits", self.max_hits, 1)?;
+        check_min(
+            "section",
+            "multi_section_threshold",
+            self.multi_section_threshold,
+            1,
+        )
+    }
+}
+
+impl Assembler for SectionParams {
+    fn assemble(
+        &self,
+        hits: &[RHit],
+        req: &AssembleRequest<'_>,
+        sel: &mut Selection<'_>,
+        notes: &mut Vec<String>,
+    ) -> Result<(), ContextError> {
+        section(self, hits, req, sel, notes);
+        Ok(())
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum UnitKey {
@@ -75,7 +131,7 @@ fn unit_of(doc: &Document, ordinal: usize) -> (UnitKey, usize, usize) {
     (UnitKey::Loose(first), first, last)
 }
 
-pub(crate) fn section(
+fn section(
     p: &SectionParams,
     hits: &[RHit],
     req: &AssembleRequest<'_>,

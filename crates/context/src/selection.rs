@@ -1,0 +1,289 @@
+//! The toolbox every strategy shares: resolved hits, the budgeted [`Selection`] of
+//! pieces, and the [`Assembler`] interface a strategy's parameters implement.
+//!
+//! The [`Selection`] is what keeps the guarantees documented on
+//! [`assemble`](fn@crate::assemble) (exact slices, merged non-overlapping pieces, exact
+//! token budget, deterministic order): strategies only decide which ranges to offer it and
+//! in which order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use excerpt_core::{ChunkKey, Document, TextRange};
+
+use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece};
+use crate::error::ContextError;
+
+/// How a strategy assembles: implemented by each strategy's parameter struct and called by
+/// [`assemble`](fn@crate::assemble) after the parameters were validated and the hits
+/// resolved.
+pub(crate) trait Assembler {
+    /// The budget the strategy assembles within (default: the request's budget).
+    fn budget(&self, req: &AssembleRequest<'_>) -> usize {
+        req.budget
+    }
+
+    /// Offers the strategy's candidates for `hits` (resolved, non-empty) to `sel`, within
+    /// the budget `sel` was created with, and says what it decided in `notes`.
+    fn assemble(
+        &self,
+        hits: &[RHit],
+        req: &AssembleRequest<'_>,
+        sel: &mut Selection<'_>,
+        notes: &mut Vec<String>,
+    ) -> Result<(), ContextError>;
+}
+
+/// A hit checked against the corpus; `rank` is its position in the deduplicated list.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RHit {
+    pub key: ChunkKey,
+    pub score: f32,
+    pub relevance: f32,
+    pub rank: usize,
+}
+
+/// Checks every hit (chunk exists, finite numbers), clamps relevance to [0, 1] and drops
+/// repeated keys (the first, best-ranked occurrence stays).
+pub(crate) fn resolve_hits(req: &AssembleRequest<'_>) -> Result<Vec<RHit>, ContextError> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(req.hits.len());
+    for (index, h) in req.hits.iter().enumerate() {
+        let exists = req
+            .corpus
+            .document(h.key.doc)
+            .is_some_and(|d| (h.key.ordinal as usize) < d.chunks.len());
+        if !exists {
+            return Err(ContextError::MissingChunk {
+                index,
+                doc: h.key.doc,
+                ordinal: h.key.ordinal,
+            });
+        }
+        for (what, value) in [("score", h.score), ("relevance", h.relevance)] {
+            if !value.is_finite() {
+                return Err(ContextError::InvalidHit { index, what, value });
+            }
+        }
+        if seen.insert(h.key) {
+            out.push(RHit {
+                key: h.key,
+                score: h.score,
+                relevance: h.relevance.clamp(0.0, 1.0),
+                rank: out.len(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The text range of chunks `first..=last` of `doc` (both must exist).
+pub(crate) fn chunk_span(doc: &Document, first: usize, last: usize) -> TextRange {
+    doc.chunks[first].range.cover(&doc.chunks[last].range)
+}
+
+/// Spends the budget left on `hits` in order, one chunk each (a chunk that does not fit
+/// is skipped), scored by `score(hit)`; returns how many added text. `rse` and `section`
+/// fill what their segments or sections leave this way.
+pub(crate) fn fill_with_hits(
+    hits: &[RHit],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    score: impl Fn(&RHit) -> f32,
+) -> usize {
+    let mut filled = 0usize;
+    for h in hits {
+        if sel.remaining() == 0 {
+            break;
+        }
+        let Some(doc) = req.corpus.document(h.key.doc) else {
+            continue;
+        };
+        let o = h.key.ordinal as usize;
+        let before = sel.remaining();
+        if sel.try_add(
+            h.key.doc,
+            doc,
+            chunk_span(doc, o, o),
+            score(h),
+            h.relevance,
+            &[h.key.ordinal],
+        ) && sel.remaining() < before
+        {
+            filled += 1;
+        }
+    }
+    filled
+}
+
+/// Cosine similarity as f32 (see [`excerpt_core::cosine`]).
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    excerpt_core::cosine(a, b) as f32
+}
+
+/// A selected run of one document's text.
+#[derive(Debug, Clone)]
+struct Run {
+    range: TextRange,
+    score: f32,
+    relevance: f32,
+    hits: BTreeSet<u32>,
+    tokens: usize,
+}
+
+/// The pieces chosen so far, per document, with exact token accounting.
+///
+/// Runs of a document are kept sorted, disjoint and non-touching. Adding a range merges
+/// it with every run it overlaps or touches and counts the merged text's tokens, so the
+/// running total is always the exact total of the final pieces.
+pub(crate) struct Selection<'a> {
+    corpus: &'a dyn Corpus,
+    counter: &'a dyn LlmTokens,
+    budget: usize,
+    used: usize,
+    runs: BTreeMap<u32, Vec<Run>>,
+    /// Candidates refused for lack of budget.
+    pub rejected: usize,
+    /// Tokens the smallest refused candidate would have needed (after merging).
+    pub smallest_rejected: Option<usize>,
+}
+
+impl<'a> Selection<'a> {
+    pub fn new(corpus: &'a dyn Corpus, counter: &'a dyn LlmTokens, budget: usize) -> Self {
+        Selection {
+            corpus,
+            counter,
+            budget,
+            used: 0,
+            runs: BTreeMap::new(),
+            rejected: 0,
+            smallest_rejected: None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.values().all(Vec::is_empty)
+    }
+
+    /// Budget left.
+    pub fn remaining(&self) -> usize {
+        self.budget.saturating_sub(self.used)
+    }
+
+    /// Adds `range` of document `doc` (position `doc_idx`) if the merged result fits the
+    /// budget; returns whether it was added. `hits` are hit chunk ordinals inside it.
+    pub fn try_add(
+        &mut self,
+        doc_idx: u32,
+        doc: &Document,
+        range: TextRange,
+        score: f32,
+        relevance: f32,
+        hits: &[u32],
+    ) -> bool {
+        if range.is_empty() || range.byte_end > doc.text.len() {
+            return false;
+        }
+        let runs = self.runs.entry(doc_idx).or_default();
+        let lo = runs.partition_point(|r| r.range.byte_end < range.byte_start);
+        let hi = runs.partition_point(|r| r.range.byte_start <= range.byte_end);
+        let mut cover = range;
+        let mut old_tokens = 0;
+        for r in &runs[lo..hi] {
+            cover = cover.cover(&r.range);
+            old_tokens += r.tokens;
+        }
+        let same = hi == lo + 1 && cover == runs[lo].range;
+        if !same {
+            // Spans that provably cannot fit are rejected without an exact count (long
+            // sections and whole documents are the expensive ones to count).
+            let bound = self.counter.lower_bound(cover.slice(&doc.text));
+            if self.used - old_tokens + bound > self.budget {
+                self.rejected += 1;
+                // The note about the smallest rejected candidate is only shown when
+                // nothing was taken, and then it gives an exact count.
+                if self.used == 0 && self.smallest_rejected.is_none_or(|t| bound < t) {
+                    let exact = self.counter.count(cover.slice(&doc.text));
+                    self.smallest_rejected =
+                        Some(self.smallest_rejected.map_or(exact, |t| t.min(exact)));
+                }
+                return false;
+            }
+        }
+        let new_tokens = if same {
+            runs[lo].tokens
+        } else {
+            self.counter.count(cover.slice(&doc.text))
+        };
+        let total = self.used - old_tokens + new_tokens;
+        if total > self.budget {
+            self.rejected += 1;
+            self.smallest_rejected = Some(
+                self.smallest_rejected
+                    .map_or(new_tokens, |t| t.min(new_tokens)),
+            );
+            return false;
+        }
+        let mut merged = Run {
+            range: cover,
+            score,
+            relevance,
+            hits: hits.iter().copied().collect(),
+            tokens: new_tokens,
+        };
+        for r in runs.drain(lo..hi) {
+            merged.score = merged.score.max(r.score);
+            merged.relevance = merged.relevance.max(r.relevance);
+            merged.hits.extend(r.hits);
+        }
+        runs.insert(lo, merged);
+        self.used = total;
+        true
+    }
+
+    /// The pieces: grouped by document (documents by best piece score, descending; ties by
+    /// position), reading order within a document.
+    pub fn into_pieces(self) -> Vec<Piece> {
+        let mut groups: Vec<(f32, u32, Vec<Piece>)> = Vec::new();
+        for (doc_idx, runs) in self.runs {
+            let Some(doc) = self.corpus.document(doc_idx) else {
+                continue;
+            };
+            let pieces: Vec<Piece> = runs.into_iter().map(|r| make_piece(doc, r)).collect();
+            if let Some(best) = pieces.iter().map(|p| p.score).reduce(f32::max) {
+                groups.push((best, doc_idx, pieces));
+            }
+        }
+        groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        groups.into_iter().flat_map(|g| g.2).collect()
+    }
+}
+
+fn make_piece(doc: &Document, r: Run) -> Piece {
+    let first = doc
+        .chunks
+        .partition_point(|c| c.range.byte_end <= r.range.byte_start);
+    let last = doc
+        .chunks
+        .partition_point(|c| c.range.byte_start < r.range.byte_end)
+        .saturating_sub(1)
+        .max(first);
+    let section = doc
+        .chunks
+        .get(first)
+        .map(|c| doc.section_path(c.section))
+        .unwrap_or_default();
+    Piece {
+        doc_id: doc.id.clone(),
+        title: doc.title.clone(),
+        section,
+        start: r.range.char_start,
+        end: r.range.char_end,
+        first_chunk: first as u32,
+        last_chunk: last as u32,
+        text: r.range.slice(&doc.text).to_string(),
+        score: r.score,
+        relevance: r.relevance,
+        tokens: r.tokens,
+        hits: r.hits.into_iter().collect(),
+    }
+}

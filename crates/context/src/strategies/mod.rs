@@ -1,0 +1,274 @@
+//! The closed set of assembly strategies: one file per strategy, one enum arm each.
+//!
+//! Each strategy lives in its own module with its parameter struct. A parameter struct
+//! implements [`Default`] with the documented defaults, deserialises with missing fields
+//! filled from them (`#[serde(default)]`, so a JSON config may name only what it
+//! changes), has a `validate()` that rejects out-of-range values with a message naming
+//! the parameter, and implements the crate's assembler interface (the budget it works
+//! within and how it offers candidates to the selection).
+//!
+//! The list at the bottom of this file (`strategies!`) is the only place the set of
+//! strategies is written down: it generates [`StrategyConfig`] (a strategy with its
+//! parameters), its name-only twin [`Strategy`], the names, the serde spellings and the
+//! dispatch. Adding a strategy is a new module here plus one line in that list.
+//!
+//! `auto` and `window` assemble with other strategies (`adjacent`, `rse`) by calling
+//! them directly; no strategy calls back into a strategy that uses it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ContextError;
+use crate::selection::Assembler;
+
+mod adjacent;
+mod auto;
+mod rse;
+mod section;
+mod topk;
+mod window;
+
+pub use adjacent::AdjacentParams;
+pub use auto::{AutoInner, AutoParams};
+pub use rse::{RseParams, RsePreset};
+pub use section::SectionParams;
+pub use topk::TopkParams;
+pub use window::WindowParams;
+
+/// Generates [`Strategy`], [`StrategyConfig`] and their name, default and dispatch
+/// functions from one list of `Variant(Params) = "name"` arms (documentation comments
+/// on an arm document the strategy).
+macro_rules! strategies {
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident($params:ident) = $name:literal,
+    )+) => {
+        /// How many strategies there are.
+        const COUNT: usize = [$($name),+].len();
+
+        /// The strategies, by CLI name: the name-only twin of [`StrategyConfig`],
+        /// generated from the same list so the two cannot drift.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        pub enum Strategy {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $name)]
+                $variant,
+            )+
+        }
+
+        impl Strategy {
+            /// Every strategy, in declaration order.
+            pub const ALL: [Strategy; COUNT] = [$(Strategy::$variant),+];
+
+            /// Every strategy's name, in declaration order.
+            pub const NAMES: [&'static str; COUNT] = [$($name),+];
+
+            /// The CLI / serde name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Strategy::$variant => $name,)+
+                }
+            }
+        }
+
+        /// A strategy with its parameters: what [`crate::assemble`] takes.
+        ///
+        /// Serialised with a `strategy` tag: `{"strategy": "rse", "threshold": 0.25}`;
+        /// missing parameters take their defaults.
+        #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "strategy")]
+        pub enum StrategyConfig {
+            $(
+                #[doc = concat!("See [`Strategy::", stringify!($variant), "`].")]
+                #[serde(rename = $name)]
+                $variant($params),
+            )+
+        }
+
+        impl StrategyConfig {
+            /// The strategy with default parameters.
+            pub fn default_for(s: Strategy) -> Self {
+                match s {
+                    $(Strategy::$variant => StrategyConfig::$variant($params::default()),)+
+                }
+            }
+
+            /// Which strategy this is.
+            pub fn strategy(&self) -> Strategy {
+                match self {
+                    $(StrategyConfig::$variant(_) => Strategy::$variant,)+
+                }
+            }
+
+            /// Validates the parameters.
+            pub fn validate(&self) -> Result<(), ContextError> {
+                match self {
+                    $(StrategyConfig::$variant(p) => p.validate(),)+
+                }
+            }
+
+            /// The parameters as the assembler that runs them.
+            pub(crate) fn assembler(&self) -> &dyn Assembler {
+                match self {
+                    $(StrategyConfig::$variant(p) => p,)+
+                }
+            }
+        }
+    };
+}
+
+strategies! {
+    /// Ranked chunks in rank order until the budget is full.
+    Topk(TopkParams) = "topk",
+    /// Each hit with its ±`window` neighbouring chunks, scores decaying with distance.
+    Adjacent(AdjacentParams) = "adjacent",
+    /// Relevant Segment Extraction: best contiguous runs of chunks.
+    Rse(RseParams) = "rse",
+    /// Sentence-granular semantic window around the best sentence of each hit.
+    Window(WindowParams) = "window",
+    /// Whole sections, whole documents when several sections match.
+    Section(SectionParams) = "section",
+    /// Query-dependent k, budget share and score-gap cut, then `adjacent` or `rse`.
+    Auto(AutoParams) = "auto",
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = ContextError;
+    fn from_str(s: &str) -> Result<Self, ContextError> {
+        let lower = s.trim().to_ascii_lowercase();
+        Strategy::ALL
+            .into_iter()
+            .find(|st| st.name() == lower || (lower == "top_k" && *st == Strategy::Topk))
+            .ok_or_else(|| ContextError::UnknownStrategy(s.to_string()))
+    }
+}
+
+impl StrategyConfig {
+    /// Every strategy with its default parameters, in declaration order.
+    pub fn defaults() -> impl Iterator<Item = StrategyConfig> {
+        Strategy::ALL.into_iter().map(StrategyConfig::default_for)
+    }
+
+    /// The strategy's CLI / serde name.
+    pub fn name(&self) -> &'static str {
+        self.strategy().name()
+    }
+}
+
+impl Default for StrategyConfig {
+    /// `rse` with the `balanced` preset: the best recall at every budget on the
+    /// development set (docs/EVAL.md), ahead of `topk` at each of 500-4000 tokens.
+    fn default() -> Self {
+        StrategyConfig::default_for(Strategy::Rse)
+    }
+}
+
+impl fmt::Display for StrategyConfig {
+    /// The strategy name (parameters are not shown).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.strategy().name())
+    }
+}
+
+impl FromStr for StrategyConfig {
+    type Err = ContextError;
+    /// `NAME` with default parameters; `NAME:key=value,key=value` to change parameters;
+    /// for `rse` also `rse:PRESET` (`balanced`, `precision`, `find_all`), optionally
+    /// followed by overrides (`rse:precision,max_tokens=1000`). Keys are the parameter
+    /// names of the strategy's params struct; values are numbers, `true`/`false`, or
+    /// `none` for optional parameters. Unknown keys and wrong types are errors.
+    fn from_str(s: &str) -> Result<Self, ContextError> {
+        let Some((name, rest)) = s.split_once(':') else {
+            return Ok(StrategyConfig::default_for(s.parse()?));
+        };
+        let strategy: Strategy = name.parse()?;
+        let bad = |message: String| ContextError::BadSpec {
+            spec: s.to_string(),
+            message,
+        };
+        let mut base = StrategyConfig::default_for(strategy);
+        let mut pairs = Vec::new();
+        for (i, part) in rest.split(',').map(str::trim).enumerate() {
+            match part.split_once('=') {
+                Some((k, v)) => pairs.push((k.trim(), v.trim())),
+                None if i == 0 && strategy == Strategy::Rse => {
+                    base = StrategyConfig::Rse(RseParams::preset(part.parse()?));
+                }
+                None if i == 0 => return Err(ContextError::UnknownStrategy(s.to_string())),
+                None => return Err(bad(format!("expected key=value, got {part:?}"))),
+            }
+        }
+        if pairs.is_empty() {
+            return Ok(base);
+        }
+        let mut obj = match serde_json::to_value(base) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => return Err(bad("internal: parameters do not serialise".into())),
+        };
+        for (k, v) in pairs {
+            if k == "strategy" || !obj.contains_key(k) {
+                let mut known: Vec<&str> = obj
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "strategy")
+                    .collect();
+                known.sort_unstable();
+                return Err(bad(format!(
+                    "unknown parameter {k:?} (parameters of {name}: {})",
+                    known.join(", ")
+                )));
+            }
+            let value = match v.to_ascii_lowercase().as_str() {
+                "none" | "null" => serde_json::Value::Null,
+                "true" => serde_json::Value::Bool(true),
+                "false" => serde_json::Value::Bool(false),
+                _ => match v.parse::<serde_json::Number>() {
+                    Ok(n) => serde_json::Value::Number(n),
+                    Err(_) => serde_json::Value::String(v.to_string()),
+                },
+            };
+            obj.insert(k.to_string(), value);
+        }
+        serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| bad(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_serde_spellings_and_defaults_come_from_one_list() {
+        let defaults: Vec<StrategyConfig> = StrategyConfig::defaults().collect();
+        assert_eq!(defaults.len(), Strategy::ALL.len());
+        for ((s, name), cfg) in Strategy::ALL.into_iter().zip(Strategy::NAMES).zip(defaults) {
+            assert_eq!(s.name(), name);
+            assert_eq!(cfg.strategy(), s);
+            assert_eq!(cfg.name(), name);
+            assert_eq!(serde_json::to_value(s).unwrap(), serde_json::json!(name));
+            let json = serde_json::to_value(cfg).unwrap();
+            assert_eq!(json["strategy"], serde_json::json!(name));
+            assert_eq!(name.parse::<StrategyConfig>().unwrap(), cfg);
+            cfg.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_strategy_message_lists_every_strategy() {
+        let message = ContextError::UnknownStrategy("nope".into()).to_string();
+        for name in Strategy::NAMES {
+            assert!(message.contains(name), "{name} missing from {message:?}");
+        }
+    }
+}
