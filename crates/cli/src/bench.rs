@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use excerpt_core::{CharIndex, Chunk, ChunkKey, ChunkerConfig, Document};
+use excerpt_eval::{latency, Latency};
 use excerpt_index::{IndexConfig, IndexWriter, Snapshot};
 use serde::Serialize;
 
@@ -38,13 +39,6 @@ pub struct BenchArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Serialize)]
-pub(crate) struct Latency {
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub mean_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -90,20 +84,6 @@ impl Rng {
 pub(crate) fn normalise(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     v.iter_mut().for_each(|x| *x /= n);
-}
-
-pub(crate) fn latency(mut ms: Vec<f64>) -> Latency {
-    ms.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
-    Latency {
-        p50_ms: at(0.5),
-        p99_ms: at(0.99),
-        mean_ms: ms.iter().sum::<f64>() / ms.len().max(1) as f64,
-    }
 }
 
 fn rss_mib() -> f64 {
@@ -262,15 +242,15 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         open_seconds,
         disk_mib: snap.stats().disk_bytes as f64 / 1048576.0,
         rss_mib_after_open: rss,
-        dense: latency(dense),
-        dense_exact: latency(exact),
+        dense: latency(&dense),
+        dense_exact: latency(&exact),
         ann: match snap.stats().ann {
             excerpt_index::AnnStatus::Absent => "absent (exact search)".to_string(),
             excerpt_index::AnnStatus::Ready { lists, .. } => format!("IVF, {lists} lists"),
             excerpt_index::AnnStatus::Unavailable { reason } => format!("unavailable: {reason}"),
         },
         dense_recall_at_10: recall_sum / a.queries.max(1) as f64,
-        bm25: latency(bm25),
+        bm25: latency(&bm25),
         query,
     };
     if !quiet && sink == 0 {

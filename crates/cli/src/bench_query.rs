@@ -15,9 +15,10 @@ use std::time::Instant;
 use anyhow::Result;
 use excerpt::{Engine, EngineOptions, QueryRequest, StrategyConfig};
 use excerpt_core::{EmbedError, Embedder};
+use excerpt_eval::{latency, Latency};
 use serde::Serialize;
 
-use crate::bench::{latency, normalise, Latency, Rng};
+use crate::bench::{normalise, Rng};
 
 /// A stand-in embedder for generated collections: text → one of `centers`, perturbed,
 /// both chosen by the text's hash. Deterministic, and cheap enough not to be measured.
@@ -125,15 +126,15 @@ pub(crate) fn run(
     Ok(QueryPhase {
         budget,
         candidates: req.candidates,
-        retrieve: latency(retrieve),
+        retrieve: latency(&retrieve),
         strategies: strategies
             .iter()
             .zip(assemble.into_iter().zip(whole))
             .zip(pieces)
             .map(|((s, (a, w)), p)| StrategyLatency {
                 strategy: s.to_string(),
-                assemble: latency(a),
-                query: latency(w),
+                assemble: latency(&a),
+                query: latency(&w),
                 pieces: p as f64 / queries.max(1) as f64,
             })
             .collect(),

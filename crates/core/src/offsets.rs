@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// A half-open range of a document's text, as bytes (for slicing) and characters
@@ -45,19 +47,32 @@ impl TextRange {
 
 /// Maps byte offsets of one text to character offsets in O(log n) after an O(n) build.
 ///
-/// Stores the byte offset of every 64th character, then counts the rest.
+/// Stores the byte offset of every 64th character, then counts the rest. Borrows its
+/// text ([`CharIndex::new`]) or owns it ([`CharIndex::owned`], a `CharIndex<'static>`
+/// that can be kept in a map beside other texts).
 #[derive(Debug, Clone)]
 pub struct CharIndex<'a> {
-    text: &'a str,
+    text: Cow<'a, str>,
     /// `marks[i]` is the byte offset of character `i * STRIDE`.
     marks: Vec<usize>,
 }
 
 const STRIDE: usize = 64;
 
+impl CharIndex<'static> {
+    /// Builds the index for `text`, which it keeps.
+    pub fn owned(text: String) -> Self {
+        CharIndex::build(Cow::Owned(text))
+    }
+}
+
 impl<'a> CharIndex<'a> {
     /// Builds the index for `text`.
     pub fn new(text: &'a str) -> Self {
+        Self::build(Cow::Borrowed(text))
+    }
+
+    fn build(text: Cow<'a, str>) -> Self {
         let marks = text
             .char_indices()
             .step_by(STRIDE)
@@ -67,8 +82,8 @@ impl<'a> CharIndex<'a> {
     }
 
     /// The text this index was built for.
-    pub fn text(&self) -> &'a str {
-        self.text
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Character offset of byte offset `byte`, or `None` when `byte` is not a char
@@ -126,6 +141,13 @@ impl<'a> CharIndex<'a> {
         })
     }
 
+    /// `text[start..end]` in character offsets, or `None` when `start > end` or `end` is
+    /// past the end of the text.
+    pub fn slice_chars(&self, start: usize, end: usize) -> Option<&str> {
+        let range = self.range_chars(start, end).ok()?;
+        Some(range.slice(&self.text))
+    }
+
     /// A [`TextRange`] from character offsets, checked.
     pub fn range_chars(
         &self,
@@ -176,5 +198,17 @@ mod tests {
         assert!(idx.range(0, 2).is_err());
         assert_eq!(idx.range(0, 3).unwrap().char_end, 2);
         assert!(idx.range(3, 100).is_err());
+    }
+
+    #[test]
+    fn owned_index_slices_by_characters() {
+        let idx = CharIndex::owned("héllo wörld".repeat(20));
+        assert_eq!(idx.char_len(), 220);
+        assert_eq!(idx.slice_chars(1, 5), Some("éllo"));
+        assert_eq!(idx.slice_chars(217, 220), Some("rld"));
+        assert_eq!(idx.slice_chars(220, 220), Some(""));
+        assert_eq!(idx.slice_chars(5, 4), None);
+        assert_eq!(idx.slice_chars(0, 221), None);
+        assert_eq!(idx.text().len(), "héllo wörld".len() * 20);
     }
 }

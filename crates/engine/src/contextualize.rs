@@ -434,14 +434,18 @@ impl Contextualizer {
 mod tests {
     use super::*;
     use excerpt_core::ChunkerConfig;
-    use excerpt_ingest::{chunk, load_str, DocFormat};
+    use excerpt_ingest::{chunk, load_str, ChunkOptions, DocFormat};
 
     fn doc(text: &str) -> Document {
         let parsed = load_str(DocFormat::Text, "d.txt", text)
             .unwrap()
             .documents
             .remove(0);
-        chunk(parsed, &ChunkerConfig::Chars { size: 10 }, None).unwrap()
+        chunk(
+            parsed,
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 10 }),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Instant;
 use excerpt_core::{content_hash, indexed_text, ChunkKey, Document, Embedder};
 use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
 use excerpt_ingest::{
-    chunk_with_allowance, load_file, walk, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
+    chunk, load_file, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
 };
 use serde::Serialize;
 
@@ -341,18 +341,20 @@ impl Pipeline<'_> {
         let counter = self.flush.embedder.token_counter();
         // Room for the LLM-written context in every chunk's token budget.
         let allowance = config.contextualizer.as_ref().map_or(0, |c| c.max_tokens);
-        let doc =
-            match chunk_with_allowance(parsed, &config.chunker, counter, config.headers, allowance)
-            {
-                Ok(d) => d,
-                Err(e) => {
-                    self.report.failed.push(Problem {
-                        path: shown.to_string(),
-                        reason: e.to_string(),
-                    });
-                    return Ok(());
-                }
-            };
+        let opts = ChunkOptions::new(config.chunker)
+            .counter(counter)
+            .headers(config.headers)
+            .extra_tokens(allowance);
+        let doc = match chunk(parsed, &opts) {
+            Ok(d) => d,
+            Err(e) => {
+                self.report.failed.push(Problem {
+                    path: shown.to_string(),
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
+        };
         match self.writer.committed_hash(&doc.id) {
             Some(h) if h == doc.hash => {
                 self.report.unchanged += 1;

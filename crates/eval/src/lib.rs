@@ -9,16 +9,20 @@
 //!        ──▶ (optional) chat endpoint ──▶ DIR/answers-<strategy>-<budget>.jsonl ──▶ F1, EM
 //! ```
 //!
-//! - [`format`](mod@format): the tool-neutral file format (`EVAL_FORMAT.md`): corpus, query and
-//!   result lines, JSONL readers with line-numbered errors. Offsets are characters
-//!   (Unicode scalar values), as Python string indices.
+//! - [`format`](mod@format): the tool-neutral file format: JSONL files of corpus
+//!   documents (`id`, `text`), queries (`id`, `query`, gold `evidence` spans, optional
+//!   reference `answer` and `scope`) and results (per query, the pieces handed to the
+//!   LLM), with readers that report line-numbered errors. Offsets are half-open
+//!   character offsets (Unicode scalar values), as Python string indices.
 //! - [`metrics`]: pure functions. The coverage metrics (`recall`, `hit`, `full`,
 //!   `precision`, `chars`, `pieces`, `bad_text`, `queries`, `missing`, with an optional
-//!   character budget) reproduce the reference scorer `score_context.py` exactly; a test
-//!   runs that script on the same files and compares. Also mean LLM tokens, intra-piece
-//!   coherence (pairwise cosine of chunk vectors inside a piece), boundary coherence
-//!   (pieces starting and ending on sentence boundaries) and latency percentiles.
-//! - [`run_eval`]: ingests the corpus into an [`excerpt::Engine`]'s index (incremental;
+//!   character budget) reproduce the reference scorer exactly (a Python script kept with
+//!   the tests, `tests/data/score_context.py`; a test runs it on the same files and
+//!   compares). Also mean LLM tokens, intra-piece coherence (pairwise cosine of chunk
+//!   vectors inside a piece), boundary coherence (pieces starting and ending on sentence
+//!   boundaries) and latency percentiles ([`Latency`], also used by `excerpt bench`).
+//! - [`run_eval`]: in four stages (validate, ingest, query, write), checks the options
+//!   and inputs, ingests the corpus into an [`excerpt::Engine`]'s index (incremental;
 //!   the index must hold exactly the corpus), runs every query once through retrieval
 //!   and then through each strategy at each budget, streams the results files, and
 //!   writes the report and the chart.

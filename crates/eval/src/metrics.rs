@@ -1,7 +1,7 @@
 //! Metrics: pure functions over gold spans, returned pieces and timings.
 //!
 //! The coverage metrics ([`score_query`], [`summarize`], [`score_results`]) reproduce
-//! the reference scorer `score_context.py` exactly:
+//! the reference scorer (the Python script `tests/data/score_context.py`) exactly:
 //!
 //! - evidence and returned spans are unioned per document (overlaps and duplicates
 //!   count once; touching spans merge; empty spans vanish);
@@ -21,65 +21,16 @@
 
 use std::collections::HashMap;
 
+use excerpt_core::CharIndex;
 use serde::{Deserialize, Serialize};
 
 use crate::format::{CorpusDoc, QueryLine, ResultLine, ResultPiece};
-
-/// Every how many characters [`CorpusTexts`] remembers a byte offset.
-const STRIDE: usize = 64;
-
-/// One document's text, addressable by character offsets.
-#[derive(Debug, Clone)]
-struct DocText {
-    text: String,
-    /// `marks[i]` is the byte offset of character `i * STRIDE`.
-    marks: Vec<usize>,
-    chars: usize,
-}
-
-impl DocText {
-    fn new(text: String) -> DocText {
-        let mut marks = Vec::with_capacity(text.len() / STRIDE + 1);
-        let mut chars = 0;
-        for (i, (b, _)) in text.char_indices().enumerate() {
-            if i % STRIDE == 0 {
-                marks.push(b);
-            }
-            chars += 1;
-        }
-        DocText { text, marks, chars }
-    }
-
-    /// Byte offset of character `ch` (`ch == chars` is the end of the text).
-    fn byte_offset(&self, ch: usize) -> Option<usize> {
-        if ch > self.chars {
-            return None;
-        }
-        if ch == self.chars {
-            return Some(self.text.len());
-        }
-        let base = *self.marks.get(ch / STRIDE)?;
-        self.text[base..]
-            .char_indices()
-            .nth(ch % STRIDE)
-            .map(|(i, _)| base + i)
-    }
-
-    fn slice(&self, start: usize, end: usize) -> Option<&str> {
-        if start > end {
-            return None;
-        }
-        let a = self.byte_offset(start)?;
-        let b = self.byte_offset(end)?;
-        self.text.get(a..b)
-    }
-}
 
 /// The corpus texts by document id, sliceable by character offsets. When ids repeat the
 /// last document wins, as in the reference scorer.
 #[derive(Debug, Clone, Default)]
 pub struct CorpusTexts {
-    docs: HashMap<String, DocText>,
+    docs: HashMap<String, CharIndex<'static>>,
 }
 
 impl CorpusTexts {
@@ -88,7 +39,7 @@ impl CorpusTexts {
         CorpusTexts {
             docs: docs
                 .into_iter()
-                .map(|(id, text)| (id, DocText::new(text)))
+                .map(|(id, text)| (id, CharIndex::owned(text)))
                 .collect(),
         }
     }
@@ -110,17 +61,17 @@ impl CorpusTexts {
 
     /// A document's whole text.
     pub fn text(&self, id: &str) -> Option<&str> {
-        self.docs.get(id).map(|d| d.text.as_str())
+        self.docs.get(id).map(CharIndex::text)
     }
 
     /// A document's length in characters.
     pub fn char_len(&self, id: &str) -> Option<usize> {
-        self.docs.get(id).map(|d| d.chars)
+        self.docs.get(id).map(CharIndex::char_len)
     }
 
     /// `text[start:end]` in characters, if the document exists and the range is valid.
     pub fn slice(&self, id: &str, start: usize, end: usize) -> Option<&str> {
-        self.docs.get(id)?.slice(start, end)
+        self.docs.get(id)?.slice_chars(start, end)
     }
 
     /// The document ids (in no particular order).
@@ -391,22 +342,27 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     Some(v[lo] + (v[hi] - v[lo]) * (rank - lo as f64))
 }
 
-/// Latency percentiles of a set of queries, in milliseconds.
+/// Latency percentiles of a set of timings, in milliseconds, by [`percentile`]'s rule
+/// (linear interpolation between closest ranks). The one latency summary of the
+/// workspace: eval reports show p50, p95 and the mean; `excerpt bench` also p99.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50_ms: f64,
     /// 95th percentile.
     pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
     /// Mean.
     pub mean_ms: f64,
 }
 
-/// p50, p95 and mean of latencies in milliseconds (zeros when empty).
+/// p50, p95, p99 and mean of latencies in milliseconds (zeros when empty).
 pub fn latency(ms: &[f64]) -> Latency {
     Latency {
         p50_ms: percentile(ms, 50.0).unwrap_or(0.0),
         p95_ms: percentile(ms, 95.0).unwrap_or(0.0),
+        p99_ms: percentile(ms, 99.0).unwrap_or(0.0),
         mean_ms: mean(ms).unwrap_or(0.0),
     }
 }
@@ -800,7 +756,17 @@ mod tests {
         assert_eq!(percentile(&v, 0.0), Some(1.0));
         assert_eq!(percentile(&[], 50.0), None);
         let l = latency(&[2.0]);
-        assert_eq!((l.p50_ms, l.p95_ms, l.mean_ms), (2.0, 2.0, 2.0));
+        assert_eq!(
+            (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms),
+            (2.0, 2.0, 2.0, 2.0)
+        );
+        let ms: Vec<f64> = (1..=101).map(f64::from).collect();
+        let l = latency(&ms);
+        assert_eq!(
+            (l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms),
+            (51.0, 96.0, 100.0, 51.0)
+        );
+        assert_eq!(latency(&[]), Latency::default());
     }
 
     #[test]

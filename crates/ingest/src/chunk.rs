@@ -5,12 +5,120 @@ use excerpt_core::{
     content_hash, CharIndex, Chunk, ChunkerConfig, Document, Section, SectionId, TokenCounter,
 };
 
-use crate::{split_sentences, IngestError, ParsedDocument};
+use crate::parsed::ParsedDocument;
+use crate::{split_sentences, IngestError};
 
 /// Characters per token assumed by the token-budgeted chunkers when no
 /// [`TokenCounter`] is given: `max_tokens` becomes a limit of `max_tokens * 4`
 /// characters, and chunk `tokens` stay 0 (not counted).
 pub const CHARS_PER_TOKEN_ESTIMATE: usize = 4;
+
+/// How [`chunk`] cuts a document: the chunker, the token counter, and the room to keep
+/// free in every chunk's token budget for text indexed with the chunk.
+///
+/// `ChunkOptions::new(chunker)` (or [`Default`]) counts nothing and reserves nothing.
+#[derive(Clone, Copy, Default)]
+pub struct ChunkOptions<'a> {
+    /// The chunker and its limit.
+    pub chunker: ChunkerConfig,
+    /// Counts tokens for the token-budgeted chunkers and fills every chunk's `tokens`.
+    /// `None`: the limit is `max_tokens * CHARS_PER_TOKEN_ESTIMATE` characters and
+    /// `tokens` stays 0.
+    pub counter: Option<&'a dyn TokenCounter>,
+    /// The index embeds a header with every chunk ([`excerpt_core::indexed_text`]): with
+    /// a counter, the token budget of every chunk of the document shrinks by the tokens
+    /// of its longest header, so header and chunk together still fit the model.
+    pub headers: bool,
+    /// Further tokens to keep free in every chunk's budget for other text indexed with
+    /// it (the LLM-written context of `--contextualize`, capped at that many tokens).
+    /// Applies to the token chunkers with a counter.
+    pub extra_tokens: usize,
+}
+
+impl<'a> ChunkOptions<'a> {
+    /// `chunker` without a counter, headers or extra tokens.
+    pub fn new(chunker: ChunkerConfig) -> Self {
+        ChunkOptions {
+            chunker,
+            ..ChunkOptions::default()
+        }
+    }
+
+    /// Counts tokens with `counter` (or estimates them with `None`).
+    pub fn counter(self, counter: Option<&'a dyn TokenCounter>) -> Self {
+        ChunkOptions { counter, ..self }
+    }
+
+    /// Reserves room for the chunk header in every chunk's token budget.
+    pub fn headers(self, headers: bool) -> Self {
+        ChunkOptions { headers, ..self }
+    }
+
+    /// Reserves `extra_tokens` more tokens in every chunk's token budget.
+    pub fn extra_tokens(self, extra_tokens: usize) -> Self {
+        ChunkOptions {
+            extra_tokens,
+            ..self
+        }
+    }
+
+    /// Tokens reserved in every chunk's budget for `parsed`: its longest header (with
+    /// `headers` and a counter) plus `extra_tokens`.
+    fn reserved_tokens(&self, parsed: &ParsedDocument) -> usize {
+        let header_tokens = match (self.headers, self.counter) {
+            (true, Some(c)) => std::iter::once(excerpt_core::header_text(&parsed.title, ""))
+                .chain(
+                    parsed
+                        .sections
+                        .iter()
+                        .map(|s| excerpt_core::header_text(&parsed.title, &s.path_string())),
+                )
+                .map(|h| c.count(&h))
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        };
+        header_tokens.saturating_add(self.extra_tokens)
+    }
+
+    /// What the packing chunkers measure, with `reserved` tokens kept free: with a
+    /// counter, `max_tokens` minus the counter's special tokens (at least 1), minus
+    /// `reserved` but never below half of that (a giant title is truncated by the model
+    /// rather than shredding the text); without one, characters.
+    fn measure(&self, max_tokens: usize, reserved: usize) -> Measure<'a> {
+        match self.counter {
+            Some(c) => {
+                let full = max_tokens.saturating_sub(c.special_tokens()).max(1);
+                Measure::Tokens {
+                    counter: c,
+                    budget: full.saturating_sub(reserved).max(full / 2).max(1),
+                }
+            }
+            None => Measure::Chars {
+                limit: max_tokens.saturating_mul(CHARS_PER_TOKEN_ESTIMATE).max(1),
+            },
+        }
+    }
+}
+
+/// A stretch of the text no chunk crosses: the text before the first heading or one
+/// section's `own` range (byte offsets), with the innermost section holding it.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    section: Option<SectionId>,
+}
+
+/// One chunk before it becomes a [`Chunk`]: byte offsets, its token count when the
+/// packer already counted it exactly, and its section.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    start: usize,
+    end: usize,
+    tokens: Option<usize>,
+    section: Option<SectionId>,
+}
 
 /// Chunks a parsed document into a full [`Document`] that passes
 /// [`Document::validate`].
@@ -29,11 +137,13 @@ pub const CHARS_PER_TOKEN_ESTIMATE: usize = 4;
 ///   not left alone). Breaks strictly inside an atomic range (a code block) are not used
 ///   when the range fits in one chunk; larger ones are split, preferably at lines.
 ///   With a counter, chunk content is at most `max_tokens - counter.special_tokens()`
-///   tokens (at least 1): each region is tokenized once and candidate chunks measured
-///   with prefix counts over token offsets; each chosen chunk is then counted once more
-///   exactly (and shrunk in the rare case that tokenizing it alone gives more tokens).
-///   Without a counter the limit is `max_tokens * CHARS_PER_TOKEN_ESTIMATE` characters.
-///   `Section` behaves as `Tokens`: one chunk per region, split only when over the limit.
+///   tokens (at least 1), less the tokens [`ChunkOptions::headers`] and
+///   [`ChunkOptions::extra_tokens`] reserve (never less than half of it): each region is
+///   tokenized once and candidate chunks measured with prefix counts over token offsets;
+///   each chosen chunk is then counted once more exactly (and shrunk in the rare case
+///   that tokenizing it alone gives more tokens). Without a counter the limit is
+///   `max_tokens * CHARS_PER_TOKEN_ESTIMATE` characters. `Section` behaves as `Tokens`:
+///   one chunk per region, split only when over the limit.
 /// - [`ChunkerConfig::Chars`]: the same packing with a limit of `size` characters.
 /// - [`ChunkerConfig::Sentence`]: one chunk per sentence (cut at region boundaries),
 ///   except that sentences inside an atomic range stay together.
@@ -42,52 +152,8 @@ pub const CHARS_PER_TOKEN_ESTIMATE: usize = 4;
 /// limit allows. `tokens` is filled for every chunk when a counter is given. Empty text
 /// gives no chunks and no sentences. The hash covers id, title, metadata (JSON), text and
 /// the chunker config.
-pub fn chunk(
-    parsed: ParsedDocument,
-    config: &ChunkerConfig,
-    counter: Option<&dyn TokenCounter>,
-) -> Result<Document, IngestError> {
-    chunk_with_headers(parsed, config, counter, false)
-}
-
-/// [`chunk`] for an index that embeds a header with every chunk
-/// ([`excerpt_core::indexed_text`]): with `headers` and a counter, the token budget of
-/// every chunk of the document shrinks by the tokens of its longest header, so header
-/// and chunk together still fit the model (the budget never drops below half the
-/// limit: a giant title is truncated by the model rather than shredding the text).
-pub fn chunk_with_headers(
-    parsed: ParsedDocument,
-    config: &ChunkerConfig,
-    counter: Option<&dyn TokenCounter>,
-    headers: bool,
-) -> Result<Document, IngestError> {
-    chunk_with_allowance(parsed, config, counter, headers, 0)
-}
-
-/// [`chunk_with_headers`] leaving `extra_tokens` more tokens free in every chunk's budget
-/// for other text indexed with it (the LLM-written context of `--contextualize`, capped
-/// at that many tokens). Applies to the token chunkers with a counter, within the same
-/// floor: the budget never drops below half the limit.
-pub fn chunk_with_allowance(
-    parsed: ParsedDocument,
-    config: &ChunkerConfig,
-    counter: Option<&dyn TokenCounter>,
-    headers: bool,
-    extra_tokens: usize,
-) -> Result<Document, IngestError> {
-    let header_tokens = match (headers, counter) {
-        (true, Some(c)) => std::iter::once(excerpt_core::header_text(&parsed.title, ""))
-            .chain(
-                parsed
-                    .sections
-                    .iter()
-                    .map(|s| excerpt_core::header_text(&parsed.title, &s.path_string())),
-            )
-            .map(|h| c.count(&h))
-            .max()
-            .unwrap_or(0),
-        _ => 0,
-    };
+pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document, IngestError> {
+    let reserved = opts.reserved_tokens(&parsed);
     let ParsedDocument {
         id,
         title,
@@ -111,73 +177,48 @@ pub fn chunk_with_allowance(
     let atomics = normalise_atomics(&text, &atomic);
     let regions = regions(&text, &sections);
 
-    let mut pieces: Vec<(usize, usize, Option<usize>, Option<SectionId>)> = Vec::new();
-    match *config {
-        ChunkerConfig::Sentence => {
-            for &(rs, re, sec) in &regions {
-                for (a, b) in sentence_pieces(&text, rs, re, &sentence_bytes, &atomics) {
-                    pieces.push((a, b, None, sec));
-                }
-            }
-        }
+    let pieces = match opts.chunker {
+        ChunkerConfig::Sentence => regions
+            .iter()
+            .flat_map(|r| {
+                sentence_pieces(&text, r.start, r.end, &sentence_bytes, &atomics)
+                    .into_iter()
+                    .map(|(start, end)| Piece {
+                        start,
+                        end,
+                        tokens: None,
+                        section: r.section,
+                    })
+            })
+            .collect(),
         ChunkerConfig::Tokens { max_tokens } | ChunkerConfig::Section { max_tokens } => {
-            let measure = match counter {
-                Some(c) => {
-                    let full = max_tokens.saturating_sub(c.special_tokens()).max(1);
-                    Measure::Tokens {
-                        counter: c,
-                        budget: full
-                            .saturating_sub(header_tokens.saturating_add(extra_tokens))
-                            .max(full / 2)
-                            .max(1),
-                    }
-                }
-                None => Measure::Chars {
-                    limit: max_tokens.saturating_mul(CHARS_PER_TOKEN_ESTIMATE).max(1),
-                },
-            };
-            pack_all(
-                &text,
-                &idx,
-                &regions,
-                &sentence_bytes,
-                &atomics,
-                &measure,
-                &mut pieces,
-            );
+            let measure = opts.measure(max_tokens, reserved);
+            pack_all(&text, &idx, &regions, &sentence_bytes, &atomics, &measure)
         }
         ChunkerConfig::Chars { size } => {
             let measure = Measure::Chars { limit: size.max(1) };
-            pack_all(
-                &text,
-                &idx,
-                &regions,
-                &sentence_bytes,
-                &atomics,
-                &measure,
-                &mut pieces,
-            );
+            pack_all(&text, &idx, &regions, &sentence_bytes, &atomics, &measure)
         }
-    }
+    };
 
     let mut chunks = Vec::with_capacity(pieces.len());
-    for (i, (a, b, n, sec)) in pieces.into_iter().enumerate() {
-        let tokens = match (n, counter) {
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let tokens = match (piece.tokens, opts.counter) {
             (Some(n), _) => n,
-            (None, Some(c)) => c.count(&text[a..b]),
+            (None, Some(c)) => c.count(&text[piece.start..piece.end]),
             (None, None) => 0,
         };
         chunks.push(Chunk {
             ordinal: u32::try_from(i).unwrap_or(u32::MAX),
-            range: idx.range(a, b).map_err(invalid)?,
-            section: sec,
+            range: idx.range(piece.start, piece.end).map_err(invalid)?,
+            section: piece.section,
             tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
             context: None,
         });
     }
 
     let meta_json = serde_json::to_string(&metadata).unwrap_or_default();
-    let config_str = config.to_string();
+    let config_str = opts.chunker.to_string();
     let hash = content_hash(&[
         id.as_bytes(),
         title.as_bytes(),
@@ -229,8 +270,8 @@ fn containing_atomic(atomics: &[(usize, usize)], p: usize) -> Option<(usize, usi
     (i > 0 && atomics[i - 1].1 > p).then(|| atomics[i - 1])
 }
 
-/// Cuts the text at every section's `own` boundary: `(start, end, innermost section)`.
-fn regions(text: &str, sections: &[Section]) -> Vec<(usize, usize, Option<SectionId>)> {
+/// Cuts the text at every section's `own` boundary, each span with its innermost section.
+fn regions(text: &str, sections: &[Section]) -> Vec<Span> {
     let len = text.len();
     let mut cuts = vec![0, len];
     for s in sections {
@@ -253,7 +294,11 @@ fn regions(text: &str, sections: &[Section]) -> Vec<(usize, usize, Option<Sectio
             .rev()
             .find(|&&i| sections[i].own.byte_end >= b)
             .and_then(|&i| SectionId::try_from(i).ok());
-        out.push((a, b, sec));
+        out.push(Span {
+            start: a,
+            end: b,
+            section: sec,
+        });
     }
     out
 }
@@ -377,6 +422,8 @@ struct Region<'a> {
     idx: &'a CharIndex<'a>,
     rs: usize,
     re: usize,
+    /// The innermost section holding the region.
+    section: Option<SectionId>,
     measure: &'a Measure<'a>,
     /// Absolute token starts and ends (ends at least start + 1), each sorted.
     starts: Vec<usize>,
@@ -523,29 +570,34 @@ impl Region<'_> {
         }
     }
 
-    fn pack(
-        &self,
-        cands: &Candidates,
-        atomics: &[(usize, usize)],
-    ) -> Vec<(usize, usize, Option<usize>)> {
-        let mut out: Vec<(usize, usize, Option<usize>)> = Vec::new();
+    /// The region's chunks, in order.
+    fn pack(&self, cands: &Candidates, atomics: &[(usize, usize)]) -> Vec<Piece> {
+        let piece = |start, end, tokens| Piece {
+            start,
+            end,
+            tokens,
+            section: self.section,
+        };
+        let mut out: Vec<Piece> = Vec::new();
         let mut s = self.rs;
         while s < self.re {
             let (p, n) = self.next_chunk(cands, atomics, s);
-            out.push((s, p, n));
+            out.push(piece(s, p, n));
             s = p;
         }
         // A whitespace-only tail joins the chunk before it when that still fits.
         while out.len() >= 2 {
             let last = out[out.len() - 1];
-            if !self.text[last.0..last.1].trim().is_empty() {
+            if !self.text[last.start..last.end].trim().is_empty() {
                 break;
             }
             let prev = out[out.len() - 2];
             let merged = match self.measure {
-                Measure::Chars { limit } => (self.cost(prev.0, last.1) <= *limit).then_some(None),
+                Measure::Chars { limit } => {
+                    (self.cost(prev.start, last.end) <= *limit).then_some(None)
+                }
                 Measure::Tokens { counter, budget } => {
-                    let n = counter.count(&self.text[prev.0..last.1]);
+                    let n = counter.count(&self.text[prev.start..last.end]);
                     (n <= *budget).then_some(Some(n))
                 }
             };
@@ -553,7 +605,7 @@ impl Region<'_> {
                 Some(n) => {
                     out.pop();
                     if let Some(p) = out.last_mut() {
-                        *p = (prev.0, last.1, n);
+                        *p = piece(prev.start, last.end, n);
                     }
                 }
                 None => break,
@@ -563,18 +615,23 @@ impl Region<'_> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Packs every region with `measure` (see [`chunk`] for the rules).
 fn pack_all(
     text: &str,
     idx: &CharIndex<'_>,
-    regions: &[(usize, usize, Option<SectionId>)],
+    regions: &[Span],
     sentences: &[(usize, usize)],
     atomics: &[(usize, usize)],
     measure: &Measure<'_>,
-    pieces: &mut Vec<(usize, usize, Option<usize>, Option<SectionId>)>,
-) {
+) -> Vec<Piece> {
     let cands = Candidates::new(text, sentences, atomics);
-    for &(rs, re, sec) in regions {
+    let mut pieces = Vec::new();
+    for &Span {
+        start: rs,
+        end: re,
+        section,
+    } in regions
+    {
         let (starts, ends) = match measure {
             Measure::Tokens { counter, .. } => {
                 let mut starts = Vec::new();
@@ -595,14 +652,14 @@ fn pack_all(
             idx,
             rs,
             re,
+            section,
             measure,
             starts,
             ends,
         };
-        for (a, b, n) in region.pack(&cands, atomics) {
-            pieces.push((a, b, n, sec));
-        }
+        pieces.extend(region.pack(&cands, atomics));
     }
+    pieces
 }
 
 fn floor_boundary(text: &str, mut p: usize) -> usize {
@@ -685,8 +742,12 @@ mod tests {
         let mut p = md(&text);
         p.title = "A long title".into();
         let cfg = ChunkerConfig::Tokens { max_tokens: 20 };
-        let plain = chunk(p.clone(), &cfg, Some(&Words)).unwrap();
-        let with = chunk_with_headers(p, &cfg, Some(&Words), true).unwrap();
+        let plain = chunk(p.clone(), &ChunkOptions::new(cfg).counter(Some(&Words))).unwrap();
+        let with = chunk(
+            p,
+            &ChunkOptions::new(cfg).counter(Some(&Words)).headers(true),
+        )
+        .unwrap();
         assert!(plain.chunks.iter().all(|c| c.tokens <= 18));
         assert!(plain.chunks.iter().any(|c| c.tokens > 10));
         for c in &with.chunks {
@@ -708,8 +769,9 @@ mod tests {
         let mut p = md(&text);
         p.title = "A long title".into();
         let cfg = ChunkerConfig::Tokens { max_tokens: 60 };
-        let with = chunk_with_headers(p.clone(), &cfg, Some(&Words), true).unwrap();
-        let more = chunk_with_allowance(p.clone(), &cfg, Some(&Words), true, 10).unwrap();
+        let with_opts = ChunkOptions::new(cfg).counter(Some(&Words)).headers(true);
+        let with = chunk(p.clone(), &with_opts).unwrap();
+        let more = chunk(p.clone(), &with_opts.extra_tokens(10)).unwrap();
         for c in &more.chunks {
             let header = excerpt_core::chunk_header(&more, c);
             assert!(Words.count(&header) + 10 + c.tokens as usize <= 58);
@@ -717,7 +779,7 @@ mod tests {
         assert!(with.chunks.iter().any(|c| c.tokens > 39));
         assert!(more.chunks.len() > with.chunks.len());
         // The floor: a huge allowance still leaves half the limit (29 tokens).
-        let floor = chunk_with_allowance(p, &cfg, Some(&Words), true, 1000).unwrap();
+        let floor = chunk(p, &with_opts.extra_tokens(1000)).unwrap();
         assert!(floor.chunks.iter().all(|c| c.tokens <= 29));
         assert!(floor.chunks.iter().any(|c| c.tokens > 20));
     }
@@ -730,9 +792,9 @@ mod tests {
             ChunkerConfig::Sentence,
             ChunkerConfig::Section { max_tokens: 8 },
         ] {
-            let d = chunk(parsed(""), &cfg, Some(&Words)).unwrap();
+            let d = chunk(parsed(""), &ChunkOptions::new(cfg).counter(Some(&Words))).unwrap();
             assert!(d.chunks.is_empty() && d.sentences.is_empty());
-            let d = chunk(parsed(" \n\n "), &cfg, None).unwrap();
+            let d = chunk(parsed(" \n\n "), &ChunkOptions::new(cfg)).unwrap();
             assert_eq!(d.chunks.len(), 1);
         }
     }
@@ -744,8 +806,7 @@ mod tests {
         // 6 tokens of content (8 minus 2 special).
         let d = chunk(
             parsed(text),
-            &ChunkerConfig::Tokens { max_tokens: 8 },
-            Some(&Words),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 8 }).counter(Some(&Words)),
         )
         .unwrap();
         assert_eq!(
@@ -764,8 +825,7 @@ mod tests {
         // Whole text fits: one chunk.
         let d = chunk(
             parsed(text),
-            &ChunkerConfig::Tokens { max_tokens: 64 },
-            Some(&Words),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 64 }).counter(Some(&Words)),
         )
         .unwrap();
         assert_eq!(d.chunks.len(), 1);
@@ -775,7 +835,11 @@ mod tests {
     #[test]
     fn without_counter_four_chars_per_token() {
         let text = "aaaa bbbb cccc dddd";
-        let d = chunk(parsed(text), &ChunkerConfig::Tokens { max_tokens: 3 }, None).unwrap();
+        let d = chunk(
+            parsed(text),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 3 }),
+        )
+        .unwrap();
         assert_eq!(texts(&d), vec!["aaaa bbbb ", "cccc dddd"]);
         assert!(d.chunks.iter().all(|c| c.tokens == 0));
     }
@@ -783,7 +847,11 @@ mod tests {
     #[test]
     fn giant_word_split_at_chars() {
         let text = "é".repeat(25);
-        let d = chunk(parsed(&text), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
+        let d = chunk(
+            parsed(&text),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 10 }),
+        )
+        .unwrap();
         assert_eq!(
             d.chunks
                 .iter()
@@ -798,8 +866,7 @@ mod tests {
         let body = "word ".repeat(40);
         let d = chunk(
             md(&format!("# Title\n\n{body}")),
-            &ChunkerConfig::Tokens { max_tokens: 22 },
-            Some(&Words),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 22 }).counter(Some(&Words)),
         )
         .unwrap();
         assert!(d.chunk_text(0).starts_with("# Title\n\nword word"));
@@ -810,8 +877,7 @@ mod tests {
     fn chunks_never_cross_sections() {
         let d = chunk(
             md("intro text\n\n# A\nalpha\n## B\nbeta\n# C\ngamma"),
-            &ChunkerConfig::Tokens { max_tokens: 256 },
-            Some(&Words),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 256 }).counter(Some(&Words)),
         )
         .unwrap();
         assert_eq!(
@@ -828,8 +894,7 @@ mod tests {
         assert_eq!(d.section_path(Some(1)), "A > B");
         let s = chunk(
             md("intro text\n\n# A\nalpha\n## B\nbeta\n# C\ngamma"),
-            &ChunkerConfig::Section { max_tokens: 256 },
-            None,
+            &ChunkOptions::new(ChunkerConfig::Section { max_tokens: 256 }),
         )
         .unwrap();
         assert_eq!(s.chunks.len(), 4);
@@ -839,21 +904,33 @@ mod tests {
     fn code_block_kept_whole_when_it_fits() {
         let code = "```\nline one here\nline two here\nline three here\n```\n";
         let text = format!("Some intro words here.\n{code}after");
-        let d = chunk(md(&text), &ChunkerConfig::Chars { size: 70 }, None).unwrap();
+        let d = chunk(
+            md(&text),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 70 }),
+        )
+        .unwrap();
         assert!(
             texts(&d).iter().any(|t| t.contains(code)),
             "{:?}",
             texts(&d)
         );
         // Too big for one chunk: split at lines inside.
-        let d = chunk(md(&text), &ChunkerConfig::Chars { size: 20 }, None).unwrap();
+        let d = chunk(
+            md(&text),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 20 }),
+        )
+        .unwrap();
         assert!(texts(&d).contains(&"line two here\n"), "{:?}", texts(&d));
     }
 
     #[test]
     fn sentence_chunker() {
         let text = "First one. Second one!\n\nThird\n```\na. b. c.\n```\n";
-        let d = chunk(md(text), &ChunkerConfig::Sentence, Some(&Words)).unwrap();
+        let d = chunk(
+            md(text),
+            &ChunkOptions::new(ChunkerConfig::Sentence).counter(Some(&Words)),
+        )
+        .unwrap();
         assert_eq!(
             texts(&d),
             vec![
@@ -869,13 +946,16 @@ mod tests {
     #[test]
     fn whitespace_tail_joins_previous() {
         let text = format!("abcdefgh{}", " ".repeat(3));
-        let d = chunk(parsed(&text), &ChunkerConfig::Chars { size: 9 }, None).unwrap();
+        let d = chunk(
+            parsed(&text),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 9 }),
+        )
+        .unwrap();
         // 11 chars cannot be one chunk; the tail stays separate only because it must.
         assert_eq!(d.chunks.len(), 2);
         let d = chunk(
             parsed("abc def   "),
-            &ChunkerConfig::Chars { size: 10 },
-            None,
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 10 }),
         )
         .unwrap();
         assert_eq!(texts(&d), vec!["abc def   "]);
@@ -883,9 +963,21 @@ mod tests {
 
     #[test]
     fn hash_depends_on_config_and_content() {
-        let a = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
-        let b = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 11 }, None).unwrap();
-        let c = chunk(parsed("x y"), &ChunkerConfig::Chars { size: 10 }, None).unwrap();
+        let a = chunk(
+            parsed("x y"),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 10 }),
+        )
+        .unwrap();
+        let b = chunk(
+            parsed("x y"),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 11 }),
+        )
+        .unwrap();
+        let c = chunk(
+            parsed("x y"),
+            &ChunkOptions::new(ChunkerConfig::Chars { size: 10 }),
+        )
+        .unwrap();
         assert_ne!(a.hash, b.hash);
         assert_eq!(a.hash, c.hash);
     }
@@ -894,8 +986,7 @@ mod tests {
     fn tiny_token_budget_terminates() {
         let d = chunk(
             parsed("a, b; c!! dd"),
-            &ChunkerConfig::Tokens { max_tokens: 0 },
-            Some(&Words),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 0 }).counter(Some(&Words)),
         )
         .unwrap();
         assert!(d.chunks.iter().all(|c| c.tokens <= 1));

@@ -17,31 +17,34 @@
 //!      byte-for-byte; ATX headings (if any) become sections without changing the text.
 //!
 //!    Every offset in a [`ParsedDocument`] refers to its `text`, which is exactly what is
-//!    stored. Binary, empty, non-UTF-8 and unknown files are refused with a typed
+//!    stored. Loading is layered: the parsed types and the section builder at the bottom
+//!    (`parsed`), one loader per format above them (`formats`), the dispatcher that
+//!    reads, decodes and picks the loader on top (`load`); no layer imports from one
+//!    above it. Binary, empty, non-UTF-8 and unknown files are refused with a typed
 //!    [`IngestError`] naming the path ([`IngestError::is_skip`] tells benign skips apart).
 //! 3. **Sentences** ([`split_sentences`]): byte ranges partitioning the text, based on
 //!    Unicode sentence boundaries, also broken after every line end; whitespace after a
 //!    sentence belongs to it.
 //! 4. **Chunk** ([`chunk`]): turn a [`ParsedDocument`] into a [`excerpt_core::Document`]
 //!    whose chunks partition the text exactly, never cross the end of a section's own
-//!    text, avoid splitting atomic ranges, and fit the configured limit. See
-//!    [`chunk`] for the rules of each [`excerpt_core::ChunkerConfig`].
+//!    text, avoid splitting atomic ranges, and fit the configured limit. [`ChunkOptions`]
+//!    carries the chunker, the token counter and the tokens to keep free for text indexed
+//!    with each chunk; see [`chunk`] for the rules of each
+//!    [`excerpt_core::ChunkerConfig`].
 
 #![warn(missing_docs)]
 
 mod chunk;
 mod error;
-mod html;
-mod jsonl;
+mod formats;
 mod load;
-mod markdown;
+mod parsed;
 mod sentences;
 mod walk;
 
-pub use chunk::{chunk, chunk_with_allowance, chunk_with_headers, CHARS_PER_TOKEN_ESTIMATE};
+pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
-pub use load::{
-    is_supported, load_file, load_path, load_str, DocFormat, LoadOptions, Loaded, ParsedDocument,
-};
+pub use load::{is_supported, load_file, load_path, load_str, DocFormat, LoadOptions};
+pub use parsed::{Loaded, ParsedDocument};
 pub use sentences::split_sentences;
 pub use walk::{walk, WalkItem, WalkOptions};

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::load::relative_id;
+use crate::parsed::relative_id;
 use crate::IngestError;
 
 /// Options of [`walk`].

@@ -3,7 +3,9 @@
 //! blocks.
 
 use excerpt_core::{ChunkerConfig, Document, TokenCounter};
-use excerpt_ingest::{chunk, load_str, split_sentences, DocFormat, IngestError, ParsedDocument};
+use excerpt_ingest::{
+    chunk, load_str, split_sentences, ChunkOptions, DocFormat, IngestError, ParsedDocument,
+};
 use proptest::prelude::*;
 
 /// Test tokenizer: runs of alphanumerics are one token, every other non-whitespace char
@@ -153,7 +155,10 @@ fn check(
 fn all_configs(parsed: &ParsedDocument, config: &ChunkerConfig) -> Result<(), TestCaseError> {
     for counter in [None, Some(&WordCounter)] {
         let dyn_counter = counter.map(|c| c as &dyn TokenCounter);
-        let doc = chunk(parsed.clone(), config, dyn_counter);
+        let doc = chunk(
+            parsed.clone(),
+            &ChunkOptions::new(*config).counter(dyn_counter),
+        );
         prop_assert!(doc.is_ok(), "{:?}", doc.err());
         if let Ok(doc) = doc {
             check(parsed, &doc, config, counter)?;

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::load::build_sections;
-use crate::{IngestError, Loaded, ParsedDocument};
+use super::markdown;
+use crate::parsed::{build_sections, Loaded, ParsedDocument};
+use crate::IngestError;
 
 pub(crate) fn load(path: &Path, source: Option<&str>, text: &str) -> Loaded {
     let mut loaded = Loaded::default();
@@ -66,7 +67,7 @@ fn parse_line(line: &str, source: Option<&str>) -> Result<ParsedDocument, String
         Some(Value::Null) | None => serde_json::Map::new(),
         Some(_) => return Err(format!("document {id:?}: \"metadata\" must be an object")),
     };
-    let st = crate::markdown::structure(&text, true);
+    let st = markdown::structure(&text, true);
     let sections =
         build_sections(&text, st.headings).map_err(|e| format!("document {id:?}: {e}"))?;
     Ok(ParsedDocument {
@@ -78,59 +79,4 @@ fn parse_line(line: &str, source: Option<&str>) -> Result<ParsedDocument, String
         sections,
         atomic: st.fences,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::{load_str, DocFormat, IngestError};
-
-    #[test]
-    fn lines_load_text_exact_and_bad_lines_reported() {
-        let src = concat!(
-            r#"{"id":"a","title":"A","text":"  Line one\r\n\nline\ttwo  ","metadata":{"k":1}}"#,
-            "\n",
-            "not json\n",
-            "\n",
-            r##"{"id":"b","text":"# Head\nbody\n```\n# code\n```\n## Sub\nx"}"##,
-            "\r\n",
-            r#"{"title":"no id","text":"t"}"#,
-            "\n",
-            r#"{"id":"a","text":"dup"}"#,
-        );
-        let l = load_str(DocFormat::Jsonl, "corpus.jsonl", src).unwrap();
-        assert_eq!(l.documents.len(), 2);
-        let a = &l.documents[0];
-        assert_eq!(a.text, "  Line one\r\n\nline\ttwo  ");
-        assert_eq!(a.title, "A");
-        assert_eq!(a.metadata["k"], 1);
-        assert!(a.sections.is_empty());
-        let b = &l.documents[1];
-        assert_eq!(b.title, "b");
-        let heads: Vec<_> = b.sections.iter().map(|s| s.heading.as_str()).collect();
-        assert_eq!(heads, vec!["Head", "Sub"]);
-        assert_eq!(b.atomic.len(), 1);
-        let lines: Vec<usize> = l
-            .problems
-            .iter()
-            .map(|p| match p {
-                IngestError::JsonlLine { line, .. } => *line,
-                _ => 0,
-            })
-            .collect();
-        assert_eq!(lines, vec![2, 5, 6]);
-        assert!(l.problems[0]
-            .to_string()
-            .starts_with("corpus.jsonl:2: invalid JSON"));
-    }
-
-    #[test]
-    fn setext_not_a_heading_in_jsonl() {
-        let l = load_str(
-            DocFormat::Jsonl,
-            "c.jsonl",
-            r#"{"id":"x","text":"Title\n=====\nbody"}"#,
-        )
-        .unwrap();
-        assert!(l.documents[0].sections.is_empty());
-    }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
-use crate::load::{build_sections, collapse_ws, line_start, Heading};
-use crate::{IngestError, ParsedDocument};
+use crate::parsed::{build_sections, collapse_ws, Heading, ParsedDocument};
+use crate::IngestError;
 
 /// Structure of a Markdown text: headings and fenced code block ranges.
 #[derive(Debug, Default)]
@@ -164,78 +164,11 @@ pub(crate) fn load(
     Ok(doc)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{load_str, DocFormat};
-
-    fn md(text: &str) -> ParsedDocument {
-        let mut l = load_str(DocFormat::Markdown, "notes/doc.md", text).unwrap();
-        l.documents.remove(0)
-    }
-
-    #[test]
-    fn front_matter_becomes_metadata() {
-        let d = md("---\ntitle: My Doc\ntags: [a, b]\n---\n\n# Heading\nBody\n");
-        assert_eq!(d.title, "My Doc");
-        assert_eq!(d.metadata["tags"], serde_json::json!(["a", "b"]));
-        assert_eq!(d.text, "# Heading\nBody\n");
-        assert_eq!(d.sections.len(), 1);
-        assert_eq!(d.sections[0].own.byte_start, 0);
-        assert_eq!(d.id, "notes/doc.md");
-    }
-
-    #[test]
-    fn title_falls_back_to_h1_then_stem() {
-        assert_eq!(md("intro\n\n## Two\n\n# One *x*\n").title, "One x");
-        assert_eq!(md("no headings\n").title, "doc");
-        // Front matter that is not a mapping stays in the text.
-        let d = md("---\njust text\n---\nbody\n");
-        assert!(d.text.starts_with("---"));
-    }
-
-    #[test]
-    fn setext_and_atx_headings() {
-        let text =
-            "Intro line\n\nFirst\n=====\n\npara\n\nSecond\n------\n\nmore\n\n### Third ###\nend";
-        let d = md(text);
-        let heads: Vec<_> = d
-            .sections
-            .iter()
-            .map(|s| (s.heading.as_str(), s.level))
-            .collect();
-        assert_eq!(heads, vec![("First", 1), ("Second", 2), ("Third", 3)]);
-        assert_eq!(d.sections[0].own.slice(&d.text), "First\n=====\n\npara\n\n");
-        assert_eq!(d.sections[2].path, vec!["First", "Second", "Third"]);
-        assert_eq!(d.sections[2].own.slice(&d.text), "### Third ###\nend");
-        assert_eq!(d.text, text);
-    }
-
-    #[test]
-    fn hashes_in_code_are_not_headings() {
-        let text = "# Real\n\n```sh\n# not a heading\necho hi\n```\n\n    # indented code\n\n## Also real\n";
-        let d = md(text);
-        let heads: Vec<_> = d.sections.iter().map(|s| s.heading.as_str()).collect();
-        assert_eq!(heads, vec!["Real", "Also real"]);
-        assert_eq!(d.atomic.len(), 1);
-        let (a, b) = d.atomic[0];
-        assert_eq!(&d.text[a..b], "```sh\n# not a heading\necho hi\n```\n");
-    }
-
-    #[test]
-    fn quoted_heading_is_not_a_section() {
-        let d = md("> # quoted\n\n# top\n");
-        assert_eq!(d.sections.len(), 1);
-        assert_eq!(d.sections[0].heading, "top");
-    }
-
-    #[test]
-    fn crlf_normalised_and_front_matter_only_is_empty() {
-        let d = md("# A\r\nb\r\n");
-        assert_eq!(d.text, "# A\nb\n");
-        assert!(matches!(
-            load_str(DocFormat::Markdown, "x.md", "---\ntitle: t\n---\n\n"),
-            Err(IngestError::Empty { .. })
-        ));
-    }
+/// Byte offset of the start of the line containing `pos`.
+fn line_start(text: &str, pos: usize) -> usize {
+    let pos = pos.min(text.len());
+    text.as_bytes()[..pos]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1)
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use scraper::{ElementRef, Html, Node};
 
-use crate::load::{build_sections, collapse_ws, Heading};
-use crate::{IngestError, ParsedDocument};
+use crate::parsed::{build_sections, collapse_ws, Heading, ParsedDocument};
+use crate::IngestError;
 
 /// Elements whose content is never text of the document.
 const DROPPED: &[&str] = &[
@@ -283,63 +283,4 @@ pub(crate) fn load(
     doc.atomic = ex.atomic;
     doc.text = ex.out;
     Ok(doc)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{load_str, DocFormat};
-
-    fn html(src: &str) -> ParsedDocument {
-        let mut l = load_str(DocFormat::Html, "site/page.html", src).unwrap();
-        l.documents.remove(0)
-    }
-
-    #[test]
-    fn extracts_blocks_sections_and_title() {
-        let d = html(
-            "<html><head><title> The  Page </title><style>p{}</style></head><body>\
-             <nav><a href=x>Home</a></nav>\
-             <p>Intro   text\n with <b>bold</b>.</p><script>var x = 1;</script>\
-             <h2>First <i>part</i></h2><p>One</p><ul><li>a</li><li>b</li></ul>\
-             <h2>Second</h2><pre>  code\n    indented</pre><table><tr><td>x</td><td>y</td></tr></table>\
-             </body></html>",
-        );
-        assert_eq!(d.title, "The Page");
-        assert_eq!(
-            d.text,
-            "Intro text with bold.\n\nFirst part\n\nOne\n\na\n\nb\n\nSecond\n\n  code\n    indented\n\nx y"
-        );
-        assert!(!d.text.contains("var x"));
-        assert!(!d.text.contains("Home"));
-        let heads: Vec<_> = d
-            .sections
-            .iter()
-            .map(|s| (s.heading.as_str(), s.level))
-            .collect();
-        assert_eq!(heads, vec![("First part", 2), ("Second", 2)]);
-        assert_eq!(
-            d.sections[0].own.slice(&d.text),
-            "First part\n\nOne\n\na\n\nb\n\n"
-        );
-        assert_eq!(d.atomic.len(), 1);
-        let (a, b) = d.atomic[0];
-        assert_eq!(&d.text[a..b], "  code\n    indented");
-    }
-
-    #[test]
-    fn title_from_h1_and_br() {
-        let d = html("<body><h1>Main &amp; more</h1>line<br>next</body>");
-        assert_eq!(d.title, "Main & more");
-        assert_eq!(d.text, "Main & more\n\nline\nnext");
-        assert_eq!(d.sections[0].own.byte_start, 0);
-    }
-
-    #[test]
-    fn only_scripts_is_empty() {
-        assert!(matches!(
-            load_str(DocFormat::Html, "x.html", "<script>a()</script>"),
-            Err(IngestError::Empty { .. })
-        ));
-    }
 }

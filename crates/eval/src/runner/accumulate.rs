@@ -1,0 +1,164 @@
+//! What one strategy at one budget accumulates over the queries (its results and
+//! answers files, scores, tokens, latencies, coherence), and how it becomes the run's
+//! entry of the report. The bottom layer of the runner: it imports none of the stages.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use excerpt::{Context, Snapshot};
+use excerpt_context::StrategyConfig;
+use excerpt_core::ChunkKey;
+
+use crate::format::{write_jsonl_line, QueryLine, ResultLine, ResultPiece};
+use crate::metrics::{
+    latency, mean, on_boundaries, piece_coherence, round_to, score_query, summarize, ChunkVectors,
+    CorpusTexts, PieceSpan, QueryScore,
+};
+use crate::report::{AnswerMetrics, Metrics, StrategyResult};
+use crate::EvalError;
+
+/// What one strategy at one budget accumulated over the queries.
+pub(super) struct Acc {
+    pub(super) label: String,
+    pub(super) config: StrategyConfig,
+    pub(super) budget: usize,
+    pub(super) file: String,
+    pub(super) path: PathBuf,
+    pub(super) out: BufWriter<File>,
+    pub(super) scores: Vec<QueryScore>,
+    pub(super) tokens: Vec<f64>,
+    pub(super) latency_ms: Vec<f64>,
+    pub(super) intra: Vec<f64>,
+    pub(super) boundary_on: usize,
+    pub(super) boundary_n: usize,
+    pub(super) answers: Option<AnswerAcc>,
+}
+
+/// What one strategy at one budget accumulated over its answers.
+pub(super) struct AnswerAcc {
+    pub(super) file: String,
+    pub(super) path: PathBuf,
+    pub(super) out: BufWriter<File>,
+    pub(super) answered: usize,
+    pub(super) f1_sum: f64,
+    pub(super) em: usize,
+    pub(super) prompt_tokens: u64,
+    pub(super) completion_tokens: u64,
+}
+
+/// What scoring a context needs besides the context.
+pub(super) struct Scoring<'a> {
+    pub(super) texts: &'a CorpusTexts,
+    pub(super) vectors: SnapshotVectors<'a>,
+    pub(super) boundaries: &'a HashMap<String, Vec<usize>>,
+}
+
+/// Chunk vectors of a snapshot, by document id.
+pub(super) struct SnapshotVectors<'a>(pub(super) &'a Snapshot);
+
+impl ChunkVectors for SnapshotVectors<'_> {
+    fn chunk_vector(&self, doc_id: &str, ordinal: u32) -> Option<&[f32]> {
+        let d = self.0.doc_index(doc_id)?;
+        self.0.vector(ChunkKey::new(d, ordinal))
+    }
+}
+
+impl Acc {
+    /// A query without a context from this run: it scores as missing, with no tokens.
+    pub(super) fn record_failure(&mut self, q: &QueryLine, scoring: &Scoring<'_>) {
+        self.scores.push(score_query(q, None, scoring.texts, None));
+        self.tokens.push(0.0);
+    }
+
+    /// Appends the context of query `q` to the results file and adds its scores,
+    /// tokens, latency (`ms`) and coherence figures.
+    pub(super) fn record(
+        &mut self,
+        q: &QueryLine,
+        context: &Context,
+        ms: f64,
+        scoring: &Scoring<'_>,
+    ) -> Result<(), EvalError> {
+        let line = ResultLine {
+            query_id: q.id.clone(),
+            strategy: self.label.clone(),
+            pieces: context
+                .pieces
+                .iter()
+                .map(|p| ResultPiece {
+                    doc_id: p.doc_id.clone(),
+                    start: p.start as i64,
+                    end: p.end as i64,
+                    text: Some(p.text.clone()),
+                    score: Some(f64::from(p.score))
+                        .filter(|s| s.is_finite())
+                        .map(|s| round_to(s, 6)),
+                })
+                .collect(),
+        };
+        write_jsonl_line(&mut self.out, &line, &self.path)?;
+        self.scores
+            .push(score_query(q, Some(&line.pieces), scoring.texts, None));
+        self.tokens
+            .push(context.pieces.iter().map(|p| p.tokens).sum::<usize>() as f64);
+        self.latency_ms.push(ms);
+        for p in &context.pieces {
+            let span = PieceSpan {
+                doc_id: &p.doc_id,
+                start: p.start,
+                end: p.end,
+                first_chunk: p.first_chunk,
+                last_chunk: p.last_chunk,
+            };
+            if let Some(c) = piece_coherence(&span, &scoring.vectors) {
+                self.intra.push(c);
+            }
+            if let Some(b) = scoring.boundaries.get(&p.doc_id) {
+                self.boundary_n += 1;
+                self.boundary_on += usize::from(on_boundaries(b, p.start, p.end));
+            }
+        }
+        Ok(())
+    }
+
+    /// The run's entry of the report; `with_reference` queries could be answered.
+    pub(super) fn into_result(self, with_reference: usize) -> StrategyResult {
+        drop(self.out);
+        let coverage = summarize(&self.scores);
+        let boundary =
+            (self.boundary_n > 0).then(|| self.boundary_on as f64 / self.boundary_n as f64);
+        let answer = self.answers.map(|a| {
+            drop(a.out);
+            let share = |x: f64| {
+                if with_reference == 0 {
+                    0.0
+                } else {
+                    round_to(x / with_reference as f64, 4)
+                }
+            };
+            AnswerMetrics {
+                answers_file: a.file,
+                answered: a.answered,
+                f1: share(a.f1_sum),
+                em: share(a.em as f64),
+                prompt_tokens: a.prompt_tokens,
+                completion_tokens: a.completion_tokens,
+            }
+        });
+        StrategyResult {
+            strategy: self.label,
+            budget: self.budget,
+            results_file: self.file,
+            answer,
+            metrics: Metrics::new(
+                &coverage,
+                mean(&self.tokens).unwrap_or(0.0),
+                mean(&self.intra),
+                boundary,
+                latency(&self.latency_ms),
+            ),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! What to evaluate: [`EvalOptions`], parsed into the strategies and budgets a run
+//! uses, and the file name of each strategy label.
+
+use std::path::PathBuf;
+
+use excerpt::{FusionMethod, Mode, QueryRequest};
+use excerpt_context::StrategyConfig;
+use excerpt_embed::ChatConfig;
+
+use crate::EvalError;
+
+/// Token budgets run when none are given.
+pub const DEFAULT_BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
+
+/// What to evaluate and where to write it.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// `corpus.jsonl` (the eval format; ingested as is).
+    pub corpus: PathBuf,
+    /// `queries.jsonl`.
+    pub queries: PathBuf,
+    /// Output directory (created if needed; files in it are overwritten).
+    pub out: PathBuf,
+    /// Strategies besides `topk`, which always runs first (names as `StrategyConfig`
+    /// parses them: `adjacent`, `rse`, `rse:precision`, `window`, `section`, `auto`).
+    pub strategies: Vec<String>,
+    /// LLM-token budgets (empty: [`DEFAULT_BUDGETS`]).
+    pub budgets: Vec<usize>,
+    /// First-stage retrieval.
+    pub mode: Mode,
+    /// Fusion of the dense and BM25 lists (hybrid mode).
+    pub fusion: FusionMethod,
+    /// Candidates each search returns before fusion.
+    pub candidates: usize,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Answer-level evaluation: the OpenAI-compatible chat endpoint that answers each
+    /// query with a reference `answer` from each strategy's context at each budget
+    /// (`max_concurrency` requests in flight). `None` (the default): no answers.
+    pub answer: Option<ChatConfig>,
+    /// Ingest with sentence vectors ([`IngestOptions::sentence_vectors`]), for `window`.
+    /// Documents already in the index are not re-ingested: use a fresh index.
+    pub sentence_vectors: bool,
+}
+
+impl EvalOptions {
+    /// Defaults: `topk` only, [`DEFAULT_BUDGETS`], hybrid retrieval with the default
+    /// fusion, 100 candidates, a progress bar.
+    pub fn new(
+        corpus: impl Into<PathBuf>,
+        queries: impl Into<PathBuf>,
+        out: impl Into<PathBuf>,
+    ) -> EvalOptions {
+        let req = QueryRequest::new("");
+        EvalOptions {
+            corpus: corpus.into(),
+            queries: queries.into(),
+            out: out.into(),
+            strategies: Vec::new(),
+            budgets: DEFAULT_BUDGETS.to_vec(),
+            mode: req.mode,
+            fusion: req.fusion,
+            candidates: req.candidates,
+            quiet: false,
+            answer: None,
+            sentence_vectors: false,
+        }
+    }
+
+    /// The strategies run, parsed: `topk` first, then the others in the order given,
+    /// duplicates dropped. Labels are the canonical names (`rse:precision` keeps its
+    /// preset).
+    pub(super) fn strategy_list(&self) -> Result<Vec<(String, StrategyConfig)>, EvalError> {
+        let mut out: Vec<(String, StrategyConfig)> = Vec::new();
+        for spec in std::iter::once("topk").chain(self.strategies.iter().map(String::as_str)) {
+            let spec = spec.trim();
+            let config: StrategyConfig = spec
+                .parse()
+                .map_err(|e| EvalError::Invalid(format!("strategy {spec:?}: {e}")))?;
+            config
+                .validate()
+                .map_err(|e| EvalError::Invalid(format!("strategy {spec:?}: {e}")))?;
+            let label = match spec.split_once(':') {
+                None => config.to_string(),
+                Some((_, arg)) => format!("{config}:{}", arg.trim().to_ascii_lowercase()),
+            };
+            if !out.iter().any(|(l, _)| *l == label) {
+                out.push((label, config));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The budgets run: ascending, duplicates dropped, the defaults when empty.
+    pub(super) fn budget_list(&self) -> Result<Vec<usize>, EvalError> {
+        let mut b = if self.budgets.is_empty() {
+            DEFAULT_BUDGETS.to_vec()
+        } else {
+            self.budgets.clone()
+        };
+        b.sort_unstable();
+        b.dedup();
+        if b.first() == Some(&0) {
+            return Err(EvalError::Invalid(
+                "budgets must be at least 1 token".into(),
+            ));
+        }
+        Ok(b)
+    }
+}
+
+/// A strategy label as it appears in a file name.
+pub(super) fn file_label(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategies_start_with_topk_and_dedup() {
+        let mut o = EvalOptions::new("c", "q", "o");
+        o.strategies = vec![
+            "adjacent".into(),
+            "topk".into(),
+            "ADJACENT".into(),
+            "rse:precision".into(),
+        ];
+        let labels: Vec<String> = o
+            .strategy_list()
+            .unwrap()
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
+        assert_eq!(labels, ["topk", "adjacent", "rse:precision"]);
+        assert_eq!(file_label("rse:precision"), "rse_precision");
+        o.strategies = vec!["nope".into()];
+        assert!(matches!(o.strategy_list(), Err(EvalError::Invalid(_))));
+    }
+
+    #[test]
+    fn budgets_sorted_and_defaulted() {
+        let mut o = EvalOptions::new("c", "q", "o");
+        assert_eq!(o.budget_list().unwrap(), DEFAULT_BUDGETS);
+        o.budgets = vec![400, 100, 400];
+        assert_eq!(o.budget_list().unwrap(), [100, 400]);
+        o.budgets = vec![];
+        assert_eq!(o.budget_list().unwrap(), DEFAULT_BUDGETS);
+        o.budgets = vec![0, 5];
+        assert!(o.budget_list().is_err());
+    }
+}
