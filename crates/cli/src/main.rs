@@ -8,7 +8,6 @@ use clap::Parser;
 
 mod args;
 mod bench;
-mod bench_query;
 mod commands;
 mod progress;
 

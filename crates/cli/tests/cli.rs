@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use excerpt_core::CharIndex;
 use excerpt_index::Snapshot;
+use excerpt_testkit::fixtures::write_file;
+use excerpt_testkit::openai::{self, Usage};
+use excerpt_testkit::FakeServer;
 use serde_json::Value;
 
 fn bin() -> Command {
@@ -34,28 +37,22 @@ fn json(out: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
-fn write(dir: &Path, name: &str, bytes: &[u8]) {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, bytes).unwrap();
-}
-
 /// A small mixed corpus, with files that must be skipped or fail.
 fn corpus(dir: &Path) {
-    write(dir, "guide/install.md", b"---\ntitle: Installing\ntags: [setup]\n---\n# Install\n\nRun the setup script to fetch the model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n");
-    write(dir, "guide/query.md", b"# Querying\n\nAsk a question and get context in reading order.\n\n```sh\nexcerpt query \"what is rse?\"\n```\n\n## Budgets\n\nContext is cut at a token budget for the whole answer.\n");
-    write(
+    write_file(dir, "guide/install.md", b"---\ntitle: Installing\ntags: [setup]\n---\n# Install\n\nRun the setup script to fetch the model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n");
+    write_file(dir, "guide/query.md", b"# Querying\n\nAsk a question and get context in reading order.\n\n```sh\nexcerpt query \"what is rse?\"\n```\n\n## Budgets\n\nContext is cut at a token budget for the whole answer.\n");
+    write_file(
         dir,
         "notes.txt",
         "Caf\u{e9} notes: the segment search is exact.\r\nIt uses prefix sums.\r\n".as_bytes(),
     );
-    write(dir, "page.html", b"<html><head><title>Page</title><script>var x=1;</script></head><body><nav>menu</nav><h1>Heading</h1><p>HTML paragraphs become text blocks about pandas.</p></body></html>");
-    write(dir, "empty.md", b"   \n");
-    write(dir, "binary.txt", b"abc\0def");
-    write(dir, "latin1.txt", b"caf\xe9");
-    write(dir, "image.png", b"\x89PNG");
-    write(dir, "ignored/skip.md", b"# Should not be indexed\n");
-    write(dir, ".gitignore", b"ignored/\n");
+    write_file(dir, "page.html", b"<html><head><title>Page</title><script>var x=1;</script></head><body><nav>menu</nav><h1>Heading</h1><p>HTML paragraphs become text blocks about pandas.</p></body></html>");
+    write_file(dir, "empty.md", b"   \n");
+    write_file(dir, "binary.txt", b"abc\0def");
+    write_file(dir, "latin1.txt", b"caf\xe9");
+    write_file(dir, "image.png", b"\x89PNG");
+    write_file(dir, "ignored/skip.md", b"# Should not be indexed\n");
+    write_file(dir, ".gitignore", b"ignored/\n");
 }
 
 /// Checks every invariant a reader relies on.
@@ -177,7 +174,7 @@ fn ingest_query_update_remove() {
         (Some(0), Some(0), Some(4))
     );
     assert_eq!(r["chunks_embedded"], 0);
-    write(
+    write_file(
         &docs,
         "notes.txt",
         b"Completely new notes about exact segment search.\n",
@@ -218,7 +215,7 @@ fn errors_have_exit_codes() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("excerpt ingest"));
     // Nothing ingestible.
-    write(tmp.path(), "only/binary.txt", b"\0\0");
+    write_file(tmp.path(), "only/binary.txt", b"\0\0");
     let out = run(
         &index,
         &["ingest", tmp.path().join("only").to_str().unwrap()],
@@ -258,7 +255,7 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
                 )
             })
             .collect();
-        write(
+        write_file(
             &docs,
             &format!("f{i:02}.md"),
             format!("# File {i}\n\n{body}").as_bytes(),
@@ -380,55 +377,42 @@ fn serve_prints_its_address_and_answers_healthz() {
 /// The Authorization header and JSON body of each request a fake server received.
 type Requests = std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>;
 
-/// A fake OpenAI-compatible chat server on 127.0.0.1 (plain std HTTP/1.1, one request
-/// per connection). It answers a question only when the context in the prompt holds
-/// what it needs, and records each request's Authorization header and JSON body.
-fn fake_chat_server() -> (String, Requests) {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// A fake OpenAI-compatible chat server on 127.0.0.1 (stops when dropped). It answers
+/// a question only when the context in the prompt holds what it needs, and records
+/// each request's Authorization header and JSON body.
+fn fake_chat_server() -> (FakeServer, Requests) {
+    use excerpt_testkit::axum::extract::State;
+    use excerpt_testkit::axum::http::HeaderMap;
+    use excerpt_testkit::axum::routing::post;
+    use excerpt_testkit::axum::{Json, Router};
 
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut length, mut auth, mut line) = (0usize, String::new(), String::new());
-            while reader.read_line(&mut line).unwrap() > 2 {
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                } else if lower.starts_with("authorization:") {
-                    auth = line["authorization:".len()..].trim().to_string();
-                }
-                line.clear();
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let body: Value = serde_json::from_slice(&body).unwrap();
-            let user = body["messages"][1]["content"].as_str().unwrap_or("");
-            let (context, question) = user.split_once("\nQuestion: ").unwrap_or((user, ""));
-            let answer = match question {
-                q if q.contains("railway") && context.contains("1872") => "in 1872",
-                q if q.contains("roasts") && context.contains("Zoé") => "Zoé",
-                _ => "I don't know",
-            };
-            let reply = serde_json::json!({
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 3}
-            })
-            .to_string();
-            log.lock().unwrap().push((auth, body));
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
-        }
-    });
-    (base, seen)
+    async fn complete(
+        State(log): State<Requests>,
+        headers: HeaderMap,
+        Json(body): Json<Value>,
+    ) -> Json<Value> {
+        let user = body["messages"][1]["content"].as_str().unwrap_or("");
+        let (context, question) = user.split_once("\nQuestion: ").unwrap_or((user, ""));
+        let answer = match question {
+            q if q.contains("railway") && context.contains("1872") => "in 1872",
+            q if q.contains("roasts") && context.contains("Zoé") => "Zoé",
+            _ => "I don't know",
+        };
+        let usage = Usage {
+            prompt: 100,
+            completion: 3,
+        };
+        let reply = openai::chat_completion(&body["model"], answer, Some(usage));
+        let auth = openai::authorization(&headers).unwrap_or_default();
+        log.lock().unwrap().push((auth, body));
+        Json(reply)
+    }
+
+    let seen: Requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = Router::new()
+        .route(openai::CHAT_PATH, post(complete))
+        .with_state(seen.clone());
+    (FakeServer::start(app), seen)
 }
 
 /// `excerpt eval --answer-endpoint --answer-model`: an LLM (a fake server speaking the
@@ -449,15 +433,16 @@ fn eval_scores_answers_from_a_chat_endpoint() {
         ),
     ]
     .map(|(id, text)| serde_json::json!({"id": id, "title": id, "text": text}).to_string());
-    write(dir, "corpus.jsonl", corpus.join("\n").as_bytes());
+    write_file(dir, "corpus.jsonl", corpus.join("\n").as_bytes());
     let queries = [
         r#"{"id":"q1","query":"When did the railway reach Millbrook?","answer":"1872","evidence":[{"doc_id":"rail","start":0,"end":38}]}"#,
         r#"{"id":"q2","query":"Who roasts the coffee beans?","answer":"Zoé","evidence":[{"doc_id":"cafe","start":0,"end":48}]}"#,
         r#"{"id":"q3","query":"When does the café open?","evidence":[{"doc_id":"cafe","start":49,"end":73}]}"#,
     ];
-    write(dir, "queries.jsonl", queries.join("\n").as_bytes());
-    write(dir, "bare.jsonl", queries[2].as_bytes());
-    let (base, seen) = fake_chat_server();
+    write_file(dir, "queries.jsonl", queries.join("\n").as_bytes());
+    write_file(dir, "bare.jsonl", queries[2].as_bytes());
+    let (server, seen) = fake_chat_server();
+    let base = server.url();
     let out = dir.join("out");
     let eval = |queries: &str, answer: &[&str]| {
         bin()

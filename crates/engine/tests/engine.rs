@@ -1,59 +1,29 @@
 //! The engine as a library: real model, real index directory, and a real HTTP /rerank
 //! server on 127.0.0.1 standing in for a remote reranker.
 
-use std::path::Path;
-
-use axum::routing::post;
-use axum::{Json, Router};
 use excerpt::{
     Engine, EngineOptions, IngestOptions, Mode, NoProgress, QueryRequest, RerankConfig,
     RerankerSpec,
 };
-use serde_json::{json, Value};
-
-fn write(dir: &Path, name: &str, text: &str) {
-    std::fs::write(dir.join(name), text).unwrap();
-}
+use excerpt_testkit::axum::routing::post;
+use excerpt_testkit::axum::{self, Json, Router};
+use excerpt_testkit::fixtures::write_file;
+use excerpt_testkit::openai::{self, Usage};
+use excerpt_testkit::{rerank as shapes, FakeServer};
+use serde_json::Value;
 
 /// Scores a passage 0.9 when it mentions "zebra", else 0.1 (Cohere response shape,
 /// results sorted by score as real servers do).
 async fn rerank(Json(body): Json<Value>) -> Json<Value> {
-    let docs = body["documents"].as_array().cloned().unwrap_or_default();
-    let mut results: Vec<Value> = docs
+    let scores: Vec<f64> = shapes::documents(&body)
         .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let s = if d.as_str().unwrap_or("").contains("zebra") {
-                0.9
-            } else {
-                0.1
-            };
-            json!({"index": i, "relevance_score": s})
-        })
+        .map(|d| if d.contains("zebra") { 0.9 } else { 0.1 })
         .collect();
-    results.sort_by(|a, b| {
-        b["relevance_score"]
-            .as_f64()
-            .partial_cmp(&a["relevance_score"].as_f64())
-            .unwrap()
-    });
-    Json(json!({ "results": results }))
+    Json(shapes::cohere(&scores))
 }
 
-fn serve() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(l, Router::new().route("/rerank", post(rerank)))
-                .await
-                .unwrap();
-        });
-    });
-    format!("http://{addr}")
+fn serve() -> FakeServer {
+    FakeServer::start(Router::new().route("/rerank", post(rerank)))
 }
 
 #[test]
@@ -61,14 +31,15 @@ fn hybrid_query_then_rerank() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write(&docs, "animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n");
-    write(
+    write_file(&docs, "animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n");
+    write_file(
         &docs,
         "cats.md",
         "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n",
     );
     let mut opts = EngineOptions::new(tmp.path().join("idx"));
-    let mut cfg = RerankConfig::new(serve(), "fake-reranker");
+    let server = serve();
+    let mut cfg = RerankConfig::new(server.url(), "fake-reranker");
     cfg.api_key_env = None;
     opts.reranker = Some(RerankerSpec::Http(cfg));
     opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });
@@ -139,9 +110,8 @@ async fn chat(
     if fake.requests.fetch_add(1, SeqCst) == 0 {
         return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "warming up").into_response();
     }
-    let user = body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
+    let user = openai::messages(&body)
+        .last()
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_string();
@@ -158,31 +128,19 @@ async fn chat(
     fake.prompt_tokens.fetch_add(p, SeqCst);
     fake.completion_tokens.fetch_add(c, SeqCst);
     fake.asked.lock().unwrap().push(passage);
-    Json(json!({
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
-    }))
-    .into_response()
+    let usage = Usage {
+        prompt: p,
+        completion: c,
+    };
+    Json(openai::chat_completion(&body["model"], &reply, Some(usage))).into_response()
 }
 
-fn serve_chat(fake: std::sync::Arc<FakeLlm>) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(listener).unwrap();
-            let app = Router::new()
-                .route("/v1/chat/completions", post(chat))
-                .with_state(fake);
-            axum::serve(l, app).await.unwrap();
-        });
-    });
-    format!("http://{addr}")
+fn serve_chat(fake: std::sync::Arc<FakeLlm>) -> FakeServer {
+    FakeServer::start(
+        Router::new()
+            .route(openai::CHAT_PATH, post(chat))
+            .with_state(fake),
+    )
 }
 
 fn paragraphs(title: &str, firsts: &[&str]) -> String {
@@ -203,11 +161,12 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     std::fs::create_dir_all(&docs).unwrap();
     let zoo = ["Penguins", "Giraffes", "Elephants", "Otters", "Flamingos"];
     let garden = ["Tulips", "Roses", "Cabbages", "Beetles"];
-    write(&docs, "zoo.md", &paragraphs("Zoo", &zoo));
-    write(&docs, "garden.md", &paragraphs("Garden", &garden));
+    write_file(&docs, "zoo.md", paragraphs("Zoo", &zoo));
+    write_file(&docs, "garden.md", paragraphs("Garden", &garden));
 
     let fake = std::sync::Arc::new(FakeLlm::default());
-    let mut chat = excerpt::ChatConfig::new(serve_chat(fake.clone()), "fake-llm");
+    let server = serve_chat(fake.clone());
+    let mut chat = excerpt::ChatConfig::new(server.url(), "fake-llm");
     chat.api_key_env = None;
     chat.initial_backoff = std::time::Duration::from_millis(10);
     let mut cx = excerpt::ContextualizeOptions::new(chat);
@@ -331,10 +290,10 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
 
     // (4) Changing one document re-asks for its chunks only.
     let asked_before = fake.asked.lock().unwrap().len();
-    write(
+    write_file(
         &docs,
         "garden.md",
-        &paragraphs("Garden", &["Tulips", "Roses", "Carrots", "Beetles"]),
+        paragraphs("Garden", &["Tulips", "Roses", "Carrots", "Beetles"]),
     );
     let changed = engine
         .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
@@ -404,14 +363,14 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write(
+    write_file(
         &docs,
         "garden.md",
         "# Garden\n\nTomatoes need full sun. They need water every morning in summer. \
          Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
          Rakes hang on the left wall. The mower is serviced in March.\n",
     );
-    write(
+    write_file(
         &docs,
         "kitchen.md",
         "# Kitchen\n\nBread rises overnight in a cool room. Bake it at a high heat. \

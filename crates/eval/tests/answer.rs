@@ -8,17 +8,11 @@
 
 mod common;
 
-use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
 use common::fixtures::{corpus, queries};
 use excerpt::{ChunkerConfig, Engine, EngineOptions, NoProgress};
 use excerpt_eval::answer::SYSTEM_PROMPT;
@@ -26,14 +20,18 @@ use excerpt_eval::format::{read_jsonl, read_results, write_jsonl};
 use excerpt_eval::{
     run_eval, AnswerLine, ChatConfig, EvalError, EvalOptions, EvalReport, QueryLine, PROMPT_VERSION,
 };
-use serde_json::{json, Value};
+use excerpt_testkit::axum::extract::State;
+use excerpt_testkit::axum::response::{IntoResponse, Response};
+use excerpt_testkit::axum::routing::post;
+use excerpt_testkit::axum::{Json, Router};
+use excerpt_testkit::openai::{self, Usage};
+use excerpt_testkit::{tokio, Fail, FakeServer, Script};
+use serde_json::Value;
 
 #[derive(Default)]
 struct ChatState {
-    /// Statuses to answer before answering normally, one per request.
-    fail_next: Mutex<VecDeque<u16>>,
-    /// A status to answer every request with, once `fail_next` is empty.
-    fail_always: Mutex<Option<u16>>,
+    /// Failures to answer (after the 20 ms the model "thinks") instead of answering.
+    script: Script,
     bodies: Mutex<Vec<Value>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -96,28 +94,14 @@ async fn completions(State(state): State<Arc<ChatState>>, Json(body): Json<Value
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
     state.bodies.lock().unwrap().push(body.clone());
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let failure = state
-        .fail_next
-        .lock()
-        .unwrap()
-        .pop_front()
-        .or(*state.fail_always.lock().unwrap());
+    let failure = state.script.next();
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
-    if let Some(code) = failure {
-        return (
-            StatusCode::from_u16(code).unwrap(),
-            Json(json!({"error": {"message": format!("scripted {code}")}})),
-        )
-            .into_response();
+    if let Some(fail) = failure {
+        return fail.response();
     }
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let user = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("");
-    let text = fake_answer(user);
-    let prompt_words: usize = messages
+    let user = openai::message(&body, "user").unwrap_or_default();
+    let text = fake_answer(&user);
+    let prompt_words: usize = openai::messages(&body)
         .iter()
         .map(|m| {
             m["content"]
@@ -127,58 +111,33 @@ async fn completions(State(state): State<Arc<ChatState>>, Json(body): Json<Value
                 .count()
         })
         .sum();
-    Json(json!({
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "model": body["model"],
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop"
-        }],
-        "usage": {
-            "prompt_tokens": prompt_words,
-            "completion_tokens": text.split_whitespace().count(),
-            "total_tokens": prompt_words + text.split_whitespace().count()
-        }
-    }))
-    .into_response()
+    let usage = Usage {
+        prompt: prompt_words as u64,
+        completion: text.split_whitespace().count() as u64,
+    };
+    Json(openai::chat_completion(&body["model"], &text, Some(usage))).into_response()
 }
 
-/// The server on its own runtime; stops when dropped.
+/// The server and what it saw; stops when dropped.
 struct FakeChat {
-    addr: SocketAddr,
+    server: FakeServer,
     state: Arc<ChatState>,
-    _runtime: tokio::runtime::Runtime,
 }
 
 impl FakeChat {
     fn start() -> FakeChat {
         let state = Arc::new(ChatState::default());
         let app = Router::new()
-            .route("/v1/chat/completions", post(completions))
+            .route(openai::CHAT_PATH, post(completions))
             .with_state(state.clone());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        runtime.spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
         FakeChat {
-            addr,
+            server: FakeServer::start(app),
             state,
-            _runtime: runtime,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("{}/v1", self.server.url())
     }
 
     fn bodies(&self) -> Vec<Value> {
@@ -262,7 +221,7 @@ fn answers_are_generated_scored_and_reported() {
 
     let server = FakeChat::start();
     // The first request fails with a 500; the client retries it.
-    server.state.fail_next.lock().unwrap().push_back(500);
+    server.state.script.push([Fail::Status(500)]);
     let out = data.join("out");
     let mut opts = EvalOptions::new(data.join("corpus.jsonl"), data.join("queries.jsonl"), &out);
     opts.strategies = vec!["adjacent".into()];
@@ -390,7 +349,7 @@ fn answers_are_generated_scored_and_reported() {
 
     // An endpoint that keeps failing fails the run, naming itself; no score is made up.
     let failing = FakeChat::start();
-    *failing.state.fail_always.lock().unwrap() = Some(503);
+    failing.state.script.set_always(Fail::Status(503));
     let mut fail_opts = opts.clone();
     fail_opts.out = data.join("out-fail");
     let mut config = chat_config(&failing, 2);
@@ -414,7 +373,7 @@ fn answers_are_generated_scored_and_reported() {
 
     // A 400 is not retried: the model name is wrong, say.
     let refusing = FakeChat::start();
-    *refusing.state.fail_always.lock().unwrap() = Some(400);
+    refusing.state.script.set_always(Fail::Status(400));
     fail_opts.answer = Some(chat_config(&refusing, 1));
     let err = run_eval(&engine, &fail_opts, &NoProgress).unwrap_err();
     assert!(matches!(err, EvalError::Answer { .. }), "{err}");

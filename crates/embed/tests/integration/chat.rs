@@ -12,7 +12,8 @@ use axum::{Json, Router};
 use excerpt_embed::{ChatClient, ChatConfig, EmbedError};
 use serde_json::{json, Value};
 
-use crate::fake_server::{Fail, FakeServer, Script};
+use excerpt_testkit::openai::{self, Usage};
+use excerpt_testkit::{Fail, FakeServer, Script};
 
 #[derive(Default)]
 struct ChatState {
@@ -29,16 +30,10 @@ struct ChatState {
 
 /// The answer: the user message upper-cased, prefixed by the system message if any.
 fn answer(body: &Value) -> String {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let get = |role: &str| {
-        messages
-            .iter()
-            .find(|m| m["role"] == role)
-            .and_then(|m| m["content"].as_str())
-            .map(str::to_string)
-    };
-    let user = get("user").unwrap_or_default().to_uppercase();
-    match get("system") {
+    let user = openai::message(body, "user")
+        .unwrap_or_default()
+        .to_uppercase();
+    match openai::message(body, "system") {
         Some(system) => format!("[{system}] {user}"),
         None => user,
     }
@@ -54,32 +49,15 @@ async fn completions(State(state): State<Arc<ChatState>>, Json(body): Json<Value
         None => {
             tokio::time::sleep(Duration::from_millis(state.delay_ms)).await;
             let text = answer(&body);
-            let mut reply = json!({
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "model": body["model"],
-                "choices": [{
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop"
-                }]
+            // Usage in bytes: the prompt's message contents, the answer.
+            let usage = state.usage.then(|| Usage {
+                prompt: openai::messages(&body)
+                    .iter()
+                    .map(|m| m["content"].as_str().unwrap_or("").len() as u64)
+                    .sum(),
+                completion: text.len() as u64,
             });
-            if state.usage {
-                let prompt = body["messages"]
-                    .as_array()
-                    .map(|m| {
-                        m.iter()
-                            .map(|m| m["content"].as_str().unwrap_or("").len())
-                            .sum::<usize>()
-                    })
-                    .unwrap_or(0);
-                reply["usage"] = json!({
-                    "prompt_tokens": prompt,
-                    "completion_tokens": text.len(),
-                    "total_tokens": prompt + text.len()
-                });
-            }
-            Json(reply).into_response()
+            Json(openai::chat_completion(&body["model"], &text, usage)).into_response()
         }
     };
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -89,7 +67,7 @@ async fn completions(State(state): State<Arc<ChatState>>, Json(body): Json<Value
 fn start(state: ChatState) -> (FakeServer, Arc<ChatState>) {
     let state = Arc::new(state);
     let app = Router::new()
-        .route("/v1/chat/completions", post(completions))
+        .route(openai::CHAT_PATH, post(completions))
         .with_state(state.clone());
     (FakeServer::start(app), state)
 }

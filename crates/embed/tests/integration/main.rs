@@ -3,7 +3,6 @@
 
 mod chat;
 mod cross_encoder;
-mod fake_server;
 mod local;
 mod location;
 mod remote;

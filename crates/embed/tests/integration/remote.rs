@@ -1,35 +1,25 @@
 //! The remote client against a real HTTP server on 127.0.0.1 speaking the
 //! OpenAI embeddings protocol, with scripted failures.
 
-use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use excerpt_embed::{EmbedError, Embedder, RemoteConfig, RemoteEmbedder};
+use excerpt_testkit::{openai, Fail, FakeServer, Script};
 use serde::Deserialize;
-use serde_json::json;
 
 const DIM: usize = 8;
 
-/// A scripted failure, answered instead of embeddings while the script lasts.
-#[derive(Clone, Copy)]
-enum Fail {
-    Status(u16),
-    RateLimited { retry_after_secs: u32 },
-}
-
 #[derive(Default)]
 struct ServerState {
-    script: Mutex<VecDeque<Fail>>,
-    /// Answer every request with this failure (after the script).
-    always: Mutex<Option<Fail>>,
+    /// Failures answered instead of embeddings.
+    script: Script,
     /// Return `data` in reverse order (with correct `index`).
     reverse: bool,
     requests: AtomicUsize,
@@ -65,85 +55,39 @@ async fn embeddings(
     Json(req): Json<EmbedRequest>,
 ) -> Response {
     state.requests.fetch_add(1, Ordering::SeqCst);
-    let auth = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    state.auth.lock().unwrap().push(auth);
+    state
+        .auth
+        .lock()
+        .unwrap()
+        .push(openai::authorization(&headers));
     state.models.lock().unwrap().push(req.model.clone());
-    let scripted = state.script.lock().unwrap().pop_front();
-    let fail = scripted.or(*state.always.lock().unwrap());
-    match fail {
-        Some(Fail::Status(code)) => {
-            let status = StatusCode::from_u16(code).unwrap();
-            return (
-                status,
-                Json(json!({"error": {"message": format!("scripted {code}")}})),
-            )
-                .into_response();
-        }
-        Some(Fail::RateLimited { retry_after_secs }) => {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                [("retry-after", retry_after_secs.to_string())],
-                "slow down",
-            )
-                .into_response();
-        }
-        None => {}
+    if let Some(failure) = state.script.next_failure() {
+        return failure;
     }
     state.batch_sizes.lock().unwrap().push(req.input.len());
-    let mut data: Vec<_> = req
-        .input
-        .iter()
-        .enumerate()
-        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": fake_vector(t)}))
-        .collect();
-    if state.reverse {
-        data.reverse();
-    }
-    Json(json!({
-        "object": "list",
-        "data": data,
-        "model": req.model,
-        "usage": {"prompt_tokens": 0, "total_tokens": 0}
-    }))
-    .into_response()
+    let vectors = req.input.iter().map(|t| fake_vector(t)).collect();
+    Json(openai::embeddings(&req.model, vectors, state.reverse)).into_response()
 }
 
 struct TestServer {
-    addr: SocketAddr,
+    server: FakeServer,
     state: Arc<ServerState>,
-    _runtime: tokio::runtime::Runtime,
 }
 
 impl TestServer {
     fn start(state: ServerState) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
         let state = Arc::new(state);
         let app = Router::new()
-            .route("/v1/embeddings", post(embeddings))
+            .route(openai::EMBEDDINGS_PATH, post(embeddings))
             .with_state(state.clone());
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        runtime.spawn(async move {
-            axum::serve(listener, app).await.expect("serve");
-        });
         Self {
-            addr,
+            server: FakeServer::start(app),
             state,
-            _runtime: runtime,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.server.url()
     }
 
     fn config(&self) -> RemoteConfig {
@@ -245,14 +189,9 @@ fn reordered_index_is_put_back_in_order() {
 #[test]
 fn rate_limit_then_success_honours_retry_after() {
     let server = TestServer::start(ServerState::default());
-    server
-        .state
-        .script
-        .lock()
-        .unwrap()
-        .push_back(Fail::RateLimited {
-            retry_after_secs: 1,
-        });
+    server.state.script.push([Fail::RateLimited {
+        retry_after_secs: 1,
+    }]);
     let embedder = RemoteEmbedder::new(server.config()).expect("client");
     let texts = texts(3);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -272,9 +211,7 @@ fn service_unavailable_twice_then_success() {
     server
         .state
         .script
-        .lock()
-        .unwrap()
-        .extend([Fail::Status(503), Fail::Status(503)]);
+        .push([Fail::Status(503), Fail::Status(503)]);
     let embedder = RemoteEmbedder::new(server.config()).expect("client");
     let texts = texts(4);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -288,7 +225,7 @@ fn service_unavailable_twice_then_success() {
 #[test]
 fn persistent_server_error_fails_with_status() {
     let server = TestServer::start(ServerState {
-        always: Mutex::new(Some(Fail::Status(500))),
+        script: Script::always(Fail::Status(500)),
         ..Default::default()
     });
     let embedder = RemoteEmbedder::new(server.config()).expect("client");
@@ -312,7 +249,7 @@ fn persistent_server_error_fails_with_status() {
 #[test]
 fn unauthorized_is_not_retried() {
     let server = TestServer::start(ServerState {
-        always: Mutex::new(Some(Fail::Status(401))),
+        script: Script::always(Fail::Status(401)),
         ..Default::default()
     });
     let embedder = RemoteEmbedder::new(server.config()).expect("client");

@@ -13,7 +13,8 @@ use axum::{Json, Router};
 use excerpt_embed::{EmbedError, HttpReranker, RerankApi, RerankConfig, Reranker, ScoreMapping};
 use serde_json::{json, Value};
 
-use crate::fake_server::{Fail, FakeServer, Script};
+use excerpt_testkit::openai::authorization;
+use excerpt_testkit::{rerank as shapes, Fail, FakeServer, Script};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Shape {
@@ -63,56 +64,23 @@ async fn rerank(
     Json(body): Json<Value>,
 ) -> Response {
     state.requests.fetch_add(1, Ordering::SeqCst);
-    state.auth.lock().unwrap().push(
-        headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-    );
+    state.auth.lock().unwrap().push(authorization(&headers));
     state.bodies.lock().unwrap().push(body.clone());
     if let Some(failure) = state.script.next_failure() {
         return failure;
     }
-    let docs: Vec<String> = body
-        .get("documents")
-        .or_else(|| body.get("texts"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|d| d.as_str().unwrap_or_default().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut scored: Vec<(usize, f64)> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let s = match state.shape {
-                Shape::Cohere => probability(d),
-                Shape::TeiLogits => logit(d),
-            };
-            (i, s)
-        })
-        .collect();
-    // Real servers sort by relevance: the client must reorder by index.
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let docs = shapes::documents(&body);
+    // Real servers sort by relevance (the shared bodies do): the client must reorder by
+    // index.
     match state.shape {
-        Shape::Cohere => Json(json!({
-            "id": "fake",
-            "results": scored
-                .iter()
-                .map(|&(i, s)| json!({"index": i, "relevance_score": s}))
-                .collect::<Vec<_>>(),
-            "meta": {"billed_units": {"search_units": 1}}
-        }))
-        .into_response(),
-        Shape::TeiLogits => Json(
-            scored
-                .iter()
-                .map(|&(i, s)| json!({"index": i, "score": s}))
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
+        Shape::Cohere => {
+            let scores: Vec<f64> = docs.iter().map(|d| probability(d)).collect();
+            Json(shapes::cohere(&scores)).into_response()
+        }
+        Shape::TeiLogits => {
+            let scores: Vec<f64> = docs.iter().map(|d| logit(d)).collect();
+            Json(shapes::tei(&scores)).into_response()
+        }
     }
 }
 
