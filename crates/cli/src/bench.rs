@@ -87,10 +87,7 @@ impl Rng {
     }
 }
 
-pub(crate) fn normalise(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    v.iter_mut().for_each(|x| *x /= n);
-}
+pub(crate) use excerpt_core::normalize as normalise;
 
 pub(crate) fn latency(mut ms: Vec<f64>) -> Latency {
     ms.sort_by(f64::total_cmp);
