@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use excerpt_core::{CharIndex, Chunk, ChunkerConfig, Document, EmbedError, Embedder};
+use excerpt_core::{normalize, CharIndex, Chunk, ChunkerConfig, Document, EmbedError, Embedder};
 use excerpt_index::{IndexConfig, IndexWriter};
 
 /// Words in the vocabulary.
@@ -50,11 +50,6 @@ impl Rng {
     }
 }
 
-/// Scales `v` to unit length (a zero vector stays zero).
-pub fn normalise(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-    v.iter_mut().for_each(|x| *x /= n);
-}
 
 /// A unit vector near one of `centers`: the centre is drawn from `rng`, then each
 /// coordinate is moved by up to 0.3/sqrt(dim) and the result normalised.
@@ -65,7 +60,7 @@ pub fn near_center(centers: &[Vec<f32>], rng: &mut Rng) -> Vec<f32> {
         .iter()
         .map(|x| x + 0.3 * rng.unit() / dim.sqrt())
         .collect();
-    normalise(&mut v);
+    normalize(&mut v);
     v
 }
 
@@ -117,7 +112,7 @@ pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collect
     let centers: Vec<Vec<f32>> = (0..clusters)
         .map(|_| {
             let mut v: Vec<f32> = (0..spec.dim).map(|_| rng.unit()).collect();
-            normalise(&mut v);
+            normalize(&mut v);
             v
         })
         .collect();
@@ -252,7 +247,7 @@ mod tests {
     fn vectors_near_centres_are_unit_and_close() {
         let mut rng = Rng(3);
         let mut c: Vec<f32> = (0..64).map(|_| rng.unit()).collect();
-        normalise(&mut c);
+        normalize(&mut c);
         let v = near_center(std::slice::from_ref(&c), &mut rng);
         let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         assert!((norm - 1.0).abs() < 1e-5);

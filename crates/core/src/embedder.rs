@@ -58,8 +58,10 @@ pub enum EmbedError {
         message: String,
     },
     /// A remote endpoint refused or failed the request after retries.
-    #[error("embedding endpoint {url} failed: {message}")]
+    #[error("{endpoint} endpoint {url} failed: {message}")]
     Remote {
+        /// Which kind of endpoint failed.
+        endpoint: RemoteEndpoint,
         /// The endpoint.
         url: String,
         /// HTTP status, if there was a response.
@@ -73,4 +75,26 @@ pub enum EmbedError {
         /// What happened.
         message: String,
     },
+}
+
+/// The kinds of remote endpoint the clients call, named in [`EmbedError::Remote`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteEndpoint {
+    /// OpenAI-compatible `/v1/embeddings`.
+    Embedding,
+    /// OpenAI-compatible `/v1/chat/completions`.
+    Chat,
+    /// A `/rerank` API (Cohere, Jina, TEI and compatible servers).
+    Rerank,
+}
+
+impl std::fmt::Display for RemoteEndpoint {
+    /// `embedding`, `chat` or `rerank`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Embedding => "embedding",
+            Self::Chat => "chat",
+            Self::Rerank => "rerank",
+        })
+    }
 }

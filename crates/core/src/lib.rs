@@ -14,12 +14,13 @@ mod error;
 mod hash;
 mod offsets;
 mod rerank;
+mod vector;
 
 pub use document::{
     chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section,
     SectionId,
 };
-pub use embedder::{EmbedError, Embedder, TokenCounter};
+pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
 pub use error::Error;
 pub use hash::content_hash;
 
@@ -43,3 +44,4 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
 }
 pub use offsets::{CharIndex, TextRange};
 pub use rerank::Reranker;
+pub use vector::{normalize, NORM_EPSILON};

@@ -15,6 +15,7 @@
 //! without fused multiply-add, so the same input gives the same bits on any x86-64 or
 //! ARM machine.
 
+use excerpt_core::normalize;
 use rayon::prelude::*;
 
 /// With at most this many centroids every one is scored; above, the two-level search.
@@ -99,14 +100,6 @@ fn dot4(r: [&[f32]; 4], c: &[f32]) -> [f32; 4] {
 #[inline]
 fn better(s: f32, i: u32, best_s: f32, best_i: u32) -> bool {
     s > best_s || (s == best_s && i < best_i)
-}
-
-/// Normalises `v` to unit length (left as is when it is zero).
-pub(crate) fn normalise(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
-        v.iter_mut().for_each(|x| *x /= n);
-    }
 }
 
 /// Centroids grouped for the two-level search.
@@ -283,7 +276,7 @@ fn lloyd(
         .into_iter()
         .flat_map(|i| row(i).iter().copied())
         .collect();
-    cents.chunks_exact_mut(dim).for_each(normalise);
+    cents.chunks_exact_mut(dim).for_each(normalize);
     for it in 0..iters {
         let asg = Assigner::new(&cents, dim).nearest_all(rows);
         let mut sums = vec![0f64; k * dim];
@@ -311,7 +304,7 @@ fn lloyd(
             for (x, &a) in c.iter_mut().zip(s) {
                 *x = a as f32;
             }
-            normalise(c);
+            normalize(c);
         }
         if let Some(f) = on_iter {
             f(it + 1, iters);
@@ -331,7 +324,7 @@ mod tests {
         let mut v: Vec<f32> = (0..n * dim)
             .map(|_| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
             .collect();
-        v.chunks_exact_mut(dim).for_each(normalise);
+        v.chunks_exact_mut(dim).for_each(normalize);
         v
     }
 

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use excerpt_embed::{ChatClient, ChatConfig, EmbedError};
+use excerpt_embed::{ChatClient, ChatConfig, EmbedError, RemoteEndpoint};
 use serde_json::{json, Value};
 
 use excerpt_testkit::openai::{self, Usage};
@@ -149,9 +149,17 @@ fn persistent_failure_and_client_errors() {
     state.script.set_always(Fail::Status(502));
     let client = ChatClient::new(config(&server)).expect("client");
     match client.complete(None, "x") {
-        Err(EmbedError::Remote {
-            status, message, ..
-        }) => {
+        Err(
+            ref err @ EmbedError::Remote {
+                endpoint,
+                status,
+                ref message,
+                ..
+            },
+        ) => {
+            // The message names the chat endpoint, not the embedding one.
+            assert_eq!(endpoint, RemoteEndpoint::Chat);
+            assert!(err.to_string().starts_with("chat endpoint "), "{err}");
             assert_eq!(status, Some(502));
             assert!(message.contains("after 3 retries"), "{message}");
         }

@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use excerpt_embed::{EmbedError, Embedder, RemoteConfig, RemoteEmbedder};
+use excerpt_embed::{EmbedError, Embedder, RemoteConfig, RemoteEmbedder, RemoteEndpoint};
 use excerpt_testkit::{openai, Fail, FakeServer, Script};
 use serde::Deserialize;
 
@@ -232,13 +232,20 @@ fn persistent_server_error_fails_with_status() {
     let err = embedder.embed(&["x"]).expect_err("fails");
     match &err {
         EmbedError::Remote {
+            endpoint,
             url,
             status,
             message,
         } => {
+            assert_eq!(*endpoint, RemoteEndpoint::Embedding);
             assert_eq!(*status, Some(500));
             assert!(url.ends_with("/v1/embeddings"));
             assert!(message.contains("scripted 500"), "{message}");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("embedding endpoint {url} failed: HTTP 500")),
+                "{err}"
+            );
         }
         other => panic!("unexpected {other:?}"),
     }

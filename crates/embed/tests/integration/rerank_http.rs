@@ -10,7 +10,9 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use excerpt_embed::{EmbedError, HttpReranker, RerankApi, RerankConfig, Reranker, ScoreMapping};
+use excerpt_embed::{
+    EmbedError, HttpReranker, RemoteEndpoint, RerankApi, RerankConfig, Reranker, ScoreMapping,
+};
 use serde_json::{json, Value};
 
 use excerpt_testkit::openai::authorization;
@@ -243,11 +245,21 @@ fn persistent_server_error_reports_status_after_retries() {
     state.script.set_always(Fail::Status(500));
     let reranker = HttpReranker::new(config(&server)).expect("client");
     match reranker.rerank("q", &["abc"]) {
-        Err(EmbedError::Remote {
-            status,
-            message,
-            url,
-        }) => {
+        Err(
+            ref err @ EmbedError::Remote {
+                endpoint,
+                status,
+                ref message,
+                ref url,
+            },
+        ) => {
+            // The message names the rerank endpoint, not the embedding one.
+            assert_eq!(endpoint, RemoteEndpoint::Rerank);
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("rerank endpoint {url} failed: ")),
+                "{err}"
+            );
             assert_eq!(status, Some(500));
             assert!(url.ends_with("/rerank"));
             assert!(message.contains("scripted 500"), "{message}");

@@ -3,10 +3,10 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use excerpt_core::{EmbedError, Embedder};
+use excerpt_core::{normalize, EmbedError, Embedder, RemoteEndpoint};
 use serde::{Deserialize, Serialize};
 
-use crate::http;
+use super::http::{self, Endpoint};
 
 /// Texts sent per request unless [`RemoteConfig::batch_size`] says otherwise.
 pub const DEFAULT_REMOTE_BATCH_SIZE: usize = 64;
@@ -64,7 +64,7 @@ impl RemoteConfig {
 /// retried with exponential backoff; other 4xx fail at once.
 pub struct RemoteEmbedder {
     agent: ureq::Agent,
-    endpoint: String,
+    endpoint: Endpoint,
     config: RemoteConfig,
     api_key: Option<String>,
     dimension: OnceLock<usize>,
@@ -73,7 +73,7 @@ pub struct RemoteEmbedder {
 impl std::fmt::Debug for RemoteEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteEmbedder")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.url)
             .field("model", &self.config.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("dimension", &self.dimension.get())
@@ -107,17 +107,13 @@ impl RemoteEmbedder {
     /// Builds the client. Reads the API key from the environment now. Fails with
     /// [`EmbedError::Remote`] if the URL or model is empty or the URL is not http(s).
     pub fn new(config: RemoteConfig) -> Result<Self, EmbedError> {
-        let endpoint = endpoint_url(&config.url);
-        let invalid = |message: &str| EmbedError::Remote {
-            url: endpoint.clone(),
-            status: None,
-            message: message.to_string(),
+        let endpoint = Endpoint {
+            kind: RemoteEndpoint::Embedding,
+            url: endpoint_url(&config.url),
         };
-        if !http::is_http_url(&endpoint) {
-            return Err(invalid("the URL must start with http:// or https://"));
-        }
+        endpoint.check_scheme()?;
         if config.model.trim().is_empty() {
-            return Err(invalid("no model name configured"));
+            return Err(endpoint.error(None, "no model name configured"));
         }
         let api_key = http::api_key(config.api_key_env.as_deref());
         let agent = http::agent(config.timeout);
@@ -139,7 +135,7 @@ impl RemoteEmbedder {
 
     /// The full endpoint URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.endpoint.url
     }
 
     /// The vector length: configured, learned from an earlier response, or else
@@ -155,11 +151,7 @@ impl RemoteEmbedder {
     }
 
     fn error(&self, status: Option<u16>, message: String) -> EmbedError {
-        EmbedError::Remote {
-            url: self.endpoint.clone(),
-            status,
-            message,
-        }
+        self.endpoint.error(status, message)
     }
 
     /// One batch with retries; vectors in batch order, normalised.
@@ -175,7 +167,7 @@ impl RemoteEmbedder {
         let response = http::with_retries(&self.endpoint, policy, || {
             http::post_json::<_, Response>(
                 &self.agent,
-                &self.endpoint,
+                &self.endpoint.url,
                 self.api_key.as_deref(),
                 &body,
                 MAX_RESPONSE_BYTES,
@@ -220,10 +212,7 @@ impl RemoteEmbedder {
                     format!("embedding has {} dimensions, expected {expected}", v.len()),
                 ));
             }
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            if norm.is_finite() && norm > 1e-12 {
-                v.iter_mut().for_each(|x| *x /= norm);
-            }
+            normalize(&mut v);
             out.push(v);
         }
         Ok(out)

@@ -21,7 +21,7 @@
 
 use rayon::prelude::*;
 
-use crate::math::{activate, Activation};
+use super::math::{activate, Activation};
 
 /// Rows of the register tile.
 const MR: usize = 6;
@@ -147,7 +147,9 @@ pub(crate) fn matmul(
         return;
     }
     assert!(ldc >= w.n && c.len() >= (m - 1) * ldc + w.n, "C too short");
-    // SAFETY: C's extent was just checked; the rest is checked by `matmul_to`.
+    // SAFETY: `c` is borrowed mutably, so nothing else accesses it during the call, and
+    // the assertion just above shows it covers rows 0..m, columns 0..w.n at stride
+    // `ldc`: `matmul_to`'s contract. Its other inputs are slices it checks itself.
     unsafe { matmul_to(a, lda, m, w, c.as_mut_ptr(), ldc, epilogue, parallel) }
 }
 
@@ -184,8 +186,12 @@ pub(crate) unsafe fn matmul_to(
     let out = SendPtr(c);
     let block = |first_row: usize| {
         let rows = MC.min(m - first_row);
-        // SAFETY: rows first_row..first_row+rows of A are in bounds (asserted above),
-        // those of C by the caller's contract, and each call writes only its own rows.
+        // SAFETY: `block_product`'s contract for rows first_row..first_row+rows: those
+        // rows of A hold `k` readable values each (the length of `a` was asserted
+        // above), those of C `n` writable values each (this function's contract),
+        // the bias has `n` values and the row scales from first_row on have `rows`
+        // (both asserted above). Blocks cover disjoint rows, so parallel blocks never
+        // write the same element.
         unsafe {
             block_product(
                 a.as_ptr().add(first_row * lda),
@@ -212,9 +218,13 @@ pub(crate) unsafe fn matmul_to(
 /// A raw pointer that may cross threads; every user writes a disjoint region.
 #[derive(Clone, Copy)]
 pub(crate) struct SendPtr(pub(crate) *mut f32);
-// SAFETY: used only to hand disjoint output regions to parallel tasks.
+// SAFETY: a `SendPtr` is only created for an output buffer that outlives the parallel
+// loop it is handed to (`matmul_to`'s row blocks, the attention tasks), and each task
+// writes through it only to its own rows or columns of that buffer, which no other
+// task reads or writes, so moving it to another thread cannot cause a data race.
 unsafe impl Send for SendPtr {}
-// SAFETY: as above.
+// SAFETY: sharing `&SendPtr` only shares the address; every write through it follows
+// the disjoint-region rule given for `Send` above.
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
@@ -239,13 +249,18 @@ unsafe fn block_product(
     ldc: usize,
     epilogue: Epilogue<'_>,
 ) {
-    // SAFETY: the caller's contract covers every pointer offset and kernel call below.
+    // SAFETY: every offset below stays inside the buffers the caller's contract
+    // describes: rows ir < rows, inner positions pc + kc <= k, columns col + nr <= n,
+    // panel q < ceil(n / NR) of `w.data` (whose panels hold k groups of NR values, so
+    // the block at pc has kc groups), bias column col < n, row scale ir < rows. Each
+    // kernel call therefore gets a strip and a tile that satisfy its contract, and
+    // the AVX2 kernel runs only when `has_avx2_fma` said the CPU supports it.
     unsafe {
         let (n, k) = (w.n, w.k);
         let k_blocks = k.div_ceil(KC);
         let kc_max = k.div_ceil(k_blocks);
         let panels = n.div_ceil(NR);
-        let simd = crate::math::has_avx2_fma();
+        let simd = super::math::has_avx2_fma();
         for kb in 0..k_blocks {
             let pc = kb * kc_max;
             let kc = kc_max.min(k - pc);
@@ -325,7 +340,9 @@ struct Strip {
 /// `row` must hold `tile.nr` writable values, `tile.bias` (if not null) `tile.nr`.
 #[inline(always)]
 unsafe fn finish_row(tile: &Tile, acc: &mut [f32; NR], row: *mut f32) {
-    // SAFETY: the caller's contract bounds `row` and `tile.bias` to `tile.nr` values.
+    // SAFETY: the caller guarantees `row` holds `tile.nr` writable values and
+    // `tile.bias`, when not null, `tile.nr` readable ones; `acc` holds NR >= nr values
+    // and is a separate array, so the copy does not overlap.
     unsafe {
         let nr = tile.nr;
         if tile.load_c {
@@ -346,9 +363,10 @@ unsafe fn finish_row(tile: &Tile, acc: &mut [f32; NR], row: *mut f32) {
 /// The portable register tile (the compiler vectorises the `NR`-wide rows).
 ///
 /// # Safety
-/// `strip.a` points at `strip.rows` rows of `tile.kc` readable values, `strip.c` at
-/// `strip.rows` rows of `tile.nr` writable values, `strip.scale` (unless null) at
-/// `strip.rows` row scales.
+/// `strip.rows` is at most `MR`; `strip.a` points at `strip.rows` rows of `tile.kc`
+/// readable values, `strip.c` at `strip.rows` rows of `tile.nr` writable values,
+/// `strip.scale` (unless null) at `strip.rows` row scales; `tile.b` at `tile.kc`
+/// groups of `NR` readable values, `tile.bias` (unless null) at `tile.nr` values.
 unsafe fn kernel_portable(tile: &Tile, strip: Strip) {
     let Strip {
         a,
@@ -358,7 +376,10 @@ unsafe fn kernel_portable(tile: &Tile, strip: Strip) {
         c,
         ldc,
     } = strip;
-    // SAFETY: the caller's contract bounds every read of `a`, `tile.b` and `c`.
+    // SAFETY: the loops read rows i < mr of `a` at positions p < kc, groups p < kc of
+    // `tile.b` (NR values each), scales i < mr and write rows i < mr of `c` through
+    // `finish_row` (with `tile.nr` values): all inside what the caller's contract
+    // guarantees.
     unsafe {
         let mut acc = [[0f32; NR]; MR];
         for p in 0..tile.kc {
@@ -396,7 +417,10 @@ unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
         c,
         ldc,
     } = strip;
-    // SAFETY: the caller's contract bounds every read and write; the CPU has AVX2 and FMA.
+    // SAFETY: as in `kernel_portable`, every access is within the rows, groups and
+    // columns the caller's contract guarantees: missing rows (i >= mr) re-read row 0
+    // and are never stored, full 16-column loads and stores happen only when
+    // `tile.nr == NR`. The CPU has AVX2 and FMA (this function's contract).
     unsafe {
         use std::arch::x86_64::*;
         // Rows past `mr` (which may not exist) read row 0 again; their sums are
@@ -454,8 +478,8 @@ unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
                     hi = _mm256_add_ps(hi, _mm256_loadu_ps(tile.bias.add(8)));
                 }
                 if let Some(act) = tile.activation {
-                    lo = crate::math::x86::activate8(lo, act);
-                    hi = crate::math::x86::activate8(hi, act);
+                    lo = super::math::x86::activate8(lo, act);
+                    hi = super::math::x86::activate8(hi, act);
                 }
                 _mm256_storeu_ps(out, lo);
                 _mm256_storeu_ps(out.add(8), hi);
@@ -610,12 +634,13 @@ mod tests {
         let w = Packed::from_rows(&values(n * k, 6), k, n, k);
         let bias = values(n, 7);
         let scales = values(m, 11);
-        if !crate::math::has_avx2_fma() {
+        if !crate::local::math::has_avx2_fma() {
             return;
         }
         #[cfg(target_arch = "x86_64")]
         for q in 0..n.div_ceil(NR) {
-            // SAFETY: panel q and its bias lie inside `w.data` and `bias`.
+            // SAFETY: q < ceil(n / NR) panels of k * NR values make up `w.data`, and
+            // q * NR < n = bias.len(), so both offsets stay inside their buffers.
             let tile = unsafe {
                 Tile {
                     kc: k,
@@ -631,15 +656,19 @@ mod tests {
                 let mut c1 = c0.clone();
                 let mut c2 = c0.clone();
                 let strip = |c: &mut Vec<f32>| Strip {
-                    // SAFETY: rows ir.. of `a` and `scales` exist.
+                    // SAFETY: ir < m, so row ir starts inside `a` (m rows of k values).
                     a: unsafe { a.as_ptr().add(ir * k) },
                     lda: k,
                     rows: MR.min(m - ir),
+                    // SAFETY: ir < m = scales.len(), so the offset stays inside `scales`.
                     scale: unsafe { scales.as_ptr().add(ir) },
                     c: c.as_mut_ptr(),
                     ldc: NR,
                 };
-                // SAFETY: the strips cover valid rows; the CPU has AVX2 and FMA.
+                // SAFETY: each strip covers rows ir..ir+mr of `a` (k values each) and
+                // `scales`, inside the vectors, and writes its own MR x NR buffer; the
+                // tile's panel and bias lie inside `w.data` and `bias`; the CPU has AVX2
+                // and FMA (checked at the top of the test).
                 unsafe {
                     kernel_portable(&tile, strip(&mut c1));
                     kernel_avx2(&tile, strip(&mut c2));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use excerpt_core::EmbedError;
+use excerpt_core::{EmbedError, RemoteEndpoint};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -30,6 +30,37 @@ pub(crate) struct Failure {
     pub(crate) retry_after: Option<Duration>,
 }
 
+/// Where a client's requests go: the kind of endpoint and its full URL. Every error
+/// of the client is reported against it.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// Which API the URL serves.
+    pub(crate) kind: RemoteEndpoint,
+    /// The full URL requests are posted to.
+    pub(crate) url: String,
+}
+
+impl Endpoint {
+    /// [`EmbedError::Remote`] for this endpoint.
+    pub(crate) fn error(&self, status: Option<u16>, message: impl Into<String>) -> EmbedError {
+        EmbedError::Remote {
+            endpoint: self.kind,
+            url: self.url.clone(),
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// Fails with [`EmbedError::Remote`] (no status) unless the URL is http(s).
+    pub(crate) fn check_scheme(&self) -> Result<(), EmbedError> {
+        if self.url.starts_with("http://") || self.url.starts_with("https://") {
+            Ok(())
+        } else {
+            Err(self.error(None, "the URL must start with http:// or https://"))
+        }
+    }
+}
+
 /// An agent with a global timeout that returns non-2xx responses instead of errors.
 pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
@@ -45,11 +76,6 @@ pub(crate) fn api_key(var: Option<&str>) -> Option<String> {
     var.and_then(|var| std::env::var(var).ok())
         .map(|k| k.trim().to_string())
         .filter(|k| !k.is_empty())
-}
-
-/// Whether `url` is an http(s) URL.
-pub(crate) fn is_http_url(url: &str) -> bool {
-    url.starts_with("http://") || url.starts_with("https://")
 }
 
 /// `{base}/v1/{resource}`, whether or not `base` already ends in `/v1` or
@@ -149,10 +175,10 @@ pub(crate) struct RetryPolicy {
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or the retries are spent. The
-/// final failure becomes [`EmbedError::Remote`] for `url`, its message noting how many
-/// retries were made.
+/// final failure becomes [`EmbedError::Remote`] for `endpoint`, its message noting how
+/// many retries were made.
 pub(crate) fn with_retries<T>(
-    url: &str,
+    endpoint: &Endpoint,
     policy: RetryPolicy,
     mut attempt: impl FnMut() -> Result<T, Failure>,
 ) -> Result<T, EmbedError> {
@@ -173,11 +199,7 @@ pub(crate) fn with_retries<T>(
                 } else {
                     f.message
                 };
-                return Err(EmbedError::Remote {
-                    url: url.to_string(),
-                    status: f.status,
-                    message,
-                });
+                return Err(endpoint.error(f.status, message));
             }
         }
     }

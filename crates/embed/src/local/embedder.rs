@@ -5,12 +5,16 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::bert::BertEncoder;
-use candle_core::Device;
-use candle_transformers::models::bert::Config as BertConfig;
-use excerpt_core::{EmbedError, Embedder, TokenCounter};
+use excerpt_core::{normalize, EmbedError, Embedder, TokenCounter};
 use serde::Deserialize;
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::bert::BertEncoder;
+use super::config::BertConfig;
+use super::files::{load_error, model_id, read_json_opt, require_file, ModelKind};
+use super::inference_error;
+use super::tokenize::{batch_longest_padding, encode_unpadded};
+use super::weights::Weights;
 
 /// Texts embedded per forward pass unless [`LocalEmbedder::with_batch_size`] says
 /// otherwise.
@@ -22,6 +26,9 @@ const DEFAULT_MAX_SEQ_LENGTH: usize = 512;
 
 /// Bytes hashed at each end of `model.safetensors` for [`LocalEmbedder::model_id`].
 const HASH_WINDOW: u64 = 1 << 20;
+
+/// What [`LocalEmbedder::load`] expects to find, for its error messages.
+const KIND: ModelKind = ModelKind::SentenceTransformer;
 
 /// How token vectors are pooled into one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,86 +98,6 @@ struct ModuleEntry {
     kind: String,
 }
 
-fn load_error(path: &Path, message: impl Into<String>) -> EmbedError {
-    EmbedError::ModelLoad {
-        path: path.display().to_string(),
-        message: message.into(),
-    }
-}
-
-pub(crate) fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
-    EmbedError::Inference {
-        message: format!("{context}: {err}"),
-    }
-}
-
-/// Token ids and type ids of one encoded input, without padding.
-pub(crate) type Unpadded = (Vec<u32>, Vec<u32>);
-
-/// Encodes a batch and drops the padding the tokenizer added (the positions the
-/// attention mask marks as not real), so each input runs at its own length. Shared by
-/// the embedder and the cross-encoder.
-pub(crate) fn encode_unpadded<'s, E>(
-    tokenizer: &Tokenizer,
-    inputs: Vec<E>,
-) -> Result<Vec<Unpadded>, EmbedError>
-where
-    E: Into<tokenizers::EncodeInput<'s>> + Send,
-{
-    let n = inputs.len();
-    let encodings = tokenizer
-        .encode_batch_fast(inputs, true)
-        .map_err(|e| inference_error("tokenization failed", e))?;
-    if encodings.len() != n {
-        return Err(inference_error(
-            "tokenization failed",
-            "wrong number of encodings",
-        ));
-    }
-    Ok(encodings
-        .iter()
-        .map(|e| {
-            let keep = e.get_attention_mask();
-            let pick = |xs: &[u32]| -> Vec<u32> {
-                xs.iter()
-                    .zip(keep)
-                    .filter(|(_, &m)| m != 0)
-                    .map(|(&x, _)| x)
-                    .collect()
-            };
-            (pick(e.get_ids()), pick(e.get_type_ids()))
-        })
-        .collect())
-}
-
-/// Reads and parses a JSON file; `None` when it does not exist.
-fn read_json_opt<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, EmbedError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(load_error(path, format!("cannot read: {e}"))),
-    };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| load_error(path, format!("malformed JSON: {e}")))
-}
-
-fn require_file(dir: &Path, name: &str) -> Result<PathBuf, EmbedError> {
-    let path = dir.join(name);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(load_error(
-            &path,
-            format!(
-                "missing file `{name}` in model directory {} (expected a sentence-transformers \
-                 model with config.json, model.safetensors and tokenizer.json)",
-                dir.display()
-            ),
-        ))
-    }
-}
-
 /// Where the pooling module's config lives: from `modules.json` if present, else
 /// `1_Pooling/config.json`.
 fn pooling_config_path(dir: &Path) -> Result<PathBuf, EmbedError> {
@@ -226,13 +153,7 @@ fn weights_fingerprint(dir: &Path, weights: &Path) -> Result<String, EmbedError>
         file.read_to_end(&mut buf).map_err(io_err)?;
         hasher.update(&buf);
     }
-    let hex = hasher.finalize().to_hex();
-    let name = std::fs::canonicalize(dir)
-        .ok()
-        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "model".to_string());
-    Ok(format!("{name}@{}", &hex.as_str()[..12]))
+    Ok(model_id(dir, &hasher.finalize(), KIND))
 }
 
 impl LocalEmbedder {
@@ -250,9 +171,9 @@ impl LocalEmbedder {
         if !dir.is_dir() {
             return Err(load_error(dir, "model directory does not exist"));
         }
-        let config_path = require_file(dir, "config.json")?;
-        let weights_path = require_file(dir, "model.safetensors")?;
-        let tokenizer_path = require_file(dir, "tokenizer.json")?;
+        let config_path = require_file(dir, "config.json", KIND)?;
+        let weights_path = require_file(dir, "model.safetensors", KIND)?;
+        let tokenizer_path = require_file(dir, "tokenizer.json", KIND)?;
 
         // `hidden_act` is honoured as written (the exact erf GELU for MiniLM).
         let config: BertConfig = read_json_opt(&config_path)?
@@ -273,7 +194,9 @@ impl LocalEmbedder {
         let tokenizer = embedding_tokenizer(base, max_seq_length, &config, &tokenizer_path)?;
 
         let model_id = weights_fingerprint(dir, &weights_path)?;
-        let tensors = candle_core::safetensors::load(&weights_path, &Device::Cpu)
+        let bytes = std::fs::read(&weights_path)
+            .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
+        let tensors = Weights::parse(&bytes)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
         let encoder = BertEncoder::load(&tensors, &config).map_err(|e| {
             load_error(
@@ -365,14 +288,6 @@ impl LocalEmbedder {
     }
 }
 
-/// Scales `v` to unit length (left as is when it is all zeros).
-fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 1e-12 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
-
 /// The tokenizer used for embedding: truncation to `max_seq_length`, padding to the
 /// batch's longest sequence (overriding whatever `tokenizer.json` ships, e.g. fixed 128).
 fn embedding_tokenizer(
@@ -381,15 +296,7 @@ fn embedding_tokenizer(
     config: &BertConfig,
     path: &Path,
 ) -> Result<Tokenizer, EmbedError> {
-    let mut padding = tokenizer
-        .get_padding()
-        .cloned()
-        .unwrap_or_else(|| PaddingParams {
-            pad_id: config.pad_token_id as u32,
-            ..PaddingParams::default()
-        });
-    padding.strategy = PaddingStrategy::BatchLongest;
-    padding.pad_to_multiple_of = None;
+    let padding = batch_longest_padding(&tokenizer, config.pad_token_id);
     let truncation = TruncationParams {
         max_length: max_seq_length,
         ..tokenizer.get_truncation().cloned().unwrap_or_default()
@@ -475,8 +382,8 @@ impl LocalTokenCounter {
     /// Loads just the tokenizer of a model directory (`tokenizer.json`, and
     /// `max_seq_length` as [`LocalEmbedder::load`] reads it), without the weights.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
-        let config_path = require_file(dir, "config.json")?;
-        let tokenizer_path = require_file(dir, "tokenizer.json")?;
+        let config_path = require_file(dir, "config.json", KIND)?;
+        let tokenizer_path = require_file(dir, "tokenizer.json", KIND)?;
         let config: BertConfig = read_json_opt(&config_path)?
             .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
         let max_seq_length =

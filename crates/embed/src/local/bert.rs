@@ -13,44 +13,22 @@
 //!   head), softmax in one pass per row;
 //! - reuses a handful of buffers per batch instead of allocating per operation.
 //!
-//! Matrix products use our own kernel ([`crate::sgemm`]) with the weights packed once
+//! Matrix products use our own kernel ([`super::sgemm`]) with the weights packed once
 //! at load; biases, residuals and the feed-forward activation are applied in its
 //! epilogue. GELU is the exact (erf) form, with a vectorisable erf whose absolute
 //! error is below 2e-7.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
-use candle_core::{DType, Tensor};
-use candle_transformers::models::bert::{Config, HiddenAct};
 use rayon::prelude::*;
 
-use crate::math::{with_simd, Activation};
-use crate::sgemm::{matmul, matmul_to, Epilogue, Packed, SendPtr};
+use super::config::{BertConfig, HiddenAct};
+use super::math::{with_simd, Activation};
+use super::sgemm::{matmul, matmul_to, Epilogue, Packed, SendPtr};
+use super::weights::Weights;
 
 /// Rows handled per parallel task in row-wise passes (layer norm).
 const ROWS_PER_TASK: usize = 16;
-
-/// The values of tensor `name`, checked to have `shape`, as f32 row-major.
-pub(crate) fn tensor_f32(
-    tensors: &HashMap<String, Tensor>,
-    name: &str,
-    shape: &[usize],
-) -> Result<Vec<f32>, String> {
-    let t = tensors
-        .get(name)
-        .ok_or_else(|| format!("missing tensor `{name}`"))?;
-    if t.dims() != shape {
-        return Err(format!(
-            "tensor `{name}` has shape {:?}, expected {shape:?}",
-            t.dims()
-        ));
-    }
-    t.to_dtype(DType::F32)
-        .and_then(|t| t.flatten_all())
-        .and_then(|t| t.to_vec1::<f32>())
-        .map_err(|e| format!("tensor `{name}`: {e}"))
-}
 
 /// One encoder layer's weights, laid out for the forward pass.
 struct Layer {
@@ -103,7 +81,7 @@ struct Scratch {
 impl BertEncoder {
     /// Builds the encoder from safetensors tensors named as in Hugging Face BERT
     /// checkpoints (`embeddings.*`, `encoder.layer.N.*`, optionally under `bert.`).
-    pub(crate) fn load(tensors: &HashMap<String, Tensor>, config: &Config) -> Result<Self, String> {
+    pub(crate) fn load(tensors: &Weights<'_>, config: &BertConfig) -> Result<Self, String> {
         let hidden = config.hidden_size;
         let heads = config.num_attention_heads;
         if heads == 0 || !hidden.is_multiple_of(heads) {
@@ -113,13 +91,12 @@ impl BertEncoder {
         }
         let head_dim = hidden / heads;
         let inter = config.intermediate_size;
-        let prefix = if tensors.contains_key("embeddings.word_embeddings.weight") {
+        let prefix = if tensors.contains("embeddings.word_embeddings.weight") {
             ""
         } else {
             "bert."
         };
-        let get =
-            |name: &str, shape: &[usize]| tensor_f32(tensors, &format!("{prefix}{name}"), shape);
+        let get = |name: &str, shape: &[usize]| tensors.f32(&format!("{prefix}{name}"), shape);
         let activation = match config.hidden_act {
             HiddenAct::Gelu => Activation::GeluErf,
             HiddenAct::GeluApproximate => Activation::GeluTanh,
@@ -368,8 +345,11 @@ impl BertEncoder {
                 }
                 // ctx block = softmax(S) V  (len x len) · (len x d), into this task's own rows
                 // and head columns of `ctx`.
-                // SAFETY: rows start..start+len, columns head*d..head*d+d (stride h)
-                // lie inside `ctx`, and no other task touches them.
+                // SAFETY: `matmul_to`'s contract. `out` points at `ctx`, which is
+                // borrowed mutably for the whole parallel loop and holds `total` rows of
+                // `h` values; this task writes rows start..start+len (< total) and
+                // columns head*d..head*d+d (<= h) at stride h, a region no other
+                // (sequence, head) task reads or writes.
                 unsafe {
                     matmul_to(
                         scores,

@@ -17,21 +17,23 @@ macro_rules! with_simd {
     ($f:ident($($arg:expr),*)) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if $crate::math::has_avx2_fma() {
-                // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                unsafe { $crate::math::avx2::$f($($arg),*) }
+            if $crate::local::math::has_avx2_fma() {
+                // SAFETY: the `avx2` functions only require a CPU with AVX2 and FMA,
+                // which `has_avx2_fma` has just confirmed.
+                unsafe { $crate::local::math::avx2::$f($($arg),*) }
             } else {
-                $crate::math::$f($($arg),*)
+                $crate::local::math::$f($($arg),*)
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            $crate::math::$f($($arg),*)
+            $crate::local::math::$f($($arg),*)
         }
     }};
 }
 pub(crate) use with_simd;
 
+/// Whether the CPU running us has AVX2 and FMA (always false off x86-64).
 pub(crate) fn has_avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -88,7 +90,8 @@ const LN2_HI: f32 = 0.693_359_4;
 const LN2_LO: f32 = -2.121_944_4e-4;
 // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
 const MAGIC: f32 = 12_582_912.0;
-// Abramowitz & Stegun 7.1.26.
+// The rational approximation of erf used by `gelu_erf`: for z >= 0,
+// erf(z) ≈ 1 - (A1 t + A2 t² + A3 t³ + A4 t⁴ + A5 t⁵) e^(-z²) with t = 1 / (1 + P z).
 const P: f32 = 0.327_591_1;
 const A1: f32 = 0.254_829_6;
 const A2: f32 = -0.284_496_74;
@@ -119,8 +122,12 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     p * scale
 }
 
-/// `x * Φ(x)` with `Φ` the standard normal CDF, via the erf approximation of
-/// Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7).
+/// `x * Φ(x)` with `Φ` the standard normal CDF, `Φ(x) = (1 + erf(x / √2)) / 2`.
+///
+/// erf is approximated, for `z = |x| / √2`, as `1 - poly(t) · e^(-z²)` with
+/// `t = 1 / (1 + P z)` and `poly` a fifth-degree polynomial in `t` without constant
+/// term (coefficients `A1`..`A5`, fitted for this form; absolute error below 1.5e-7).
+/// The sign of `x` picks `Φ(|x|)` or `1 - Φ(|x|)`.
 #[inline(always)]
 fn gelu_erf(x: f32) -> f32 {
     let z = x.abs() * std::f32::consts::FRAC_1_SQRT_2;
@@ -234,11 +241,13 @@ pub(crate) mod x86 {
         let mut chunks = row.chunks_exact_mut(8);
         let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
         for c in &mut chunks {
-            // SAFETY: `c` holds exactly 8 values.
+            // SAFETY: `c` is a chunk of exactly 8 f32, so the unaligned 8-lane load
+            // reads only inside it.
             vmax = _mm256_max_ps(vmax, unsafe { _mm256_loadu_ps(c.as_ptr()) });
         }
         let mut lanes = [0f32; 8];
-        // SAFETY: `lanes` holds 8 values.
+        // SAFETY: `lanes` is an array of 8 f32, so the unaligned 8-lane store writes
+        // only inside it.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), vmax) };
         let tail = chunks.into_remainder();
         let max = lanes
@@ -249,14 +258,16 @@ pub(crate) mod x86 {
         let mut vsum = _mm256_setzero_ps();
         let mut chunks = row.chunks_exact_mut(8);
         for c in &mut chunks {
-            // SAFETY: `c` holds exactly 8 values.
+            // SAFETY: `c` is a chunk of exactly 8 f32, so the unaligned load and store
+            // stay inside it; AVX2 and FMA are enabled for this function.
             unsafe {
                 let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(c.as_ptr()), shift));
                 vsum = _mm256_add_ps(vsum, e);
                 _mm256_storeu_ps(c.as_mut_ptr(), e);
             }
         }
-        // SAFETY: `lanes` holds 8 values.
+        // SAFETY: `lanes` is an array of 8 f32, so the unaligned 8-lane store writes
+        // only inside it.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), vsum) };
         let mut sum: f32 = lanes.iter().sum();
         for x in chunks.into_remainder() {
@@ -312,21 +323,29 @@ pub(crate) mod x86 {
 }
 
 /// AVX2+FMA builds of the row kernels (same code, compiled with the features on).
+///
+/// # Safety
+/// Every function here may only be called on a CPU with AVX2 and FMA
+/// ([`has_avx2_fma`](super::has_avx2_fma)); [`with_simd`] checks that before calling.
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2 {
+    /// [`super::softmax_row`] compiled for AVX2 + FMA. Safety: see the module.
     #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn softmax_row(row: &mut [f32]) {
         super::softmax_row(row)
     }
+    /// [`super::x86::exp_shifted_row`]. Safety: see the module.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn exp_shifted_row(row: &mut [f32]) -> f32 {
         super::x86::exp_shifted_row(row)
     }
+    /// [`super::layer_norm_row`] compiled for AVX2 + FMA. Safety: see the module.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
         super::layer_norm_row(row, gamma, beta, eps)
     }
+    /// [`super::activate`] compiled for AVX2 + FMA. Safety: see the module.
     #[cfg(test)]
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn activate(xs: &mut [f32], act: super::Activation) {
@@ -411,7 +430,8 @@ mod tests {
             activate(&mut want, act);
             for (chunk, want) in xs.chunks_exact(8).zip(want.chunks_exact(8)) {
                 let mut got = [0f32; 8];
-                // SAFETY: the CPU has AVX2 and FMA (checked above); 8 lanes in and out.
+                // SAFETY: the CPU has AVX2 and FMA (checked at the top); `chunk` and
+                // `got` hold exactly 8 f32, so the load and store stay inside them.
                 unsafe {
                     let v = x86::activate8(_mm256_loadu_ps(chunk.as_ptr()), act);
                     _mm256_storeu_ps(got.as_mut_ptr(), v);

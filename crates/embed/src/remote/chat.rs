@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use excerpt_core::EmbedError;
+use excerpt_core::{EmbedError, RemoteEndpoint};
 use serde::{Deserialize, Serialize};
 
-use crate::http;
+use super::http::{self, Endpoint};
 
 /// Largest chat response body read.
 const MAX_RESPONSE_BYTES: u64 = 32 * 1024 * 1024;
@@ -124,7 +124,7 @@ struct Usage {
 /// `Sync`: share it between threads, or use [`ChatClient::complete_many`].
 pub struct ChatClient {
     agent: ureq::Agent,
-    endpoint: String,
+    endpoint: Endpoint,
     config: ChatConfig,
     api_key: Option<String>,
 }
@@ -132,7 +132,7 @@ pub struct ChatClient {
 impl std::fmt::Debug for ChatClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChatClient")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint.url)
             .field("model", &self.config.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
@@ -143,20 +143,16 @@ impl ChatClient {
     /// Builds the client. Reads the API key from the environment now. Fails with
     /// [`EmbedError::Remote`] if the URL or model is empty or the URL is not http(s).
     pub fn new(config: ChatConfig) -> Result<Self, EmbedError> {
-        let endpoint = http::openai_endpoint(&config.url, "chat/completions");
-        let invalid = |message: &str| EmbedError::Remote {
-            url: endpoint.clone(),
-            status: None,
-            message: message.to_string(),
+        let endpoint = Endpoint {
+            kind: RemoteEndpoint::Chat,
+            url: http::openai_endpoint(&config.url, "chat/completions"),
         };
-        if !http::is_http_url(&endpoint) {
-            return Err(invalid("the URL must start with http:// or https://"));
-        }
+        endpoint.check_scheme()?;
         if config.model.trim().is_empty() {
-            return Err(invalid("no model name configured"));
+            return Err(endpoint.error(None, "no model name configured"));
         }
         if !config.temperature.is_finite() || config.temperature < 0.0 {
-            return Err(invalid("the temperature must be a finite number >= 0"));
+            return Err(endpoint.error(None, "the temperature must be a finite number >= 0"));
         }
         let api_key = http::api_key(config.api_key_env.as_deref());
         let agent = http::agent(config.timeout);
@@ -170,7 +166,7 @@ impl ChatClient {
 
     /// The full endpoint URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        &self.endpoint.url
     }
 
     /// The configuration in use.
@@ -207,17 +203,13 @@ impl ChatClient {
         let response: Response = http::with_retries(&self.endpoint, policy, || {
             http::post_json(
                 &self.agent,
-                &self.endpoint,
+                &self.endpoint.url,
                 self.api_key.as_deref(),
                 &body,
                 MAX_RESPONSE_BYTES,
             )
         })?;
-        let invalid = |message: &str| EmbedError::Remote {
-            url: self.endpoint.clone(),
-            status: Some(200),
-            message: message.to_string(),
-        };
+        let invalid = |message: &str| self.endpoint.error(Some(200), message);
         let choice = response
             .choices
             .into_iter()

@@ -1,0 +1,132 @@
+//! `config.json` of a BERT model, as Hugging Face `transformers` writes it.
+
+use serde::Deserialize;
+
+/// The feed-forward activation named by `hidden_act`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HiddenAct {
+    /// `gelu`: the exact (erf) GELU.
+    Gelu,
+    /// `geluapproximate`: the tanh approximation of GELU.
+    GeluApproximate,
+    /// `relu`.
+    Relu,
+}
+
+/// `position_embedding_type`: only learned absolute positions are supported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PositionEmbeddingType {
+    /// One learned vector per position (`absolute`, the default).
+    #[default]
+    Absolute,
+}
+
+/// A BERT `config.json`.
+///
+/// The required keys are those every BERT config written by `transformers` carries;
+/// a config missing one, or naming another activation or position embedding type, is
+/// refused. Unknown keys are ignored. Some required keys only matter for training
+/// (dropout, initialisation) and are read but not used.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(crate) struct BertConfig {
+    /// Rows of the word embedding table.
+    pub(crate) vocab_size: usize,
+    /// Width of the token vectors.
+    pub(crate) hidden_size: usize,
+    /// Encoder layers.
+    pub(crate) num_hidden_layers: usize,
+    /// Attention heads per layer (`hidden_size` must be a multiple of it).
+    pub(crate) num_attention_heads: usize,
+    /// Width of the feed-forward layer.
+    pub(crate) intermediate_size: usize,
+    /// The feed-forward activation.
+    pub(crate) hidden_act: HiddenAct,
+    /// Training only.
+    #[allow(dead_code)]
+    pub(crate) hidden_dropout_prob: f64,
+    /// Rows of the position embedding table: the longest sequence the model reads.
+    pub(crate) max_position_embeddings: usize,
+    /// Rows of the token type (segment) embedding table.
+    pub(crate) type_vocab_size: usize,
+    /// Training only.
+    #[allow(dead_code)]
+    pub(crate) initializer_range: f64,
+    /// The `ε` added to the variance in every layer norm.
+    pub(crate) layer_norm_eps: f64,
+    /// Token id used for padding.
+    pub(crate) pad_token_id: usize,
+    /// Must be `absolute` when present.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(crate) position_embedding_type: PositionEmbeddingType,
+    /// Generation only.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(crate) use_cache: bool,
+    /// Training only.
+    #[allow(dead_code)]
+    pub(crate) classifier_dropout: Option<f64>,
+    /// `bert` for BERT models, when given.
+    #[allow(dead_code)]
+    pub(crate) model_type: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BertConfig, HiddenAct};
+
+    fn minilm() -> serde_json::Value {
+        serde_json::json!({
+            "architectures": ["BertModel"],
+            "attention_probs_dropout_prob": 0.1,
+            "hidden_act": "gelu",
+            "hidden_dropout_prob": 0.1,
+            "hidden_size": 384,
+            "initializer_range": 0.02,
+            "intermediate_size": 1536,
+            "layer_norm_eps": 1e-12,
+            "max_position_embeddings": 512,
+            "model_type": "bert",
+            "num_attention_heads": 12,
+            "num_hidden_layers": 6,
+            "pad_token_id": 0,
+            "position_embedding_type": "absolute",
+            "transformers_version": "4.8.2",
+            "type_vocab_size": 2,
+            "use_cache": true,
+            "vocab_size": 30522
+        })
+    }
+
+    #[test]
+    fn reads_a_sentence_transformers_config() {
+        let c: BertConfig = serde_json::from_value(minilm()).expect("config");
+        assert_eq!(
+            (c.vocab_size, c.hidden_size, c.num_hidden_layers),
+            (30522, 384, 6)
+        );
+        assert_eq!((c.num_attention_heads, c.intermediate_size), (12, 1536));
+        assert_eq!(c.hidden_act, HiddenAct::Gelu);
+        assert_eq!((c.max_position_embeddings, c.type_vocab_size), (512, 2));
+        assert_eq!((c.layer_norm_eps, c.pad_token_id), (1e-12, 0));
+    }
+
+    #[test]
+    fn refuses_missing_keys_and_unknown_activations() {
+        let mut v = minilm();
+        v.as_object_mut().map(|o| o.remove("initializer_range"));
+        let err = serde_json::from_value::<BertConfig>(v).expect_err("missing key");
+        assert!(err.to_string().contains("initializer_range"), "{err}");
+
+        let mut v = minilm();
+        v["hidden_act"] = "gelu_new".into();
+        let err = serde_json::from_value::<BertConfig>(v).expect_err("activation");
+        assert!(err.to_string().contains("gelu_new"), "{err}");
+
+        let mut v = minilm();
+        v["position_embedding_type"] = "relative_key".into();
+        assert!(serde_json::from_value::<BertConfig>(v).is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! Models run on this machine, by our own BERT forward pass.
+//!
+//! - [`LocalEmbedder`] (`embedder.rs`): a sentence-transformers embedding model, and
+//!   its tokenizer as a token counter ([`LocalTokenCounter`]);
+//! - [`CrossEncoderReranker`] (`cross_encoder.rs`): a BERT sequence-classification
+//!   model scoring (query, passage) pairs;
+//! - where models live on disk (`location.rs`).
+//!
+//! Below them, in layers: the model directory's files (`files.rs`), its
+//! `config.json` (`config.rs`), its `model.safetensors` (`weights.rs`) and tokenizer
+//! set-up (`tokenize.rs`); the encoder forward pass (`bert.rs`) over our matrix
+//! kernel (`sgemm.rs`) and element-wise kernels (`math.rs`). Only the three kernel
+//! files hold unsafe code.
+
+mod bert;
+mod config;
+mod cross_encoder;
+mod embedder;
+mod files;
+mod location;
+mod math;
+mod sgemm;
+mod tokenize;
+mod weights;
+
+pub use cross_encoder::{CrossEncoderReranker, DEFAULT_CROSS_ENCODER_BATCH_SIZE};
+pub use embedder::{LocalEmbedder, LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE};
+#[cfg(feature = "hub")]
+pub use location::download_model;
+pub use location::{default_home, models_dir, resolve_model, DEFAULT_MODEL_NAME};
+
+use excerpt_core::EmbedError;
+
+/// [`EmbedError::Inference`] with `context: err`.
+pub(crate) fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Inference {
+        message: format!("{context}: {err}"),
+    }
+}
