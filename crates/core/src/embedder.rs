@@ -74,3 +74,17 @@ pub enum EmbedError {
         message: String,
     },
 }
+
+impl EmbedError {
+    /// Whose fault it is: a model that cannot be loaded or fails while running is the
+    /// system's ([`crate::ErrorKind::Internal`]); an endpoint that failed is
+    /// [`crate::ErrorKind::Unavailable`].
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            EmbedError::ModelLoad { .. } | EmbedError::Inference { .. } => {
+                crate::ErrorKind::Internal
+            }
+            EmbedError::Remote { .. } => crate::ErrorKind::Unavailable,
+        }
+    }
+}

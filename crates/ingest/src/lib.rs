@@ -27,6 +27,7 @@
 //!    text, avoid splitting atomic ranges, and fit the configured limit. See
 //!    [`chunk`] for the rules of each [`excerpt_core::ChunkerConfig`].
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod chunk;
