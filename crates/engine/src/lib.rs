@@ -13,7 +13,7 @@
 //! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
 //!   server's `POST /v1/ingest`).
 //! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
-//! - [`render`]: a context in the format a front end was asked for (JSON, Markdown,
+//! - [`render()`]: a context in the format a front end was asked for (JSON, Markdown,
 //!   text), the same bytes from the CLI and the server.
 //! - [`QuerySpec`]: a query as users spell it (strategy, fusion and filter strings),
 //!   validated into a [`QueryRequest`] the same way by the CLI and the server.
