@@ -50,7 +50,6 @@ impl Rng {
     }
 }
 
-
 /// A unit vector near one of `centers`: the centre is drawn from `rng`, then each
 /// coordinate is moved by up to 0.3/sqrt(dim) and the result normalised.
 pub fn near_center(centers: &[Vec<f32>], rng: &mut Rng) -> Vec<f32> {

@@ -24,8 +24,8 @@ use std::time::Instant;
 use anyhow::Result;
 use excerpt_index::Snapshot;
 
-pub use report::BenchReport;
 pub use excerpt_eval::Latency;
+pub use report::BenchReport;
 
 /// What to generate and how much to measure (the flags of `excerpt bench`).
 #[derive(Debug, Clone)]

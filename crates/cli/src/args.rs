@@ -315,6 +315,16 @@ pub enum Format {
     Json,
 }
 
+impl From<Format> for excerpt::RenderFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Text => excerpt::RenderFormat::Text,
+            Format::Markdown => excerpt::RenderFormat::Markdown,
+            Format::Json => excerpt::RenderFormat::Json,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct QueryArgs {
     /// The query.

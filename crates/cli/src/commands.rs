@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use anyhow::Result;
 use excerpt::{
-    context_value, parse_fusion, ChatConfig, ContextualizeOptions, EmbedderSpec, Engine,
-    EngineError, EngineOptions, FilterSpec, IngestOptions, QuerySpec, RerankConfig, RerankerSpec,
+    parse_fusion, render, ChatConfig, ContextualizeOptions, EmbedderSpec, Engine, EngineError,
+    EngineOptions, ErrorKind, FilterSpec, IndexError, IngestOptions, QuerySpec, RerankConfig,
+    RerankerSpec, RetrieveError,
 };
-use excerpt_context::{render_markdown, render_text, RenderOptions};
 use excerpt_embed::RemoteConfig;
+use excerpt_eval::EvalError;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
-    AnswerArgs, Cli, Command, ContextualizeArgs, EvalArgs, Format, FormatArgs, Global, IngestArgs,
+    AnswerArgs, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global, IngestArgs,
     QueryArgs, ServeArgs,
 };
 use crate::progress::Bar;
@@ -34,14 +35,77 @@ impl std::fmt::Display for Exit {
 }
 impl std::error::Error for Exit {}
 
+/// The exit code of a failed command: the marker's own, else the one of the error's
+/// [`ErrorKind`] (1 for errors that report none).
 pub fn exit_code(e: &anyhow::Error) -> u8 {
     if let Some(Exit(code, _)) = e.downcast_ref::<Exit>() {
         return *code;
     }
-    match e.downcast_ref::<EngineError>() {
-        Some(EngineError::Index(excerpt::IndexError::NotFound { .. })) => EXIT_NOT_FOUND,
-        _ => 1,
+    match error_kind(e) {
+        Some(ErrorKind::NotFound) => EXIT_NOT_FOUND,
+        Some(
+            ErrorKind::BadInput
+            | ErrorKind::Conflict
+            | ErrorKind::Unavailable
+            | ErrorKind::Internal,
+        )
+        | None => 1,
     }
+}
+
+/// The kind of a library error the command failed with.
+fn error_kind(e: &anyhow::Error) -> Option<ErrorKind> {
+    if let Some(e) = e.downcast_ref::<EngineError>() {
+        return Some(e.kind());
+    }
+    e.downcast_ref::<EvalError>().map(EvalError::kind)
+}
+
+/// What the command prints after `error: `: the error's chain, then a hint naming the
+/// flags that fix it when there is one (library messages name no flags, since the
+/// server shows them to HTTP clients).
+pub fn message(e: &anyhow::Error) -> String {
+    let engine = match e.downcast_ref::<EvalError>() {
+        Some(EvalError::Engine(inner)) => Some(inner),
+        Some(EvalError::ForeignDocuments { .. }) => {
+            return format!("{e:#}: evaluate with a fresh --index directory")
+        }
+        _ => e.downcast_ref::<EngineError>(),
+    };
+    let hint = engine.and_then(flag_hint).unwrap_or_default();
+    format!("{e:#}{hint}")
+}
+
+/// The flags that fix an engine error, for the errors some flag fixes.
+fn flag_hint(e: &EngineError) -> Option<String> {
+    let index = |e: &IndexError| match e {
+        IndexError::NotFound { .. } => Some(": run `excerpt ingest` first (or pass --index DIR)"),
+        IndexError::ConfigMismatch { .. } => Some("; use another --index directory or rebuild"),
+        IndexError::Format { .. } => Some(
+            ": use the excerpt version that wrote it, or re-ingest into a new --index directory",
+        ),
+        _ => None,
+    };
+    let hint = match e {
+        EngineError::Index(i) | EngineError::Retrieve(RetrieveError::Index(i)) => {
+            index(i)?.to_string()
+        }
+        EngineError::Retrieve(RetrieveError::ModelMismatch { .. }) => {
+            "; pass the same --model (or use --mode bm25)".into()
+        }
+        EngineError::Retrieve(RetrieveError::NoReranker) => {
+            " (--reranker DIR or --rerank-url URL)".into()
+        }
+        EngineError::ContextsRequired { model, .. } => format!(
+            "; ingest into it with --contextualize --llm-url URL --llm-model {model}, or use another --index"
+        ),
+        EngineError::ContextsRefused { .. } => ": ingest into a new --index".into(),
+        EngineError::ContextualizerMismatch { model, .. } => {
+            format!(": pass --llm-model {model} or use a new --index")
+        }
+        _ => return None,
+    };
+    Some(hint)
 }
 
 fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<bool>) -> Engine {
@@ -230,17 +294,7 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
     };
     let req = spec.to_request()?;
     let ctx = engine.query(&req)?;
-    let out = match a.format {
-        Format::Json => serde_json::to_string_pretty(&context_value(&req.text, &ctx))?,
-        Format::Markdown => render_markdown(&ctx),
-        Format::Text => {
-            let mut opts = RenderOptions::default();
-            if let Some(i) = a.instruction {
-                opts.closing_instruction = (!i.is_empty()).then_some(i);
-            }
-            render_text(&ctx, &opts)
-        }
-    };
+    let out = render(&req.text, &ctx, a.format.into(), a.instruction);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{out}")?;
     Ok(ExitCode::SUCCESS)
@@ -399,4 +453,69 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         eprintln!("stopped");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn no_index() -> EngineError {
+        EngineError::Index(IndexError::NotFound {
+            dir: PathBuf::from("idx"),
+        })
+    }
+
+    #[test]
+    fn hints_name_the_flags_the_library_leaves_out() {
+        let e = anyhow::Error::from(no_index());
+        assert_eq!(
+            message(&e),
+            "no index at idx: run `excerpt ingest` first (or pass --index DIR)"
+        );
+        assert_eq!(exit_code(&e), EXIT_NOT_FOUND);
+        let e = anyhow::Error::from(EngineError::Retrieve(RetrieveError::ModelMismatch {
+            index: "a".into(),
+            configured: "b".into(),
+        }));
+        assert_eq!(
+            message(&e),
+            "the index was built with model a, but the configured model is b; pass the same \
+             --model (or use --mode bm25)"
+        );
+        assert_eq!(exit_code(&e), 1);
+        let e = anyhow::Error::from(EngineError::Retrieve(RetrieveError::NoReranker));
+        assert_eq!(
+            message(&e),
+            "reranking was asked for but no reranker is configured (--reranker DIR or \
+             --rerank-url URL)"
+        );
+        // Errors without a flag to suggest print as they are.
+        let e = anyhow::Error::from(EngineError::BadRequest("the query is odd".into()));
+        assert_eq!(message(&e), "the query is odd");
+    }
+
+    #[test]
+    fn eval_errors_get_the_same_codes_and_hints() {
+        let e = anyhow::Error::from(EvalError::Engine(no_index()));
+        assert!(
+            message(&e).ends_with("(or pass --index DIR)"),
+            "{}",
+            message(&e)
+        );
+        assert_eq!(exit_code(&e), EXIT_NOT_FOUND);
+        let e = anyhow::Error::from(EvalError::ForeignDocuments {
+            index: PathBuf::from("idx"),
+            count: 2,
+            sample: "a, b".into(),
+        });
+        assert_eq!(
+            message(&e),
+            "the index idx holds 2 documents that are not in the corpus (a, b): evaluate with \
+             a fresh --index directory"
+        );
+        assert_eq!(exit_code(&e), 1);
+        let e = anyhow::Error::from(EvalError::Invalid("no queries".into()));
+        assert_eq!((message(&e).as_str(), exit_code(&e)), ("no queries", 1));
+    }
 }

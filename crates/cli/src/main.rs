@@ -2,6 +2,8 @@
 //! [`excerpt::Engine`], renders. Exit codes: 0 success, 1 error, 2 usage error,
 //! 3 nothing could be ingested, 4 not found (no index, unknown document id).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -19,7 +21,7 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", commands::message(&e));
             ExitCode::from(commands::exit_code(&e))
         }
     }

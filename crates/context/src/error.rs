@@ -133,3 +133,25 @@ pub(crate) fn check_min(
         ))
     }
 }
+
+impl ContextError {
+    /// Whose fault it is: a strategy name, spec or parameter is the request's
+    /// ([`excerpt_core::ErrorKind::BadInput`]); an embedding failure is classified by the
+    /// embedder; everything else (hits that do not fit the corpus, mismatched vectors, a
+    /// tokenizer that does not load) is the system's.
+    pub fn kind(&self) -> excerpt_core::ErrorKind {
+        use excerpt_core::ErrorKind;
+        match self {
+            ContextError::UnknownStrategy(_)
+            | ContextError::BadSpec { .. }
+            | ContextError::InvalidParams { .. } => ErrorKind::BadInput,
+            ContextError::Embed(e) => e.kind(),
+            ContextError::MissingChunk { .. }
+            | ContextError::InvalidHit { .. }
+            | ContextError::DimensionMismatch { .. }
+            | ContextError::EmbedCount { .. }
+            | ContextError::Segment(_)
+            | ContextError::Tokenizer { .. } => ErrorKind::Internal,
+        }
+    }
+}

@@ -98,3 +98,17 @@ impl std::fmt::Display for RemoteEndpoint {
         })
     }
 }
+
+impl EmbedError {
+    /// Whose fault it is: a model that cannot be loaded or fails while running is the
+    /// system's ([`crate::ErrorKind::Internal`]); an endpoint that failed is
+    /// [`crate::ErrorKind::Unavailable`].
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            EmbedError::ModelLoad { .. } | EmbedError::Inference { .. } => {
+                crate::ErrorKind::Internal
+            }
+            EmbedError::Remote { .. } => crate::ErrorKind::Unavailable,
+        }
+    }
+}

@@ -1,3 +1,24 @@
+/// Whose fault an error is, and so what its caller can do about it. Every library error
+/// of Excerpt reports one (a `kind()` method), and each front end maps it to its own
+/// signal in one place: the server to an HTTP status, the command line to an exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The input or request is malformed or asks for something impossible: the caller
+    /// has to change it.
+    BadInput,
+    /// Something the request names does not exist (an index, a document).
+    NotFound,
+    /// The request collides with the current state (another process is writing the
+    /// index, the index holds documents it should not).
+    Conflict,
+    /// A service the operation depends on (an embedding, chat or rerank endpoint) failed
+    /// or could not be reached: trying again later may succeed.
+    Unavailable,
+    /// The system failed: a bug, corrupt or mismatched data on disk, a misconfigured
+    /// model, an operating-system error, a cancelled operation.
+    Internal,
+}
+
 /// Errors of the core types: all of them are violations of the document invariants.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -27,4 +48,16 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+}
+
+impl Error {
+    /// Whose fault it is: the invariants are those of documents handed in, so always
+    /// [`ErrorKind::BadInput`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::BadRange { .. } | Error::NotAPartition { .. } | Error::BadId { .. } => {
+                ErrorKind::BadInput
+            }
+        }
+    }
 }

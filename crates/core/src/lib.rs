@@ -7,6 +7,10 @@
 //!   and character offsets (Unicode scalar values, what users and the eval format see).
 //! - [`Embedder`] and [`TokenCounter`]: the two model-facing traits.
 //! - [`ChunkerConfig`]: how a collection was chunked, recorded in the index.
+//! - [`ErrorKind`]: the one classification of errors (bad input, not found, conflict,
+//!   unavailable, internal) every library error reports and every front end maps.
+
+#![forbid(unsafe_code)]
 
 mod document;
 mod embedder;
@@ -21,7 +25,7 @@ pub use document::{
     SectionId,
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
-pub use error::Error;
+pub use error::{Error, ErrorKind};
 pub use hash::content_hash;
 
 /// Cosine similarity in f64; 0 when either vector is zero or the lengths differ.

@@ -1,4 +1,9 @@
+use excerpt_core::ErrorKind;
+
 /// Errors of the engine: the lower crates' errors plus bad requests.
+///
+/// Messages name no command-line flags (HTTP clients read them too); front ends add
+/// their own hints. [`EngineError::kind`] says whose fault an error is.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// Storage.
@@ -13,19 +18,43 @@ pub enum EngineError {
     /// Context assembly.
     #[error(transparent)]
     Context(#[from] excerpt_context::ContextError),
-    /// Fusion parameters.
+    /// The retrieval stage (searches, fusion, reranking).
     #[error(transparent)]
-    Fusion(#[from] excerpt_retrieve::FusionError),
+    Retrieve(#[from] excerpt_retrieve::RetrieveError),
     /// A request that cannot be served as asked.
     #[error("{0}")]
     BadRequest(String),
-    /// The index was built with another embedding model than the one configured.
-    #[error("the index was built with model {index}, but the configured model is {configured}; pass the same --model (or use --mode bm25)")]
-    ModelMismatch {
-        /// Model of the index.
+    /// The index has chunk contexts, and an ingest without a contextualizer would add
+    /// chunks without one.
+    #[error(
+        "the index at {dir} has chunk contexts written by {index} (new chunks need contexts too)"
+    )]
+    ContextsRequired {
+        /// The index directory.
+        dir: String,
+        /// How the index's contexts were written.
         index: String,
-        /// Model configured now.
-        configured: String,
+        /// The chat model that wrote them.
+        model: String,
+    },
+    /// The index has no chunk contexts, and an ingest with a contextualizer would give
+    /// some chunks one.
+    #[error("the index at {dir} was built without chunk contexts, and contexts cannot be given to some of its chunks only")]
+    ContextsRefused {
+        /// The index directory.
+        dir: String,
+    },
+    /// The index's chunk contexts were written another way than this ingest would.
+    #[error("the index at {dir} has chunk contexts written by {index}, this ingest would write them with {requested}")]
+    ContextualizerMismatch {
+        /// The index directory.
+        dir: String,
+        /// How the index's contexts were written.
+        index: String,
+        /// How this ingest would write them.
+        requested: String,
+        /// The chat model of the index's contexts.
+        model: String,
     },
     /// The LLM writing chunk contexts failed after retries (or could not be set up).
     /// What was committed stays, and the answers received so far are cached.
@@ -37,7 +66,32 @@ pub enum EngineError {
         #[source]
         source: excerpt_core::EmbedError,
     },
+    /// The engine broke one of its own invariants (a bug).
+    #[error("{0}")]
+    Internal(String),
     /// The operation was cancelled; what was committed before stays.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl EngineError {
+    /// Whose fault it is: a lower crate's error (and a failed contextualizer) reports
+    /// its own kind; bad requests and contextualizer mismatches are
+    /// [`ErrorKind::BadInput`]; broken invariants and cancellation
+    /// [`ErrorKind::Internal`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EngineError::Index(e) => e.kind(),
+            EngineError::Embed(e) => e.kind(),
+            EngineError::Ingest(e) => e.kind(),
+            EngineError::Context(e) => e.kind(),
+            EngineError::Retrieve(e) => e.kind(),
+            EngineError::Contextualize { source, .. } => source.kind(),
+            EngineError::BadRequest(_)
+            | EngineError::ContextsRequired { .. }
+            | EngineError::ContextsRefused { .. }
+            | EngineError::ContextualizerMismatch { .. } => ErrorKind::BadInput,
+            EngineError::Internal(_) | EngineError::Cancelled => ErrorKind::Internal,
+        }
+    }
 }

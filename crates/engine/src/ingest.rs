@@ -151,28 +151,23 @@ impl Engine {
         let existing = Manifest::load(&self.options.index_dir)?.map(|m| m.config);
         let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
         if let Some(existing) = &existing {
-            let dir = self.options.index_dir.display();
+            let dir = self.options.index_dir.display().to_string();
             match (&existing.contextualizer, &contextualizer) {
                 (Some(e), None) => {
-                    return Err(EngineError::BadRequest(format!(
-                        "the index at {dir} has chunk contexts written by {e}; ingest into it \
-                         with --contextualize --llm-url URL --llm-model {} (new chunks need \
-                         contexts too), or use another --index",
-                        e.model
-                    )))
+                    return Err(EngineError::ContextsRequired {
+                        dir,
+                        index: e.to_string(),
+                        model: e.model.clone(),
+                    })
                 }
-                (None, Some(_)) => {
-                    return Err(EngineError::BadRequest(format!(
-                        "the index at {dir} was built without --contextualize, and contexts \
-                         cannot be given to some of its chunks only: ingest into a new --index"
-                    )))
-                }
+                (None, Some(_)) => return Err(EngineError::ContextsRefused { dir }),
                 (Some(e), Some(r)) if e != r => {
-                    return Err(EngineError::BadRequest(format!(
-                        "the index at {dir} has chunk contexts written by {e}, this ingest \
-                         would write them with {r}: pass --llm-model {} or use a new --index",
-                        e.model
-                    )))
+                    return Err(EngineError::ContextualizerMismatch {
+                        dir,
+                        index: e.to_string(),
+                        requested: r.to_string(),
+                        model: e.model.clone(),
+                    })
                 }
                 _ => {}
             }
@@ -548,7 +543,7 @@ impl Flush<'_> {
                     Some(key) => match snap.vector(key) {
                         Some(v) => flat.extend_from_slice(v),
                         None => {
-                            return Err(EngineError::BadRequest(format!(
+                            return Err(EngineError::Internal(format!(
                                 "internal: cached vector {key:?} missing from the snapshot"
                             )))
                         }

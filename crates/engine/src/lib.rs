@@ -13,12 +13,17 @@
 //! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
 //!   server's `POST /v1/ingest`).
 //! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
+//! - [`render()`]: a context in the format a front end was asked for (JSON, Markdown,
+//!   text), the same bytes from the CLI and the server.
 //! - [`QuerySpec`]: a query as users spell it (strategy, fusion and filter strings),
 //!   validated into a [`QueryRequest`] the same way by the CLI and the server.
 //!
 //! The crates underneath: `excerpt-core` (types), `excerpt-ingest` (loaders, chunkers),
-//! `excerpt-embed` (models), `excerpt-index` (storage), `excerpt-retrieve` (fusion,
-//! filters), `excerpt-context` (strategies, rendering).
+//! `excerpt-embed` (models), `excerpt-index` (storage), `excerpt-retrieve` (the
+//! retrieval stage: searches, calibration, fusion, filters, reranking),
+//! `excerpt-context` (strategies, rendering).
+
+#![forbid(unsafe_code)]
 
 pub mod contextualize;
 mod engine;
@@ -26,6 +31,7 @@ mod error;
 mod ingest;
 mod memo;
 mod query;
+mod render;
 mod spec;
 
 pub use contextualize::ContextualizeOptions;
@@ -33,11 +39,12 @@ pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Problem};
 pub use query::{Mode, QueryRequest, Retrieved};
+pub use render::{render, RenderFormat};
 pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig};
-pub use excerpt_core::{ChunkerConfig, Document};
+pub use excerpt_core::{ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint};
 pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
 pub use excerpt_index::{IndexError, Snapshot};
 pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
-pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
+pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition, RetrieveError};

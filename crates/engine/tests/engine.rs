@@ -2,8 +2,8 @@
 //! server on 127.0.0.1 standing in for a remote reranker.
 
 use excerpt::{
-    Engine, EngineOptions, IngestOptions, Mode, NoProgress, QueryRequest, RerankConfig,
-    RerankerSpec,
+    Engine, EngineError, EngineOptions, ErrorKind, IngestOptions, Mode, NoProgress, QueryRequest,
+    RerankConfig, RerankerSpec,
 };
 use excerpt_testkit::axum::routing::post;
 use excerpt_testkit::axum::{self, Json, Router};
@@ -313,18 +313,25 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
 
     // The index remembers its contextualizer: ingesting without it, or with another
     // model, is refused with a clear message; an index without contexts cannot get them.
+    // The messages name no command-line flags: the variants carry what a front end's
+    // hint needs (the model of the index's contexts).
     let plain = engine
         .ingest(
             std::slice::from_ref(&docs),
             &IngestOptions::default(),
             &NoProgress,
         )
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    let text = plain.to_string();
     assert!(
-        plain.contains("--contextualize") && plain.contains("fake-llm"),
-        "{plain}"
+        text.contains("chunk contexts") && text.contains("fake-llm") && !text.contains("--"),
+        "{text}"
     );
+    assert!(
+        matches!(&plain, EngineError::ContextsRequired { model, .. } if model == "fake-llm"),
+        "{plain:?}"
+    );
+    assert_eq!(plain.kind(), ErrorKind::BadInput);
     let mut other = cx.clone();
     other.chat.model = "other-llm".into();
     let other_opts = IngestOptions {
@@ -333,9 +340,13 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     };
     let err = engine
         .ingest(std::slice::from_ref(&docs), &other_opts, &NoProgress)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("--llm-model fake-llm"), "{err}");
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("other-llm") && !text.contains("--"), "{text}");
+    assert!(
+        matches!(&err, EngineError::ContextualizerMismatch { model, .. } if model == "fake-llm"),
+        "{err:?}"
+    );
     let bare_engine = Engine::new(EngineOptions::new(tmp.path().join("bare")));
     bare_engine
         .ingest(
@@ -346,9 +357,12 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
         .unwrap();
     let err = bare_engine
         .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("without --contextualize"), "{err}");
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::ContextsRefused { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("without chunk contexts"), "{err}");
     assert_eq!(
         fake.requests.load(SeqCst),
         chunks + 1 + garden_doc.chunks.len()

@@ -32,6 +32,8 @@
 //!   F1 and exact match. Never part of a default run.
 //! - [`report`], [`plot`]: `report.json`, `report.md`, `recall-vs-budget.svg`.
 
+#![forbid(unsafe_code)]
+
 pub mod answer;
 pub mod format;
 pub mod metrics;
@@ -40,6 +42,8 @@ pub mod report;
 mod runner;
 
 use std::path::{Path, PathBuf};
+
+use excerpt_core::ErrorKind;
 
 pub use answer::{exact_match, normalize_tokens, token_f1, AnswerLine, PROMPT_VERSION};
 pub use excerpt_embed::ChatConfig;
@@ -86,9 +90,19 @@ pub enum EvalError {
     /// The inputs or options are unusable.
     #[error("{0}")]
     Invalid(String),
-    /// The index holds something other than the corpus.
+    /// The index holds something other than the corpus (documents missing or changed).
     #[error("{0}")]
     IndexMismatch(String),
+    /// The index holds documents that are not in the corpus.
+    #[error("the index {} holds {count} documents that are not in the corpus ({sample})", index.display())]
+    ForeignDocuments {
+        /// The index directory.
+        index: PathBuf,
+        /// How many documents are foreign.
+        count: usize,
+        /// Some of their ids.
+        sample: String,
+    },
     /// The engine failed outside a single query.
     #[error(transparent)]
     Engine(#[from] excerpt::EngineError),
@@ -112,6 +126,23 @@ pub enum EvalError {
 }
 
 impl EvalError {
+    /// Whose fault it is: unreadable or malformed inputs and unusable options are
+    /// [`ErrorKind::BadInput`]; an index holding another collection
+    /// [`ErrorKind::Conflict`]; an answer endpoint that failed
+    /// [`ErrorKind::Unavailable`]; the engine's errors report their own kind; files that
+    /// cannot be written and charts that cannot be drawn are [`ErrorKind::Internal`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EvalError::Parse { .. } | EvalError::Json { .. } | EvalError::Invalid(_) => {
+                ErrorKind::BadInput
+            }
+            EvalError::IndexMismatch(_) | EvalError::ForeignDocuments { .. } => ErrorKind::Conflict,
+            EvalError::Engine(e) => e.kind(),
+            EvalError::Answer { .. } => ErrorKind::Unavailable,
+            EvalError::Io { .. } | EvalError::Plot(_) => ErrorKind::Internal,
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> EvalError {
         EvalError::Io {
             path: path.to_path_buf(),

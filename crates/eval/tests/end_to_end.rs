@@ -178,8 +178,15 @@ fn run_eval_end_to_end() {
     smaller.corpus = data.join("smaller.jsonl");
     smaller.out = data.join("out2");
     match run_eval(&engine, &smaller, &NoProgress) {
-        Err(EvalError::IndexMismatch(msg)) => assert!(msg.contains("fresh --index"), "{msg}"),
-        other => panic!("expected an index mismatch, got {other:?}"),
+        Err(e @ EvalError::ForeignDocuments { count: 2, .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("not in the corpus") && !msg.contains("--"),
+                "{msg}"
+            );
+            assert_eq!(e.kind(), excerpt::ErrorKind::Conflict);
+        }
+        other => panic!("expected foreign documents, got {other:?}"),
     }
 }
 

@@ -1,16 +1,18 @@
 use std::path::PathBuf;
 
+use excerpt_core::ErrorKind;
+
 /// Errors of the index, grouped by whose fault they are.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// No index has been created at this path.
-    #[error("no index at {dir}: run `excerpt ingest` first (or pass --index DIR)")]
+    #[error("no index at {dir}")]
     NotFound {
         /// The directory looked at.
         dir: PathBuf,
     },
     /// The index was built with settings that differ from the ones asked for.
-    #[error("index at {dir} was built with {field} = {existing}, not {requested}; use another --index directory or rebuild")]
+    #[error("index at {dir} was built with {field} = {existing}, not {requested}")]
     ConfigMismatch {
         /// The index.
         dir: PathBuf,
@@ -46,7 +48,7 @@ pub enum IndexError {
         detail: String,
     },
     /// The index format is newer or older than this build understands.
-    #[error("index at {dir} has format {found}, this build reads formats 1 to {expected}: use the excerpt version that wrote it, or re-ingest into a new --index directory")]
+    #[error("index at {dir} has format {found}, this build reads formats 1 to {expected}")]
     Format {
         /// The index.
         dir: PathBuf,
@@ -71,6 +73,23 @@ pub enum IndexError {
 }
 
 impl IndexError {
+    /// Whose fault it is: no index is [`ErrorKind::NotFound`], a held lock
+    /// [`ErrorKind::Conflict`], a malformed document [`ErrorKind::BadInput`]; settings,
+    /// formats and files that do not match, and operating-system errors are
+    /// [`ErrorKind::Internal`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            IndexError::NotFound { .. } => ErrorKind::NotFound,
+            IndexError::Locked { .. } => ErrorKind::Conflict,
+            IndexError::BadDocument { .. } => ErrorKind::BadInput,
+            IndexError::ConfigMismatch { .. }
+            | IndexError::Corrupt { .. }
+            | IndexError::Format { .. }
+            | IndexError::Io { .. }
+            | IndexError::Tantivy(_) => ErrorKind::Internal,
+        }
+    }
+
     pub(crate) fn io(
         op: &'static str,
         path: impl Into<PathBuf>,

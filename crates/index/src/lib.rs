@@ -20,6 +20,8 @@
 //! manifest in force; a BM25 index whose payload is not the manifest's generation is
 //! rebuilt from the segments (on disk by the next writer, in memory by a reader).
 
+#![forbid(unsafe_code)]
+
 mod ann;
 pub mod bm25;
 mod dense;

@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use excerpt_core::ErrorKind;
+
 /// Why a file, a line of a JSONL file, a path given to the walker, or a document could not
 /// be ingested. Every variant names where the problem is.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +83,22 @@ pub enum IngestError {
 }
 
 impl IngestError {
+    /// Whose fault it is: always the input's ([`ErrorKind::BadInput`]), a path, a file,
+    /// a line or a document handed in.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            IngestError::Io { .. }
+            | IngestError::Binary { .. }
+            | IngestError::Empty { .. }
+            | IngestError::InvalidUtf8 { .. }
+            | IngestError::UnknownExtension { .. }
+            | IngestError::JsonlLine { .. }
+            | IngestError::Walk { .. }
+            | IngestError::Glob { .. }
+            | IngestError::Invalid { .. } => ErrorKind::BadInput,
+        }
+    }
+
     /// True for the benign "skipped" reasons (binary, empty, unsupported type): the file
     /// was not meant to be ingested, nothing is broken.
     pub fn is_skip(&self) -> bool {

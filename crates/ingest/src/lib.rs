@@ -32,6 +32,7 @@
 //!    with each chunk; see [`chunk`] for the rules of each
 //!    [`excerpt_core::ChunkerConfig`].
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod chunk;

@@ -70,6 +70,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use excerpt_core::ChunkKey;
+use excerpt_core::ErrorKind;
 
 /// One fused result.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -215,6 +216,21 @@ pub enum FusionError {
         /// The score given.
         score: f32,
     },
+}
+
+impl FusionError {
+    /// Whose fault it is: fusion parameters are the request's
+    /// ([`ErrorKind::BadInput`]); a score that is not finite came from a search, so it is
+    /// the system's ([`ErrorKind::Internal`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FusionError::InvalidK(_)
+            | FusionError::InvalidAlpha(_)
+            | FusionError::InvalidWeight { .. }
+            | FusionError::ZeroTotalWeight => ErrorKind::BadInput,
+            FusionError::NonFiniteScore { .. } => ErrorKind::Internal,
+        }
+    }
 }
 
 /// Fuses a dense and a BM25 list with a hybrid [`FusionMethod`]

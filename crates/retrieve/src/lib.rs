@@ -1,15 +1,23 @@
 //! Retrieval: from a query to ranked chunks with calibrated relevance.
 //!
+//! - [`retrieve`] ([`stage`]): the stage itself: query embedding, dense and BM25 search,
+//!   relevance calibration or fusion, optional reranking, over one index snapshot.
 //! - [`fusion`]: pure fusion of ranked lists (RRF, min-max weighted, distribution-based),
 //!   each with its formula and an absolute relevance in [0, 1].
+//! - [`calibrate`]: relevance in [0, 1] for lists that are not fused (dense, BM25).
 //! - [`filter`]: query scope ([`Filter`]: document ids, id prefixes, metadata) turned into
 //!   a [`excerpt_index::DocMask`] both searches apply.
 
+#![forbid(unsafe_code)]
+
+pub mod calibrate;
 pub mod filter;
 pub mod fusion;
+pub mod stage;
 
 pub use filter::{Filter, MetaCondition};
 
 pub use fusion::{
     fuse, fuse_hybrid, ChunkKey, Fused, FusionError, FusionMethod, Normalization, WeightedList,
 };
+pub use stage::{retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest};

@@ -1,12 +1,13 @@
 //! HTTP errors: every failure leaves the server as `{"error": {"code", "message"}}` with
 //! a status that says whose fault it is. [`ApiError`] is built from an
-//! [`EngineError`] here, at the edge, and nowhere else.
+//! [`EngineError`] here, at the edge, and nowhere else: its [`ErrorKind`] picks the
+//! status (400 bad input, 404 not found, 409 conflict, 503 an endpoint the engine
+//! depends on failed, 500 the server failed).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use excerpt::{EngineError, IndexError};
-use excerpt_context::ContextError;
+use excerpt::{EngineError, ErrorKind};
 
 /// An error answered to a client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,35 +52,16 @@ impl ApiError {
 }
 
 impl From<EngineError> for ApiError {
+    /// The status and code follow the error's [`ErrorKind`], and nothing else.
     fn from(e: EngineError) -> ApiError {
-        let message = e.to_string();
-        let (status, code) = match &e {
-            EngineError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            EngineError::Fusion(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            EngineError::Ingest(_) => (StatusCode::BAD_REQUEST, "bad_document"),
-            EngineError::Context(
-                ContextError::UnknownStrategy(_)
-                | ContextError::BadSpec { .. }
-                | ContextError::InvalidParams { .. },
-            ) => (StatusCode::BAD_REQUEST, "bad_request"),
-            EngineError::Index(IndexError::NotFound { .. }) => {
-                (StatusCode::NOT_FOUND, "index_not_found")
-            }
-            EngineError::Index(IndexError::Locked { .. }) => (StatusCode::CONFLICT, "index_locked"),
-            EngineError::Index(IndexError::BadDocument { .. }) => {
-                (StatusCode::BAD_REQUEST, "bad_document")
-            }
-            EngineError::Index(IndexError::ConfigMismatch { .. }) => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "config_mismatch")
-            }
-            EngineError::Index(_) => (StatusCode::INTERNAL_SERVER_ERROR, "index"),
-            EngineError::ModelMismatch { .. } => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "model_mismatch")
-            }
-            EngineError::Embed(_) => (StatusCode::INTERNAL_SERVER_ERROR, "embedding"),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        let (status, code) = match e.kind() {
+            ErrorKind::BadInput => (StatusCode::BAD_REQUEST, "bad_request"),
+            ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ErrorKind::Conflict => (StatusCode::CONFLICT, "conflict"),
+            ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        ApiError::new(status, code, message)
+        ApiError::new(status, code, e.to_string())
     }
 }
 
@@ -95,6 +77,8 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use excerpt::{IndexError, RetrieveError};
+    use excerpt_context::ContextError;
     use std::path::PathBuf;
 
     #[test]
@@ -121,5 +105,36 @@ mod tests {
             409
         );
         assert_eq!(s(EngineError::Cancelled), 500);
+    }
+
+    #[test]
+    fn server_faults_are_not_bad_requests() {
+        let s = |e: RetrieveError| ApiError::from(EngineError::Retrieve(e)).status;
+        let key = excerpt::ChunkKey { doc: 0, ordinal: 1 };
+        assert_eq!(s(RetrieveError::StaleHit(key)), 500);
+        assert_eq!(
+            s(RetrieveError::RerankCount {
+                got: 1,
+                expected: 2
+            }),
+            500
+        );
+        assert_eq!(s(RetrieveError::NoReranker), 400);
+        let remote = excerpt::EmbedError::Remote {
+            endpoint: excerpt::RemoteEndpoint::Embedding,
+            url: "http://x/v1/embeddings".into(),
+            status: Some(502),
+            message: "bad gateway".into(),
+        };
+        assert_eq!(s(RetrieveError::Embed(remote)), 503);
+    }
+
+    #[test]
+    fn messages_name_no_flags() {
+        let e = ApiError::from(EngineError::Index(IndexError::NotFound {
+            dir: PathBuf::from("idx"),
+        }));
+        assert_eq!(e.code, "not_found");
+        assert!(!e.message.contains("--"), "{}", e.message);
     }
 }

@@ -23,7 +23,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "body_too_large",
                     format!(
-                        "request body is larger than the limit of {} bytes (excerpt serve --body-limit)",
+                        "request body is larger than the limit of {} bytes",
                         state.options.body_limit
                     ),
                 )

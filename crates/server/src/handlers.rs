@@ -7,8 +7,10 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::Json;
-use excerpt::{context_value, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec};
-use excerpt_context::{render_markdown, render_text, RenderOptions};
+use excerpt::{
+    context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec,
+    RenderFormat,
+};
 use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -39,14 +41,6 @@ pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     )
 }
 
-/// How `POST /v1/query` renders the context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Json,
-    Text,
-    Markdown,
-}
-
 /// Takes `key` out of the body if present; it must be a string (or null).
 fn take_string(body: &mut Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
     match body.remove(key) {
@@ -69,15 +63,9 @@ pub(crate) async fn query(
     State(st): State<AppState>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Json<Value>, ApiError> {
-    let format = match take_string(&mut body, "format")?.as_deref() {
-        None | Some("json") => Format::Json,
-        Some("text") => Format::Text,
-        Some("markdown") => Format::Markdown,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "unknown format {other:?}: expected json, text or markdown"
-            )))
-        }
+    let format = match take_string(&mut body, "format")? {
+        None => RenderFormat::Json,
+        Some(f) => f.parse::<RenderFormat>().map_err(ApiError::bad_request)?,
     };
     let instruction = take_string(&mut body, "instruction")?;
     let spec: QuerySpec = serde_json::from_value(Value::Object(body))
@@ -89,20 +77,13 @@ pub(crate) async fn query(
         Ok((req, ctx))
     })
     .await?;
-    let rendered = match format {
-        Format::Json => return Ok(Json(context_value(&req.text, &ctx))),
-        Format::Markdown => render_markdown(&ctx),
-        Format::Text => {
-            let mut opts = RenderOptions::default();
-            if let Some(i) = instruction {
-                opts.closing_instruction = (!i.is_empty()).then_some(i);
-            }
-            render_text(&ctx, &opts)
-        }
-    };
+    if format == RenderFormat::Json {
+        return Ok(Json(context_value(&req.text, &ctx)));
+    }
+    let rendered = render(&req.text, &ctx, format, instruction);
     Ok(Json(json!({
         "query": req.text,
-        "format": if format == Format::Text { "text" } else { "markdown" },
+        "format": format.name(),
         "strategy": ctx.strategy,
         "budget": ctx.budget,
         "tokens": ctx.tokens,

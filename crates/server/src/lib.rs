@@ -16,9 +16,12 @@
 //! `LOCK` file keeps other processes out, and a write that meets it answers 409. Queries
 //! never wait for a write: they read the latest committed snapshot.
 //!
-//! Errors are `{"error": {"code", "message"}}` ([`ApiError`]): 400 bad input, 404 unknown
-//! document or no index, 409 index locked by another writer, 413 body over the limit,
-//! 500 otherwise. Main types: [`Server`], [`ServerOptions`], [`router`].
+//! Errors are `{"error": {"code", "message"}}` ([`ApiError`]), the status from the
+//! engine error's [`excerpt::ErrorKind`]: 400 bad input, 404 unknown document or no
+//! index, 409 index locked by another writer, 413 body over the limit, 503 an endpoint
+//! the engine depends on (embeddings, reranking) failed, 500 otherwise. Main types: [`Server`], [`ServerOptions`], [`router`].
+
+#![forbid(unsafe_code)]
 
 mod error;
 mod extract;

@@ -131,12 +131,11 @@ fn verify_index(
         .filter(|id| !corpus_hashes.contains_key(*id))
         .collect();
     if !extra.is_empty() {
-        return Err(EvalError::IndexMismatch(format!(
-            "the index {} holds {} documents that are not in the corpus ({}): evaluate with a fresh --index directory",
-            index_dir.display(),
-            extra.len(),
-            ids_sample(extra)
-        )));
+        return Err(EvalError::ForeignDocuments {
+            index: index_dir.to_path_buf(),
+            count: extra.len(),
+            sample: ids_sample(extra),
+        });
     }
     let missing: Vec<&str> = corpus_hashes
         .keys()

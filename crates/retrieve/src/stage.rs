@@ -1,0 +1,336 @@
+//! The retrieval stage: a query against one snapshot, to ranked hits with calibrated
+//! relevance.
+//!
+//! In order: check the request; turn the filter into a document mask; embed the query
+//! (dense and hybrid modes); run the dense and/or BM25 search, each returning
+//! `candidates` chunks; calibrate relevance ([`crate::calibrate`]) or fuse the two lists
+//! ([`crate::fusion`]); optionally rerank the best of them; keep the `top_k` best.
+
+use excerpt_context::Hit;
+use excerpt_core::{ChunkKey, EmbedError, Embedder, ErrorKind, Reranker};
+use excerpt_index::{IndexError, Snapshot};
+use serde::{Deserialize, Serialize};
+
+use crate::calibrate::{bm25_hits, dense_hits, fused_hits};
+use crate::filter::Filter;
+use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
+
+/// Which first-stage retrieval runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Cosine similarity of the query vector to chunk vectors.
+    Dense,
+    /// BM25 over chunk text and headers.
+    Bm25,
+    /// Both, fused.
+    #[default]
+    Hybrid,
+}
+
+impl Mode {
+    /// Whether the mode searches vectors, and so needs the query embedded.
+    pub fn needs_embedder(self) -> bool {
+        matches!(self, Mode::Dense | Mode::Hybrid)
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dense" => Ok(Mode::Dense),
+            "bm25" => Ok(Mode::Bm25),
+            "hybrid" => Ok(Mode::Hybrid),
+            _ => Err(format!(
+                "unknown mode {s:?}: expected dense, bm25 or hybrid"
+            )),
+        }
+    }
+}
+
+/// What to retrieve, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrieveRequest<'a> {
+    /// The query text.
+    pub text: &'a str,
+    /// Which searches run.
+    pub mode: Mode,
+    /// Candidates each search returns before fusion (at least 1).
+    pub candidates: usize,
+    /// Hits kept at the end (`None`: all).
+    pub top_k: Option<usize>,
+    /// How dense and BM25 lists are fused in hybrid mode.
+    pub fusion: FusionMethod,
+    /// Which documents may be returned.
+    pub filter: &'a Filter,
+    /// Rerank this many of the best candidates (a reranker must be given); their
+    /// reranker scores become score and relevance, the rest are dropped. `None`: no
+    /// reranking.
+    pub rerank_top: Option<usize>,
+}
+
+impl RetrieveRequest<'_> {
+    /// Checks what can be checked without a snapshot: a non-blank query, at least one
+    /// candidate. [`retrieve`] checks it again.
+    pub fn validate(&self) -> Result<(), RetrieveError> {
+        if self.text.trim().is_empty() {
+            return Err(RetrieveError::EmptyQuery);
+        }
+        if self.candidates == 0 {
+            return Err(RetrieveError::ZeroCandidates);
+        }
+        Ok(())
+    }
+}
+
+/// What the stage found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrieval {
+    /// The query vector (dense and hybrid modes), for strategies that compare sentences
+    /// with the query.
+    pub query_vector: Option<Vec<f32>>,
+    /// Ranked hits, best first, ties by key.
+    pub hits: Vec<Hit>,
+}
+
+/// Why retrieval failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveError {
+    /// The query is blank.
+    #[error("the query is empty")]
+    EmptyQuery,
+    /// `candidates` is 0.
+    #[error("candidates must be at least 1")]
+    ZeroCandidates,
+    /// The filter names a document id the snapshot does not have.
+    #[error("no document with id {0:?} in the index")]
+    UnknownDocument(String),
+    /// The mode searches vectors but no embedder was given (a caller's bug).
+    #[error("{0:?} retrieval needs an embedder, and none was given")]
+    NoEmbedder(Mode),
+    /// The index was built with another embedding model than the one given.
+    #[error("the index was built with model {index}, but the configured model is {configured}")]
+    ModelMismatch {
+        /// Model of the index.
+        index: String,
+        /// Model of the embedder.
+        configured: String,
+    },
+    /// Reranking was asked for without a reranker.
+    #[error("reranking was asked for but no reranker is configured")]
+    NoReranker,
+    /// A hit names a chunk the snapshot does not have.
+    #[error("stale hit {0:?}")]
+    StaleHit(ChunkKey),
+    /// The reranker answered with another number of scores than passages sent.
+    #[error("reranker returned {got} scores for {expected} passages")]
+    RerankCount {
+        /// Scores received.
+        got: usize,
+        /// Passages sent.
+        expected: usize,
+    },
+    /// Fusion parameters or scores.
+    #[error(transparent)]
+    Fusion(#[from] FusionError),
+    /// The BM25 search.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// Embedding the query or reranking.
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+impl RetrieveError {
+    /// Whose fault it is: the request's for a blank query, no candidates, an unknown
+    /// document or reranking without a reranker; the system's for a model mismatch, a
+    /// missing embedder, a stale hit or a reranker that miscounts; the source's
+    /// classification for fusion, index and embedding errors.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RetrieveError::EmptyQuery
+            | RetrieveError::ZeroCandidates
+            | RetrieveError::UnknownDocument(_)
+            | RetrieveError::NoReranker => ErrorKind::BadInput,
+            RetrieveError::NoEmbedder(_)
+            | RetrieveError::ModelMismatch { .. }
+            | RetrieveError::StaleHit(_)
+            | RetrieveError::RerankCount { .. } => ErrorKind::Internal,
+            RetrieveError::Fusion(e) => e.kind(),
+            RetrieveError::Index(e) => e.kind(),
+            RetrieveError::Embed(e) => e.kind(),
+        }
+    }
+}
+
+/// Runs the stage on `snapshot`. `embedder` is needed in dense and hybrid modes (its
+/// model must be the index's), `reranker` when the request asks for reranking.
+pub fn retrieve(
+    snapshot: &Snapshot,
+    embedder: Option<&dyn Embedder>,
+    reranker: Option<&dyn Reranker>,
+    req: &RetrieveRequest<'_>,
+) -> Result<Retrieval, RetrieveError> {
+    req.validate()?;
+    let mask = req.filter.mask(snapshot.documents());
+    if let Some(id) = req
+        .filter
+        .doc_ids
+        .iter()
+        .find(|id| snapshot.doc_index(id).is_none())
+    {
+        return Err(RetrieveError::UnknownDocument(id.clone()));
+    }
+    let query_vector = if req.mode.needs_embedder() {
+        let e = embedder.ok_or(RetrieveError::NoEmbedder(req.mode))?;
+        if e.model_id() != snapshot.config().model_id {
+            return Err(RetrieveError::ModelMismatch {
+                index: snapshot.config().model_id.clone(),
+                configured: e.model_id().to_string(),
+            });
+        }
+        Some(e.embed_query(req.text)?)
+    } else {
+        None
+    };
+    let dense = match &query_vector {
+        Some(q) => snapshot.dense_search(q, req.candidates, mask.as_ref()),
+        None => Vec::new(),
+    };
+    let bm25 = match req.mode {
+        Mode::Dense => Vec::new(),
+        Mode::Bm25 | Mode::Hybrid => {
+            snapshot.bm25_search(req.text, req.candidates, mask.as_ref())?
+        }
+    };
+    let mut hits = match req.mode {
+        Mode::Dense => dense_hits(&dense),
+        Mode::Bm25 => bm25_hits(&bm25),
+        Mode::Hybrid => fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?),
+    };
+    if let Some(n) = req.rerank_top {
+        let reranker = reranker.ok_or(RetrieveError::NoReranker)?;
+        hits = rerank(snapshot, reranker, req.text, hits, n)?;
+    }
+    if let Some(k) = req.top_k {
+        hits.truncate(k);
+    }
+    Ok(Retrieval { query_vector, hits })
+}
+
+/// Reranks the best `n` hits: the reranker reads each chunk as indexed (header and
+/// text); its [0, 1] score becomes both score and relevance (a score that is not finite
+/// becomes 0). Ties by key.
+fn rerank(
+    snapshot: &Snapshot,
+    reranker: &dyn Reranker,
+    query: &str,
+    mut hits: Vec<Hit>,
+    n: usize,
+) -> Result<Vec<Hit>, RetrieveError> {
+    hits.truncate(n.max(1));
+    let headers = snapshot.config().headers;
+    let texts: Vec<String> = hits
+        .iter()
+        .map(|h| {
+            let d = snapshot
+                .doc(h.key.doc)
+                .ok_or(RetrieveError::StaleHit(h.key))?;
+            let c = d
+                .chunks
+                .get(h.key.ordinal as usize)
+                .ok_or(RetrieveError::StaleHit(h.key))?;
+            Ok(excerpt_core::indexed_text(d, c, headers))
+        })
+        .collect::<Result<_, RetrieveError>>()?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let scores = reranker.rerank(query, &refs)?;
+    if scores.len() != hits.len() {
+        return Err(RetrieveError::RerankCount {
+            got: scores.len(),
+            expected: hits.len(),
+        });
+    }
+    for (h, s) in hits.iter_mut().zip(scores) {
+        let s = if s.is_finite() {
+            s.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        h.score = s;
+        h.relevance = s;
+    }
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
+    Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(text: &'a str, filter: &'a Filter) -> RetrieveRequest<'a> {
+        RetrieveRequest {
+            text,
+            mode: Mode::Hybrid,
+            candidates: 10,
+            top_k: None,
+            fusion: FusionMethod::default(),
+            filter,
+            rerank_top: None,
+        }
+    }
+
+    #[test]
+    fn requests_are_checked_before_any_search() {
+        let filter = Filter::default();
+        assert!(request("what", &filter).validate().is_ok());
+        assert!(matches!(
+            request(" \n", &filter).validate(),
+            Err(RetrieveError::EmptyQuery)
+        ));
+        let mut none = request("what", &filter);
+        none.candidates = 0;
+        assert!(matches!(
+            none.validate(),
+            Err(RetrieveError::ZeroCandidates)
+        ));
+    }
+
+    #[test]
+    fn only_vector_modes_need_an_embedder() {
+        assert!(Mode::Dense.needs_embedder());
+        assert!(Mode::Hybrid.needs_embedder());
+        assert!(!Mode::Bm25.needs_embedder());
+        assert_eq!("bm25".parse::<Mode>(), Ok(Mode::Bm25));
+        assert!("sparse".parse::<Mode>().unwrap_err().contains("sparse"));
+    }
+
+    #[test]
+    fn faults_of_the_system_are_not_bad_input() {
+        let key = ChunkKey { doc: 1, ordinal: 2 };
+        assert_eq!(RetrieveError::StaleHit(key).kind(), ErrorKind::Internal);
+        let count = RetrieveError::RerankCount {
+            got: 1,
+            expected: 3,
+        };
+        assert_eq!(count.kind(), ErrorKind::Internal);
+        assert_eq!(
+            count.to_string(),
+            "reranker returned 1 scores for 3 passages"
+        );
+        assert_eq!(RetrieveError::NoReranker.kind(), ErrorKind::BadInput);
+        assert_eq!(RetrieveError::EmptyQuery.kind(), ErrorKind::BadInput);
+        let remote = EmbedError::Remote {
+            endpoint: excerpt_core::RemoteEndpoint::Rerank,
+            url: "http://127.0.0.1:1/v1/rerank".into(),
+            status: None,
+            message: "connection refused".into(),
+        };
+        assert_eq!(RetrieveError::Embed(remote).kind(), ErrorKind::Unavailable);
+        assert_eq!(
+            RetrieveError::Fusion(FusionError::InvalidAlpha(2.0)).kind(),
+            ErrorKind::BadInput
+        );
+    }
+}
