@@ -38,8 +38,8 @@ pub struct EvalOptions {
     /// query with a reference `answer` from each strategy's context at each budget
     /// (`max_concurrency` requests in flight). `None` (the default): no answers.
     pub answer: Option<ChatConfig>,
-    /// Ingest with sentence vectors ([`IngestOptions::sentence_vectors`]), for `window`.
-    /// Documents already in the index are not re-ingested: use a fresh index.
+    /// Ingest with sentence vectors ([`excerpt::IngestOptions::sentence_vectors`]), for
+    /// `window`. Documents already in the index are not re-ingested: use a fresh index.
     pub sentence_vectors: bool,
 }
 
