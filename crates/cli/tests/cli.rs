@@ -523,3 +523,47 @@ fn eval_scores_answers_from_a_chat_endpoint() {
     assert_eq!(line("q2")["reference"], "Zoé");
     assert_eq!(line("q2")["f1"].as_f64(), Some(1.0));
 }
+
+/// `excerpt bench` on a tiny generated collection: the JSON report's shape and sizes,
+/// and the text table's first line.
+#[test]
+fn bench_reports_on_a_generated_collection() {
+    let args = [
+        "bench",
+        "--chunks",
+        "200",
+        "--dim",
+        "16",
+        "--queries",
+        "3",
+        "--budget",
+        "500",
+    ];
+    let out = bin().args(args).arg("--json").output().unwrap();
+    let report = json(&out);
+    assert_eq!(report["chunks"], 200);
+    assert_eq!(report["documents"], 4);
+    assert_eq!(report["dim"], 16);
+    assert_eq!(report["ann"], "absent (exact search)");
+    assert_eq!(report["dense_recall_at_10"].as_f64(), Some(1.0));
+    let names: Vec<&str> = report["query"]["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["topk", "adjacent", "rse", "window", "section", "auto"]
+    );
+    assert_eq!(report["query"]["budget"], 500);
+
+    let out = bin().args(args).arg("--quiet").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("collection   200 chunks in 4 documents, dim 16\n"),
+        "{text}"
+    );
+    assert!(text.contains("  auto       assemble p50 "), "{text}");
+}
