@@ -35,7 +35,7 @@ pub trait TokenCounter: Send + Sync {
     /// Tokens a sequence may hold, special tokens included (256 for all-MiniLM-L6-v2).
     fn max_sequence_tokens(&self) -> usize;
 
-    /// Special tokens the model adds around one sequence ([CLS] and [SEP] for BERT).
+    /// Special tokens the model adds around one sequence (`[CLS]` and `[SEP]` for BERT).
     fn special_tokens(&self) -> usize {
         2
     }

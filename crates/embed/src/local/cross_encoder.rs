@@ -46,7 +46,7 @@ struct HeadConfig {
 /// `[CLS] query [SEP] passage [SEP]` with segment ids 0 and 1 and truncated
 /// longest-first to 512 tokens (or the model's `max_position_embeddings` when fewer).
 /// A batch of pairs runs through our own BERT forward pass (the one the embedder
-/// uses), each pair at its own length (no padding). The [CLS] hidden state goes
+/// uses), each pair at its own length (no padding). The `[CLS]` hidden state goes
 /// through the pooler (`bert.pooler.dense` and tanh) and the `classifier` linear
 /// layer; one label is turned into a score by the sigmoid, two labels by the softmax
 /// probability of label 1 (as sentence-transformers' `CrossEncoder` does). Passages

@@ -35,7 +35,7 @@ const KIND: ModelKind = ModelKind::SentenceTransformer;
 pub enum Pooling {
     /// Mean of the token vectors, padding excluded (sentence-transformers' default).
     Mean,
-    /// The vector of the first ([CLS]) token.
+    /// The vector of the first (`[CLS]`) token.
     Cls,
 }
 
