@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# Runs the whole test suite. Tests use the real embedding model, so it is fetched first
-# when missing; cargo-nextest is installed when missing.
+# Runs the whole test suite and the code gates. Tests use the real embedding model, so it
+# is fetched first when missing; cargo-nextest is installed when missing.
+#
+# Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
+# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the doc tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
+for tool in clippy rustfmt; do
+  if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$tool"
+  fi
+done
+step() { printf '\n== %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
+step "cargo fmt --check"
+cargo fmt --all --check
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "cargo doc -D warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+step "cargo nextest"
 cargo nextest run --workspace --locked --no-fail-fast "$@"
+step "doc tests"
 cargo test --workspace --locked --doc
+step "done"

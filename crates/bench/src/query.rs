@@ -45,7 +45,7 @@ pub struct QueryPhase {
     pub candidates: usize,
     /// Hybrid retrieval: dense + BM25 over `candidates` each, fused (RRF).
     pub retrieve: Latency,
-    /// One entry per strategy, in the order of [`STRATEGIES`].
+    /// One entry per strategy, in the order of [`strategies`].
     pub strategies: Vec<StrategyLatency>,
 }
 

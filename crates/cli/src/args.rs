@@ -329,13 +329,17 @@ impl From<Format> for excerpt::RenderFormat {
 pub struct QueryArgs {
     /// The query.
     pub text: String,
-    /// Context strategy: rse (relevant segment extraction; also rse:precision,
-    /// rse:find_all), topk, adjacent, window, section, auto. The default, rse, had the
-    /// best evidence recall at every budget on the development set (docs/EVAL.md).
+    /// Context strategy: auto (the default: a planner that sends questions about what
+    /// was said, discussed or decided, and requests to summarise or explain, to rse, and
+    /// other questions to section when the documents have headings, else topk; its
+    /// choice is in the context's notes), rse (relevant segment extraction; also
+    /// rse:precision, rse:find_all, rse:unit=sentence, rse:optimal=true), topk,
+    /// adjacent, window, section. auto was at least as good as topk and rse at every
+    /// budget on every development set (docs/EVAL.md).
     /// Parameters follow a colon: `rse:threshold=0.3,max_len_chunks=8`,
     /// `rse:precision,max_tokens=1000`, `window:threshold=0.6,max_expand=5`,
     /// `adjacent:window=2` (names as in docs/ARCHITECTURE.md; unknown ones are errors).
-    #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "rse")]
+    #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "auto")]
     pub strategy: String,
     /// LLM-token budget for the whole context.
     #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000)]

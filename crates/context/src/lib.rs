@@ -8,22 +8,26 @@
 //! - [`Hit`], [`Corpus`], [`LlmTokens`]: what strategies read; [`TiktokenCounter`] counts
 //!   LLM tokens with an embedded BPE vocabulary.
 //! - [`render_json`], [`render_markdown`], [`render_text`]: renderings of a context.
-//! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search.
+//! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search, and
+//!   [`select_segments_optimal`], the budget-optimal set of segments.
 
 #![forbid(unsafe_code)]
 
 mod assemble;
 mod context;
 mod error;
+mod optimal;
 pub mod render;
 pub mod segments;
 mod selection;
 mod strategies;
 mod tokens;
+mod units;
 
 pub use assemble::assemble;
 pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece};
 pub use error::ContextError;
+pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};
 pub use render::{
     render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
 };
@@ -32,7 +36,7 @@ pub use segments::{
     SegmentParams, SelectedSegment,
 };
 pub use strategies::{
-    AdjacentParams, AutoInner, AutoParams, RseParams, RsePreset, SectionParams, Strategy,
+    AdjacentParams, AutoParams, RseParams, RsePreset, RseUnit, SectionParams, Strategy,
     StrategyConfig, TopkParams, WindowParams,
 };
 pub use tokens::TiktokenCounter;

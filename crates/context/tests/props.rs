@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use excerpt_context::{
-    assemble, AssembleRequest, AutoInner, AutoParams, Hit, RseParams, RsePreset, SectionParams,
+    assemble, AssembleRequest, AutoParams, Hit, RseParams, RsePreset, SectionParams,
     StrategyConfig, WindowParams,
 };
 use excerpt_core::ChunkKey;
@@ -66,6 +66,9 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
         "rse",
         "rse:precision",
         "rse:find_all",
+        "rse:optimal=true",
+        "rse:unit=sentence",
+        "rse:unit=sentence,min_value=0",
         "section",
         "auto",
     ]
@@ -81,7 +84,7 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
     ));
     v.push((
         StrategyConfig::Auto(AutoParams {
-            inner: AutoInner::Rse,
+            sections: false,
             ..Default::default()
         }),
         false,

@@ -541,50 +541,59 @@ fn section_single_match_subsections_and_preamble() {
 }
 
 #[test]
-fn auto_classifies_and_cuts_at_the_gap() {
-    let c = TestCorpus::new(vec![build_doc(
+fn auto_routes_by_query_form_and_document_structure() {
+    let plain = TestCorpus::new(vec![build_doc(
         "g.md",
         "G",
         &(0..20)
             .map(|i| chunk(&[&format!("g{i} w. ")]))
             .collect::<Vec<_>>(),
     )]);
-    let rels = [0.9, 0.85, 0.3, 0.29, 0.28];
-    let hits: Vec<Hit> = rels
+    let hits: Vec<Hit> = [0.9, 0.85, 0.3, 0.29]
         .iter()
         .enumerate()
         .map(|(i, &r)| hit(0, (i * 4) as u32, r))
         .collect();
-    let cfg: StrategyConfig = "auto".parse().unwrap();
+    let auto: StrategyConfig = "auto".parse().unwrap();
+    assert_eq!(StrategyConfig::default(), auto);
+    let same_as = |name: &str, r: &AssembleRequest<'_>| {
+        let cfg: StrategyConfig = name.parse().unwrap();
+        assemble(&cfg, r).unwrap().pieces
+    };
+    // A passage question goes to rse.
+    let mut r = req(&plain, &hits, 12, None, None);
+    r.query = "Summarize the discussion about the budget";
+    let ctx = assemble(&auto, &r).unwrap();
+    assert!(
+        ctx.notes[0].contains("passage question (cue \"summarize\"): rse"),
+        "{:?}",
+        ctx.notes
+    );
+    assert_eq!(ctx.pieces, same_as("rse", &r));
+    // A pinpoint question over a document without headings goes to topk.
+    r.query = "Receiving Party shall return the documents";
+    let ctx = assemble(&auto, &r).unwrap();
+    assert!(ctx.notes[0].contains("no headings"), "{:?}", ctx.notes);
+    assert_eq!(ctx.pieces, same_as("topk", &r));
+    assert_ne!(
+        ctx.pieces,
+        same_as("rse", &r),
+        "the test must tell routes apart"
+    );
+    // The same question over sectioned documents goes to section.
+    let c = sectioned();
+    let hits = vec![hit(0, 1, 0.9), hit(0, 3, 0.8)];
     let mut r = req(&c, &hits, 1000, None, None);
-    r.query = "who wrote it";
-    let ctx = assemble(&cfg, &r).unwrap();
-    assert!(ctx.notes[0].contains("narrow query"), "{:?}", ctx.notes);
-    assert!(
-        ctx.notes[0].contains("kept 2 hit(s) (gap 0.65 after rank 2)"),
-        "{:?}",
-        ctx.notes
-    );
-    assert!(ctx.notes[0].contains("budget 500 of 1000"));
-    let got: Vec<u32> = ctx.pieces.iter().flat_map(|p| p.hits.clone()).collect();
-    assert_eq!(got, vec![0, 4]);
-    r.query = "compare all the approaches";
-    let ctx = assemble(&cfg, &r).unwrap();
-    assert!(
-        ctx.notes[0].contains("broad query (cue \"compare\")"),
-        "{:?}",
-        ctx.notes
-    );
-    // Broad queries keep at least 3 before a cut; the gaps after that are small.
-    assert_eq!(ctx.pieces.iter().flat_map(|p| p.hits.clone()).count(), 5);
-    // No gap large enough: keep k (4 for a narrow query).
-    r.query = "who wrote it";
-    let cfg = StrategyConfig::Auto(AutoParams {
-        min_relative_gap: 0.9,
+    r.query = "where is the setting";
+    let ctx = assemble(&auto, &r).unwrap();
+    assert!(ctx.notes[0].contains("headings in"), "{:?}", ctx.notes);
+    assert_eq!(ctx.pieces, same_as("section", &r));
+    let no_sections = StrategyConfig::Auto(AutoParams {
+        sections: false,
         ..Default::default()
     });
-    let ctx = assemble(&cfg, &r).unwrap();
-    assert_eq!(ctx.pieces.iter().flat_map(|p| p.hits.clone()).count(), 4);
+    let ctx = assemble(&no_sections, &r).unwrap();
+    assert_eq!(ctx.pieces, same_as("topk", &r));
 }
 
 #[test]
@@ -641,7 +650,7 @@ fn strategy_names_configs_and_validation() {
             ..Default::default()
         }),
         StrategyConfig::Auto(AutoParams {
-            budget_share: [0.0, 1.0, 1.0],
+            structure_hits: 0,
             ..Default::default()
         }),
         StrategyConfig::Topk(TopkParams { max_chunks: 0 }),

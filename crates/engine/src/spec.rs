@@ -58,8 +58,8 @@ pub struct QuerySpec {
     /// `dense`, `bm25` or `hybrid` (default).
     #[serde(default)]
     pub mode: Option<String>,
-    /// Context strategy: `rse` (default), `rse:precision`, `topk`, `adjacent`, `window`,
-    /// `section`, `auto`, with optional `:key=value,...` parameters.
+    /// Context strategy: `auto` (default), `rse`, `rse:precision`, `topk`, `adjacent`,
+    /// `window`, `section`, with optional `:key=value,...` parameters.
     #[serde(default)]
     pub strategy: Option<String>,
     /// LLM tokens for the whole context (default 2000).

@@ -31,8 +31,8 @@ mod topk;
 mod window;
 
 pub use adjacent::AdjacentParams;
-pub use auto::{AutoInner, AutoParams};
-pub use rse::{RseParams, RsePreset};
+pub use auto::AutoParams;
+pub use rse::{RseParams, RsePreset, RseUnit};
 pub use section::SectionParams;
 pub use topk::TopkParams;
 pub use window::WindowParams;
@@ -167,10 +167,10 @@ impl StrategyConfig {
 }
 
 impl Default for StrategyConfig {
-    /// `rse` with the `balanced` preset: the best recall at every budget on the
-    /// development set (docs/EVAL.md), ahead of `topk` at each of 500-4000 tokens.
+    /// `auto`, the planner: on every development set at least as good as `topk` and as
+    /// `rse` at every budget (docs/EVAL.md), where each fixed strategy loses on one.
     fn default() -> Self {
-        StrategyConfig::default_for(Strategy::Rse)
+        StrategyConfig::default_for(Strategy::Auto)
     }
 }
 

@@ -52,7 +52,8 @@ use excerpt_core::ChunkKey;
 use serde::{Deserialize, Serialize};
 
 use crate::context::AssembleRequest;
-use crate::error::{check_min, invalid, ContextError};
+use crate::error::{check_min, check_range, invalid, ContextError};
+use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
 use crate::selection::{chunk_span, cosine, fill_with_hits, Assembler, RHit, Selection};
 
@@ -132,6 +133,28 @@ pub struct RseParams {
     /// `precision`). Segments are few and long; filling spends what they leave on the
     /// breadth `topk` would have had.
     pub fill: bool,
+    /// What segments are made of: `chunk` (default) or `sentence` (segments start and end
+    /// on sentences inside the candidate documents; see `crate::units`).
+    pub unit: RseUnit,
+    /// With `unit = sentence`: the share of its chunk's relevance a sentence keeps when it
+    /// shares no term with the query, in [0, 1] (default 0.5).
+    pub lexical_floor: f32,
+    /// With `unit = sentence` and stored sentence vectors: weight of the sentence's
+    /// similarity against its lexical score, in [0, 1] (default 0.5).
+    pub dense_weight: f32,
+    /// Budget-optimal selection of the set of segments (`true`, see
+    /// [`crate::select_segments_optimal`]) instead of best-first (default false).
+    pub optimal: bool,
+}
+
+/// What `rse` segments are made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RseUnit {
+    /// Whole chunks.
+    Chunk,
+    /// Sentences.
+    Sentence,
 }
 
 impl Default for RseParams {
@@ -153,6 +176,10 @@ impl RseParams {
                 max_docs: 10,
                 max_tokens: None,
                 fill: true,
+                unit: RseUnit::Chunk,
+                lexical_floor: 0.5,
+                dense_weight: 0.5,
+                optimal: false,
             },
             RsePreset::Precision => RseParams {
                 threshold: 0.3,
@@ -163,6 +190,10 @@ impl RseParams {
                 max_docs: 5,
                 max_tokens: Some(2000),
                 fill: false,
+                unit: RseUnit::Chunk,
+                lexical_floor: 0.5,
+                dense_weight: 0.5,
+                optimal: false,
             },
             RsePreset::FindAll => RseParams {
                 threshold: 0.1,
@@ -173,6 +204,10 @@ impl RseParams {
                 max_docs: 200,
                 max_tokens: None,
                 fill: true,
+                unit: RseUnit::Chunk,
+                lexical_floor: 0.5,
+                dense_weight: 0.5,
+                optimal: false,
             },
         }
     }
@@ -203,6 +238,8 @@ impl RseParams {
         check_min("rse", "max_len_chunks", self.max_len_chunks, 1)?;
         check_min("rse", "max_segments", self.max_segments, 1)?;
         check_min("rse", "max_docs", self.max_docs, 1)?;
+        check_range("rse", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
+        check_range("rse", "dense_weight", self.dense_weight, 0.0, 1.0)?;
         if let Some(t) = self.max_tokens {
             check_min("rse", "max_tokens", t, 1)?;
         }
@@ -388,45 +425,58 @@ pub(crate) fn rse(
         relevances.insert(d, rels);
     }
 
-    let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
-    let params = SegmentParams {
-        max_len_chunks: p.max_len_chunks,
-        max_total_tokens: sel.remaining() as u64,
-        min_value: p.min_value,
-        max_segments: p.max_segments,
-    };
-    let segments = select_segments_lazy(&mut doc_values, &params, |i, o| {
-        let count = req
-            .corpus
-            .document(docs_in_values[i])
-            .map_or(0, |doc| req.tokens.count(doc.chunk_text(o)));
-        u32::try_from(count).unwrap_or(u32::MAX)
-    })?;
-    let mut added = 0usize;
-    for s in &segments {
-        let Some(doc) = req.corpus.document(s.doc) else {
-            continue;
-        };
-        let relevance = relevances
-            .get(&s.doc)
-            .and_then(|r| r.get(s.start..s.end))
-            .and_then(|r| r.iter().copied().reduce(f32::max))
-            .unwrap_or(0.0);
-        let hit_ordinals: Vec<u32> = (s.start..s.end)
-            .map(|o| o as u32)
-            .filter(|&o| by_key.contains_key(&ChunkKey::new(s.doc, o)))
+    if p.unit == RseUnit::Sentence {
+        let chunk_rel: Vec<(u32, Vec<f32>)> = doc_values
+            .iter()
+            .map(|d| (d.doc, d.values.iter().map(|v| v + p.threshold).collect()))
             .collect();
-        let range = chunk_span(doc, s.start, s.end - 1);
-        if sel.try_add(s.doc, doc, range, s.value, relevance, &hit_ordinals) {
-            added += 1;
+        crate::units::rse_sentences(p, req, sel, notes, &chunk_rel, &by_key)?;
+    } else {
+        let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
+        let params = SegmentParams {
+            max_len_chunks: p.max_len_chunks,
+            max_total_tokens: sel.remaining() as u64,
+            min_value: p.min_value,
+            max_segments: p.max_segments,
+        };
+        let exact = |i: usize, o: usize| {
+            let count = req
+                .corpus
+                .document(docs_in_values[i])
+                .map_or(0, |doc| req.tokens.count(doc.chunk_text(o)));
+            u32::try_from(count).unwrap_or(u32::MAX)
+        };
+        let segments = if p.optimal {
+            select_segments_optimal_lazy(&mut doc_values, &params, exact)?
+        } else {
+            select_segments_lazy(&mut doc_values, &params, exact)?
+        };
+        let mut added = 0usize;
+        for s in &segments {
+            let Some(doc) = req.corpus.document(s.doc) else {
+                continue;
+            };
+            let relevance = relevances
+                .get(&s.doc)
+                .and_then(|r| r.get(s.start..s.end))
+                .and_then(|r| r.iter().copied().reduce(f32::max))
+                .unwrap_or(0.0);
+            let hit_ordinals: Vec<u32> = (s.start..s.end)
+                .map(|o| o as u32)
+                .filter(|&o| by_key.contains_key(&ChunkKey::new(s.doc, o)))
+                .collect();
+            let range = chunk_span(doc, s.start, s.end - 1);
+            if sel.try_add(s.doc, doc, range, s.value, relevance, &hit_ordinals) {
+                added += 1;
+            }
         }
+        notes.push(format!(
+            "rse: threshold {}, {} candidate document(s), {} segment(s) selected, {added} fit",
+            p.threshold,
+            doc_values.len(),
+            segments.len()
+        ));
     }
-    notes.push(format!(
-        "rse: threshold {}, {} candidate document(s), {} segment(s) selected, {added} fit",
-        p.threshold,
-        doc_values.len(),
-        segments.len()
-    ));
     if p.fill {
         // Remaining hits in rank order, each scored by its chunk value so documents
         // reached only this way sort after the segments' documents.
