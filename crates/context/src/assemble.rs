@@ -13,8 +13,8 @@ use crate::strategies::StrategyConfig;
 ///
 /// - Every [`Piece`](crate::Piece) is an exact slice: `piece.text` is the document text
 ///   between the character offsets `start..end`, and those offsets are the boundaries of
-///   chunks `first_chunk..=last_chunk` — except `window` pieces, which start and end on
-///   sentence boundaries (`first_chunk..=last_chunk` are then the chunks the piece
+///   chunks `first_chunk..=last_chunk` — except `window` pieces and `rse` pieces with
+///   `unit = sentence`, which start and end on sentence boundaries (`first_chunk..=last_chunk` are then the chunks the piece
 ///   overlaps).
 /// - Pieces of one document never overlap and never touch: candidates that overlap or
 ///   touch are merged into one piece (score and relevance: the maximum of the merged).

@@ -67,8 +67,6 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
         "rse:precision",
         "rse:find_all",
         "rse:optimal=true",
-        "rse:unit=sentence",
-        "rse:unit=sentence,min_value=0",
         "section",
         "auto",
     ]
@@ -97,6 +95,10 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
         }),
         false,
     ));
+    // Sentence units: pieces start and end on sentences, like window's.
+    for spec in ["rse:unit=sentence", "rse:unit=sentence,min_value=0"] {
+        v.push((spec.parse().expect("known"), true));
+    }
     v.push((StrategyConfig::Window(WindowParams::default()), true));
     v.push((
         StrategyConfig::Window(WindowParams {
@@ -147,7 +149,10 @@ proptest! {
                     embedder: use_embedder.then_some(&emb as &dyn excerpt_core::Embedder),
                 };
                 let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                let sentence_aligned = window && use_embedder;
+                // Window pieces are sentence-aligned only with an embedder (without one it
+                // falls back to adjacent chunks); sentence-unit rse pieces always are.
+                let sentence_units = matches!(cfg, StrategyConfig::Rse(p) if p.unit == excerpt_context::RseUnit::Sentence);
+                let sentence_aligned = (window && use_embedder) || sentence_units;
                 if let Err(e) = check_invariants(&ctx, &corpus, &hits, budget, &WordTokens, sentence_aligned) {
                     return Err(TestCaseError::fail(format!("{cfg:?} (embedder {use_embedder}): {e}\n{ctx:#?}")));
                 }
