@@ -16,6 +16,8 @@ for tool in clippy rustfmt; do
   fi
 done
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
+step "module layers: no import circles inside a crate"
+python3 scripts/check-module-cycles.py .
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy -D warnings"

@@ -174,6 +174,13 @@ pub struct EvalArgs {
     /// in the index get them).
     #[arg(long)]
     pub sentence_vectors: bool,
+    /// Also write OUT/export.jsonl and OUT/export.md: for every question, strategy and
+    /// budget, the context with its token count, coherence and recall (whole, and within
+    /// budget × 4 characters as score_context.py --budget-chars counts it), and at the
+    /// smallest budget each strategy's pieces marked by whether they touch the evidence,
+    /// so you can read why a strategy lost on a question.
+    #[arg(long)]
+    pub export: bool,
     /// No chunk headers in a new index.
     #[arg(long)]
     pub no_headers: bool,

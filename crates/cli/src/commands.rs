@@ -399,6 +399,7 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.quiet = g.quiet;
     opts.answer = answer_config(&a.answer);
     opts.sentence_vectors = a.sentence_vectors;
+    opts.export = a.export;
     let bar = Bar::new(g.quiet);
     let result = excerpt_eval::run_eval(&engine, &opts, &bar);
     bar.finish();

@@ -7,10 +7,15 @@ use crate::segments::SegmentError;
 /// Why context assembly (or building one of its parts) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ContextError {
-    /// A strategy name that is not one of `topk`, `adjacent`, `rse`, `window`, `section`,
-    /// `auto` (or an unknown preset).
-    #[error("unknown strategy {0:?}: expected topk, adjacent, rse[:balanced|precision|find_all], window, section or auto")]
-    UnknownStrategy(String),
+    /// A strategy name that is not one of [`crate::Strategy::NAMES`] (or an unknown
+    /// `rse` preset).
+    #[error("unknown strategy {name:?}: expected {expected}")]
+    UnknownStrategy {
+        /// What was given.
+        name: String,
+        /// What would have been understood, in words.
+        expected: String,
+    },
     /// A `NAME:key=value,...` strategy spec that does not parse (unknown parameter,
     /// value of the wrong type, malformed pair).
     #[error("strategy {spec:?}: {message}")]
@@ -142,7 +147,7 @@ impl ContextError {
     pub fn kind(&self) -> excerpt_core::ErrorKind {
         use excerpt_core::ErrorKind;
         match self {
-            ContextError::UnknownStrategy(_)
+            ContextError::UnknownStrategy { .. }
             | ContextError::BadSpec { .. }
             | ContextError::InvalidParams { .. } => ErrorKind::BadInput,
             ContextError::Embed(e) => e.kind(),

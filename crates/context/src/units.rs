@@ -32,14 +32,30 @@ use crate::error::ContextError;
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{DocValues, SegmentParams};
 use crate::selection::{cosine, RHit, Selection};
-use crate::strategies::RseParams;
+
+/// What [`rse_sentences`] takes from `rse`'s parameters.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentenceParams {
+    /// Subtracted from every sentence's relevance.
+    pub threshold: f32,
+    /// Longest segment, in chunks' worth of sentences.
+    pub max_len_chunks: usize,
+    /// Smallest segment value selected.
+    pub min_value: f32,
+    /// Most segments selected.
+    pub max_segments: usize,
+    /// Share of its chunk's relevance a sentence keeps with no query term.
+    pub lexical_floor: f32,
+    /// Weight of stored sentence similarity against the lexical score.
+    pub dense_weight: f32,
+}
 
 /// Chooses sentence segments in the candidate documents and adds them to `sel`.
 ///
 /// `chunk_rel` holds, per candidate document (in document order), every chunk's
 /// rank-damped relevance `r(chunk)`; `hits` the retrieved chunks.
 pub(crate) fn rse_sentences(
-    p: &RseParams,
+    p: &SentenceParams,
     req: &AssembleRequest<'_>,
     sel: &mut Selection<'_>,
     notes: &mut Vec<String>,

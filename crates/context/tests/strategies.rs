@@ -608,7 +608,7 @@ fn strategy_names_configs_and_validation() {
     }
     assert!(matches!(
         "nope".parse::<Strategy>(),
-        Err(ContextError::UnknownStrategy(_))
+        Err(ContextError::UnknownStrategy { .. })
     ));
     assert!("rse:wild".parse::<StrategyConfig>().is_err());
     assert!("topk:precision".parse::<StrategyConfig>().is_err());

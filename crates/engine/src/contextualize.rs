@@ -30,7 +30,8 @@ use excerpt_index::{ContextualizerConfig, IndexError};
 use excerpt_ingest::CHARS_PER_TOKEN_ESTIMATE;
 use serde::{Deserialize, Serialize};
 
-use crate::{EngineError, IngestProgress, IngestReport};
+use crate::report::{IngestProgress, IngestReport};
+use crate::EngineError;
 
 /// Version of the prompt below; part of every cache key and recorded in the index
 /// config, so a new prompt never mixes with contexts written by an old one.

@@ -9,9 +9,9 @@ use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
 use excerpt_ingest::{
     chunk, load_file, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
 };
-use serde::Serialize;
 
 use crate::contextualize::{ContextualizeOptions, Contextualizer};
+use crate::report::{IngestProgress, IngestReport, Problem};
 use crate::{Engine, EngineError};
 
 /// Options of one ingest.
@@ -48,87 +48,6 @@ impl Default for IngestOptions {
             contextualize: None,
             sentence_vectors: false,
         }
-    }
-}
-
-/// Progress events of an ingest (all methods optional). Called from the ingesting thread.
-pub trait IngestProgress: Sync {
-    /// The walk found `files` files.
-    fn files_found(&self, _files: usize) {}
-    /// A file was loaded and chunked (or skipped).
-    fn file_done(&self, _path: &str) {}
-    /// `chunks` more chunks need embedding.
-    fn chunks_queued(&self, _chunks: usize) {}
-    /// `chunks` more chunks were embedded or reused.
-    fn chunks_done(&self, _chunks: usize) {}
-    /// `chunks` more chunk contexts were written by the LLM or found in the cache.
-    fn contexts_done(&self, _chunks: usize) {}
-    /// A commit made generation `generation` visible.
-    fn committed(&self, _generation: u64) {}
-}
-
-/// An [`IngestProgress`] that ignores everything.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
-impl IngestProgress for NoProgress {}
-
-/// A file or line that was not ingested, and why.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Problem {
-    /// The path (with `:line` for JSONL lines).
-    pub path: String,
-    /// The reason.
-    pub reason: String,
-}
-
-/// What an ingest did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct IngestReport {
-    /// Files the walk found.
-    pub files: usize,
-    /// New documents.
-    pub added: usize,
-    /// Documents whose content changed.
-    pub updated: usize,
-    /// Documents already indexed with the same content hash.
-    pub unchanged: usize,
-    /// Files skipped on purpose (binary, empty, unsupported type).
-    pub skipped: Vec<Problem>,
-    /// Files, lines or paths that failed.
-    pub failed: Vec<Problem>,
-    /// Chunks embedded by the model.
-    pub chunks_embedded: usize,
-    /// Chunks whose vector was reused from the index (same text, same model).
-    pub chunks_reused: usize,
-    /// Seconds spent embedding chunks.
-    pub embed_seconds: f64,
-    /// Sentences embedded and stored (`sentence_vectors`).
-    pub sentences_embedded: usize,
-    /// Seconds spent embedding sentences.
-    pub sentence_embed_seconds: f64,
-    /// Chunks whose context the LLM wrote (`--contextualize`).
-    pub chunks_contextualized: usize,
-    /// Chunks whose context came from the cache of earlier answers.
-    pub context_cache_hits: usize,
-    /// Prompt tokens the LLM reported for those requests.
-    pub llm_prompt_tokens: u64,
-    /// Completion tokens the LLM reported for those requests.
-    pub llm_completion_tokens: u64,
-    /// Seconds spent getting contexts.
-    pub contextualize_seconds: f64,
-    /// Seconds in all.
-    pub seconds: f64,
-    /// Generation visible after the ingest.
-    pub generation: u64,
-    /// Documents in the index after the ingest.
-    pub documents: usize,
-}
-
-impl IngestReport {
-    /// True when nothing could be ingested although something was asked for: every
-    /// document found failed, or no file was found at all.
-    pub fn nothing_ingested(&self) -> bool {
-        self.added + self.updated + self.unchanged == 0
     }
 }
 

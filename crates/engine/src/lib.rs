@@ -32,14 +32,16 @@ mod ingest;
 mod memo;
 mod query;
 mod render;
+mod report;
 mod spec;
 
 pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
-pub use ingest::{IngestOptions, IngestProgress, IngestReport, NoProgress, Problem};
+pub use ingest::IngestOptions;
 pub use query::{Mode, QueryRequest, Retrieved};
 pub use render::{render, RenderFormat};
+pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig};

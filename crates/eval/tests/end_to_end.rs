@@ -228,3 +228,81 @@ fn bad_inputs_fail_before_any_work() {
     assert!(err.contains("bogus"), "{err}");
     assert!(!data.join("index").exists());
 }
+
+#[test]
+fn export_agrees_with_the_results_files_and_the_scorer() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let corpus = corpus();
+    let queries = queries(&corpus);
+    write_jsonl(&data.join("corpus.jsonl"), &corpus).unwrap();
+    write_jsonl(&data.join("queries.jsonl"), &queries).unwrap();
+    let out = data.join("out");
+    let mut eo = EngineOptions::new(data.join("index"));
+    eo.chunker = Some(ChunkerConfig::Tokens { max_tokens: 64 });
+    let engine = Engine::new(eo);
+    let mut opts = EvalOptions::new(data.join("corpus.jsonl"), data.join("queries.jsonl"), &out);
+    opts.strategies = vec!["adjacent".into()];
+    opts.budgets = vec![100, 400];
+    opts.quiet = true;
+    opts.export = true;
+    let report = run_eval(&engine, &opts, &NoProgress).unwrap();
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("export.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3 * 2 * 2, "queries x strategies x budgets");
+    let texts: std::collections::HashMap<&str, Vec<char>> = corpus
+        .iter()
+        .map(|d| (d.id.as_str(), d.text.chars().collect()))
+        .collect();
+    for l in &lines {
+        for p in l["pieces"].as_array().unwrap() {
+            let t = &texts[p["doc_id"].as_str().unwrap()];
+            let (a, b) = (
+                p["start"].as_u64().unwrap() as usize,
+                p["end"].as_u64().unwrap() as usize,
+            );
+            assert_eq!(
+                p["text"].as_str().unwrap(),
+                t[a..b].iter().collect::<String>()
+            );
+        }
+    }
+    // Per strategy and budget, the mean of the exported recalls is the report's recall
+    // (whole contexts) and the reference scorer's recall at budget x 4 characters.
+    for r in &report.results {
+        let mine: Vec<&serde_json::Value> = lines
+            .iter()
+            .filter(|l| l["strategy"] == r.strategy.as_str() && l["budget"] == r.budget)
+            .collect();
+        assert_eq!(mine.len(), 3);
+        let mean = |k: &str| mine.iter().map(|l| l[k].as_f64().unwrap()).sum::<f64>() / 3.0;
+        assert!(
+            (mean("recall") - r.metrics.recall).abs() <= 1e-3,
+            "{}",
+            r.strategy
+        );
+        let py = score_with_python(
+            &opts.corpus,
+            &opts.queries,
+            &out.join(&r.results_file),
+            Some(r.budget * 4),
+        );
+        let at_chars = py.json["recall"].as_f64().unwrap();
+        assert!(
+            (mean("recall_at_chars") - at_chars).abs() <= 1e-3,
+            "{} {}: export {} scorer {at_chars}",
+            r.strategy,
+            r.budget,
+            mean("recall_at_chars")
+        );
+    }
+    let md = std::fs::read_to_string(out.join("export.md")).unwrap();
+    for q in &queries {
+        assert!(md.contains(&format!("## {}\n", q.id)), "{}", q.id);
+    }
+    assert!(md.contains("| adjacent | 400 |"));
+}

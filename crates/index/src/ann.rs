@@ -29,10 +29,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::kmeans::{self, Assigner, Rng};
-use crate::manifest::write_durably;
+use crate::manifest::{write_durably, AnnMeta};
 use crate::segment::read_segment;
 use crate::{IndexError, Manifest};
 
@@ -77,21 +77,6 @@ impl Default for AnnOptions {
             retrain_growth: 2.0,
         }
     }
-}
-
-/// The ANN files of one generation, as the manifest names them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AnnMeta {
-    /// File stem of the centroids under `ann/` (`c` and the generation that trained them).
-    pub centroids: String,
-    /// BLAKE3 of the centroids file.
-    pub centroids_hash: String,
-    /// Number of lists (centroids).
-    pub lists: usize,
-    /// Stored rows when the centroids were trained.
-    pub trained_rows: usize,
-    /// Segment name to the BLAKE3 of its assignment file, for every live segment.
-    pub assignments: BTreeMap<String, String>,
 }
 
 /// Whether a snapshot searches with the ANN index, and if not, why.

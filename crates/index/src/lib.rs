@@ -32,11 +32,11 @@ mod segment;
 mod snapshot;
 mod writer;
 
-pub use ann::{AnnMeta, AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
+pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
 pub use dense::top_k_dense;
 pub use error::IndexError;
 pub use manifest::{
-    ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
+    AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
     OLDEST_READABLE_FORMAT,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};

@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -100,7 +101,7 @@ pub struct Manifest {
     /// The ANN index files of this generation, when the collection is large enough
     /// (absent in smaller indexes and in indexes written before ANN existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ann: Option<crate::AnnMeta>,
+    pub ann: Option<AnnMeta>,
 }
 
 impl Manifest {
@@ -158,4 +159,19 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), IndexError>
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), IndexError> {
     let f = fs::File::open(dir).map_err(IndexError::io("opening", dir))?;
     f.sync_all().map_err(IndexError::io("syncing", dir))
+}
+
+/// The ANN files of one generation, as the manifest names them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnnMeta {
+    /// File stem of the centroids under `ann/` (`c` and the generation that trained them).
+    pub centroids: String,
+    /// BLAKE3 of the centroids file.
+    pub centroids_hash: String,
+    /// Number of lists (centroids).
+    pub lists: usize,
+    /// Stored rows when the centroids were trained.
+    pub trained_rows: usize,
+    /// Segment name to the BLAKE3 of its assignment file, for every live segment.
+    pub assignments: BTreeMap<String, String>,
 }

@@ -86,9 +86,10 @@ mod tests {
         let s = |e: EngineError| ApiError::from(e).status;
         assert_eq!(s(EngineError::BadRequest("x".into())), 400);
         assert_eq!(
-            s(EngineError::Context(ContextError::UnknownStrategy(
-                "x".into()
-            ))),
+            s(EngineError::Context(ContextError::UnknownStrategy {
+                name: "x".into(),
+                expected: "topk".into(),
+            })),
             400
         );
         assert_eq!(

@@ -12,8 +12,9 @@
 //! parameters), its name-only twin [`Strategy`], the names, the serde spellings and the
 //! dispatch. Adding a strategy is a new module here plus one line in that list.
 //!
-//! `auto` and `window` assemble with other strategies (`adjacent`, `rse`) by calling
-//! them directly; no strategy calls back into a strategy that uses it.
+//! `auto` assembles with `rse`, `section` or `topk` and `window` falls back to
+//! `adjacent`, by calling them directly; no strategy calls back into a strategy that uses
+//! it.
 
 use std::fmt;
 use std::str::FromStr;
@@ -133,13 +134,36 @@ strategies! {
     Window(WindowParams) = "window",
     /// Whole sections, whole documents when several sections match.
     Section(SectionParams) = "section",
-    /// Query-dependent k, budget share and score-gap cut, then `adjacent` or `rse`.
+    /// A planner: `rse` for passage questions, `section` or `topk` for the others.
     Auto(AutoParams) = "auto",
 }
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// The error for a strategy name that is not one of [`Strategy::NAMES`], listing them
+/// (with `rse`'s presets).
+fn unknown_strategy(name: &str) -> ContextError {
+    let names: Vec<String> = Strategy::NAMES
+        .iter()
+        .map(|&n| {
+            if n == "rse" {
+                "rse[:balanced|precision|find_all]".to_string()
+            } else {
+                n.to_string()
+            }
+        })
+        .collect();
+    let expected = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    ContextError::UnknownStrategy {
+        name: name.to_string(),
+        expected,
     }
 }
 
@@ -150,7 +174,7 @@ impl FromStr for Strategy {
         Strategy::ALL
             .into_iter()
             .find(|st| st.name() == lower || (lower == "top_k" && *st == Strategy::Topk))
-            .ok_or_else(|| ContextError::UnknownStrategy(s.to_string()))
+            .ok_or_else(|| unknown_strategy(s))
     }
 }
 
@@ -205,7 +229,7 @@ impl FromStr for StrategyConfig {
                 None if i == 0 && strategy == Strategy::Rse => {
                     base = StrategyConfig::Rse(RseParams::preset(part.parse()?));
                 }
-                None if i == 0 => return Err(ContextError::UnknownStrategy(s.to_string())),
+                None if i == 0 => return Err(unknown_strategy(s)),
                 None => return Err(bad(format!("expected key=value, got {part:?}"))),
             }
         }
@@ -266,7 +290,11 @@ mod tests {
 
     #[test]
     fn unknown_strategy_message_lists_every_strategy() {
-        let message = ContextError::UnknownStrategy("nope".into()).to_string();
+        let message = "nope".parse::<Strategy>().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "unknown strategy \"nope\": expected topk, adjacent, rse[:balanced|precision|find_all], window, section or auto"
+        );
         for name in Strategy::NAMES {
             assert!(message.contains(name), "{name} missing from {message:?}");
         }

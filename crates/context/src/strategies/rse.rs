@@ -56,6 +56,7 @@ use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
 use crate::selection::{chunk_span, cosine, fill_with_hits, Assembler, RHit, Selection};
+use crate::units::{rse_sentences, SentenceParams};
 
 /// Named RSE parameter sets, in the spirit of dsRAG's presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +90,10 @@ impl FromStr for RsePreset {
             "balanced" => Ok(RsePreset::Balanced),
             "precision" => Ok(RsePreset::Precision),
             "find_all" | "findall" => Ok(RsePreset::FindAll),
-            _ => Err(ContextError::UnknownStrategy(format!("rse:{s}"))),
+            _ => Err(ContextError::UnknownStrategy {
+                name: format!("rse:{s}"),
+                expected: "rse:balanced, rse:precision or rse:find_all".into(),
+            }),
         }
     }
 }
@@ -430,7 +434,15 @@ pub(crate) fn rse(
             .iter()
             .map(|d| (d.doc, d.values.iter().map(|v| v + p.threshold).collect()))
             .collect();
-        crate::units::rse_sentences(p, req, sel, notes, &chunk_rel, &by_key)?;
+        let sp = SentenceParams {
+            threshold: p.threshold,
+            max_len_chunks: p.max_len_chunks,
+            min_value: p.min_value,
+            max_segments: p.max_segments,
+            lexical_floor: p.lexical_floor,
+            dense_weight: p.dense_weight,
+        };
+        rse_sentences(&sp, req, sel, notes, &chunk_rel, &by_key)?;
     } else {
         let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
         let params = SegmentParams {

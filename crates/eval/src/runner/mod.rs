@@ -10,6 +10,7 @@
 
 mod accumulate;
 mod answerer;
+mod export;
 mod ingest;
 mod options;
 mod query;

@@ -41,6 +41,9 @@ pub struct EvalOptions {
     /// Ingest with sentence vectors ([`excerpt::IngestOptions::sentence_vectors`]), for
     /// `window`. Documents already in the index are not re-ingested: use a fresh index.
     pub sentence_vectors: bool,
+    /// Also write `export.jsonl` and `export.md`: per question, strategy and budget, the
+    /// context with its tokens, coherence and recall (default false).
+    pub export: bool,
 }
 
 impl EvalOptions {
@@ -64,6 +67,7 @@ impl EvalOptions {
             quiet: false,
             answer: None,
             sentence_vectors: false,
+            export: false,
         }
     }
 

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::accumulate::{Acc, AnswerAcc, Scoring, SnapshotVectors};
 use super::answerer::{has_reference, AnswerJob, Answerer};
+use super::export::Exporter;
 use super::ingest::Indexed;
 use super::options::EvalOptions;
 use super::validate::{Plan, RunSpec};
@@ -48,6 +49,11 @@ pub(super) fn query(
         boundaries: &indexed.boundaries,
     };
     let bar = query_bar(opts.quiet, queries.len());
+    let mut exporter = if opts.export {
+        Some(Exporter::create(&opts.out)?)
+    } else {
+        None
+    };
 
     let mut failures: Vec<QueryFailure> = Vec::new();
     let mut retrieved_ok = 0usize;
@@ -91,6 +97,9 @@ pub(super) fn query(
                 }
             };
             acc.record(q, &context, ms, &scoring)?;
+            if let Some(x) = exporter.as_mut() {
+                x.record(q, &acc.label, acc.budget, &context, &scoring)?;
+            }
             if let Some(a) = answerer.as_mut().filter(|_| has_reference(q)) {
                 a.pending.push(AnswerJob {
                     acc: ai,
@@ -98,6 +107,9 @@ pub(super) fn query(
                     user: answer_prompt(&q.query, &context),
                 });
             }
+        }
+        if let Some(x) = exporter.as_mut() {
+            x.finish_question(q, &scoring)?;
         }
         bar.inc(1);
         if let Some(a) = answerer.as_mut() {
@@ -113,6 +125,9 @@ pub(super) fn query(
         a.flush(&mut accs, queries)?;
     }
     bar.finish_and_clear();
+    if let Some(x) = exporter {
+        x.finish()?;
+    }
     if retrieved_ok == 0 {
         if let Some(f) = failures.first() {
             return Err(EvalError::Invalid(format!(
