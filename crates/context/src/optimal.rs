@@ -43,7 +43,9 @@
 //! order (documents in the given order, positions ascending, then candidates by start
 //! ascending) is kept, so the result is deterministic.
 
-use crate::segments::{DocValues, SegmentError, SegmentParams, SelectedSegment};
+use crate::segments::{
+    refine_lazily, validate_input, DocValues, SegmentError, SegmentParams, SelectedSegment,
+};
 
 /// Largest number of budget units the programme tracks.
 const MAX_UNITS: u64 = 256;
@@ -59,32 +61,6 @@ struct Cand {
     units: usize,
 }
 
-/// Checks the input like [`crate::select_segments`] does.
-pub(crate) fn validate(docs: &[DocValues], params: &SegmentParams) -> Result<(), SegmentError> {
-    params.validate()?;
-    let mut seen = std::collections::BTreeSet::new();
-    for d in docs {
-        if d.values.len() != d.lengths.len() {
-            return Err(SegmentError::LengthMismatch {
-                doc: d.doc,
-                values: d.values.len(),
-                lengths: d.lengths.len(),
-            });
-        }
-        if let Some((chunk, &value)) = d.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(SegmentError::NonFiniteValue {
-                doc: d.doc,
-                chunk,
-                value,
-            });
-        }
-        if !seen.insert(d.doc) {
-            return Err(SegmentError::DuplicateDoc(d.doc));
-        }
-    }
-    Ok(())
-}
-
 /// The selection of non-overlapping segments with the largest total value under the
 /// token budget (see the module documentation for the exact statement and the rounding of
 /// token counts for budgets above 256 tokens).
@@ -95,7 +71,7 @@ pub fn select_segments_optimal(
     docs: &[DocValues],
     params: &SegmentParams,
 ) -> Result<Vec<SelectedSegment>, SegmentError> {
-    validate(docs, params)?;
+    validate_input(docs, params)?;
     let min_value = f64::from(params.min_value);
     let max_len = params.max_len_chunks;
 
@@ -258,33 +234,9 @@ pub fn select_segments_optimal(
 pub fn select_segments_optimal_lazy(
     docs: &mut [DocValues],
     params: &SegmentParams,
-    mut exact: impl FnMut(usize, usize) -> u32,
+    exact: impl FnMut(usize, usize) -> u32,
 ) -> Result<Vec<SelectedSegment>, SegmentError> {
-    let index_of: std::collections::BTreeMap<u32, usize> =
-        docs.iter().enumerate().map(|(i, d)| (d.doc, i)).collect();
-    let mut known: Vec<Vec<bool>> = docs.iter().map(|d| vec![false; d.lengths.len()]).collect();
-    loop {
-        let picked = select_segments_optimal(docs, params)?;
-        let mut changed = false;
-        for seg in &picked {
-            let di = index_of[&seg.doc];
-            let lengths = &mut docs[di].lengths[seg.start..seg.end];
-            let known = &mut known[di][seg.start..seg.end];
-            for (k, (len, seen)) in lengths.iter_mut().zip(known).enumerate() {
-                if !*seen {
-                    *seen = true;
-                    let l = exact(di, seg.start + k);
-                    if l != *len {
-                        *len = l;
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            return Ok(picked);
-        }
-    }
+    refine_lazily(docs, params, exact, select_segments_optimal)
 }
 
 #[cfg(test)]

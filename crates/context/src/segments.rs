@@ -161,28 +161,7 @@ pub fn select_segments(
     docs: &[DocValues],
     params: &SegmentParams,
 ) -> Result<Vec<SelectedSegment>, SegmentError> {
-    params.validate()?;
-    let mut seen = BTreeSet::new();
-    for d in docs {
-        if d.values.len() != d.lengths.len() {
-            return Err(SegmentError::LengthMismatch {
-                doc: d.doc,
-                values: d.values.len(),
-                lengths: d.lengths.len(),
-            });
-        }
-        if let Some((chunk, &value)) = d.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(SegmentError::NonFiniteValue {
-                doc: d.doc,
-                chunk,
-                value,
-            });
-        }
-        if !seen.insert(d.doc) {
-            return Err(SegmentError::DuplicateDoc(d.doc));
-        }
-    }
-
+    validate_input(docs, params)?;
     let max_len = params.max_len_chunks;
     let min_value = f64::from(params.min_value);
     let mut deque = VecDeque::new();
@@ -277,13 +256,25 @@ pub fn select_segments(
 pub fn select_segments_lazy(
     docs: &mut [DocValues],
     params: &SegmentParams,
+    exact: impl FnMut(usize, usize) -> u32,
+) -> Result<Vec<SelectedSegment>, SegmentError> {
+    refine_lazily(docs, params, exact, select_segments)
+}
+
+/// Runs `select` on the lengths in `docs` (lower bounds on entry), replaces the lengths of
+/// the chunks it picked by `exact(doc index, chunk)` (each chunk asked once), and repeats
+/// until a selection picks only chunks already exact; returns that selection.
+pub(crate) fn refine_lazily(
+    docs: &mut [DocValues],
+    params: &SegmentParams,
     mut exact: impl FnMut(usize, usize) -> u32,
+    select: impl Fn(&[DocValues], &SegmentParams) -> Result<Vec<SelectedSegment>, SegmentError>,
 ) -> Result<Vec<SelectedSegment>, SegmentError> {
     let index_of: std::collections::BTreeMap<u32, usize> =
         docs.iter().enumerate().map(|(i, d)| (d.doc, i)).collect();
     let mut known: Vec<Vec<bool>> = docs.iter().map(|d| vec![false; d.lengths.len()]).collect();
     loop {
-        let picked = select_segments(docs, params)?;
+        let picked = select(docs, params)?;
         let mut changed = false;
         for seg in &picked {
             let di = index_of[&seg.doc];
@@ -304,6 +295,37 @@ pub fn select_segments_lazy(
             return Ok(picked);
         }
     }
+}
+
+/// Checks `params` and the documents: lengths match values, values finite, each document
+/// index given once.
+pub(crate) fn validate_input(
+    docs: &[DocValues],
+    params: &SegmentParams,
+) -> Result<(), SegmentError> {
+    params.validate()?;
+    let mut seen = BTreeSet::new();
+    for d in docs {
+        if d.values.len() != d.lengths.len() {
+            return Err(SegmentError::LengthMismatch {
+                doc: d.doc,
+                values: d.values.len(),
+                lengths: d.lengths.len(),
+            });
+        }
+        if let Some((chunk, &value)) = d.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(SegmentError::NonFiniteValue {
+                doc: d.doc,
+                chunk,
+                value,
+            });
+        }
+        if !seen.insert(d.doc) {
+            return Err(SegmentError::DuplicateDoc(d.doc));
+        }
+    }
+
+    Ok(())
 }
 
 /// A free range `[start, end)` of a document and its best qualifying segment under the

@@ -11,7 +11,7 @@ use common::fixtures::{corpus, queries};
 use common::score_with_python;
 use excerpt::{ChunkerConfig, Engine, EngineOptions, NoProgress};
 use excerpt_eval::format::{read_results, write_jsonl};
-use excerpt_eval::{run_eval, EvalError, EvalOptions, EvalReport, Evidence, QueryLine};
+use excerpt_eval::{run_eval, CorpusDoc, EvalError, EvalOptions, EvalReport, Evidence, QueryLine};
 
 fn check_against_scorer(dir: &Path, opts: &EvalOptions, report: &EvalReport) {
     for r in &report.results {
@@ -44,23 +44,34 @@ fn check_against_scorer(dir: &Path, opts: &EvalOptions, report: &EvalReport) {
     }
 }
 
-#[test]
-fn run_eval_end_to_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path();
+/// The fixture corpus and queries written under `data`, an engine on `data/index` with
+/// small chunks (so `adjacent` returns pieces of several chunks), and options running
+/// `topk` and `adjacent` at 400 and 100 tokens into `data/out`.
+fn setup(data: &Path) -> (Vec<CorpusDoc>, Vec<QueryLine>, Engine, EvalOptions) {
     let corpus = corpus();
     let queries = queries(&corpus);
     write_jsonl(&data.join("corpus.jsonl"), &corpus).unwrap();
     write_jsonl(&data.join("queries.jsonl"), &queries).unwrap();
-    let out = data.join("out");
-    // Small chunks, so `adjacent` returns pieces of several chunks.
     let mut eo = EngineOptions::new(data.join("index"));
     eo.chunker = Some(ChunkerConfig::Tokens { max_tokens: 64 });
     let engine = Engine::new(eo);
-    let mut opts = EvalOptions::new(data.join("corpus.jsonl"), data.join("queries.jsonl"), &out);
+    let mut opts = EvalOptions::new(
+        data.join("corpus.jsonl"),
+        data.join("queries.jsonl"),
+        data.join("out"),
+    );
     opts.strategies = vec!["adjacent".into()];
     opts.budgets = vec![400, 100];
     opts.quiet = true;
+    (corpus, queries, engine, opts)
+}
+
+#[test]
+fn run_eval_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let (corpus, queries, engine, opts) = setup(data);
+    let out = data.join("out");
 
     let report = run_eval(&engine, &opts, &NoProgress).unwrap();
     assert_eq!(report.run.queries, 3);
@@ -233,18 +244,8 @@ fn bad_inputs_fail_before_any_work() {
 fn export_agrees_with_the_results_files_and_the_scorer() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    let corpus = corpus();
-    let queries = queries(&corpus);
-    write_jsonl(&data.join("corpus.jsonl"), &corpus).unwrap();
-    write_jsonl(&data.join("queries.jsonl"), &queries).unwrap();
+    let (corpus, queries, engine, mut opts) = setup(data);
     let out = data.join("out");
-    let mut eo = EngineOptions::new(data.join("index"));
-    eo.chunker = Some(ChunkerConfig::Tokens { max_tokens: 64 });
-    let engine = Engine::new(eo);
-    let mut opts = EvalOptions::new(data.join("corpus.jsonl"), data.join("queries.jsonl"), &out);
-    opts.strategies = vec!["adjacent".into()];
-    opts.budgets = vec![100, 400];
-    opts.quiet = true;
     opts.export = true;
     let report = run_eval(&engine, &opts, &NoProgress).unwrap();
 
