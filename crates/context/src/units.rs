@@ -107,7 +107,10 @@ pub(crate) fn rse_sentences(
     // One reference chunk length for every sentence's weight, so a sentence is worth
     // the same per character in a short chunk as in a long one.
     let (chars, count) = docs.iter().fold((0usize, 0usize), |(c, n), (_, doc, _)| {
-        (c + doc.text.chars().count(), n + doc.chunks.len())
+        // Chunks partition the text, so the last one ends at its character length
+        // (no scan of the text on the query path).
+        let len = doc.chunks.last().map_or(0, |c| c.range.char_end);
+        (c + len, n + doc.chunks.len())
     });
     let chunk_chars = (chars as f32 / count.max(1) as f32).max(1.0);
     let mut doc_values = Vec::with_capacity(docs.len());
