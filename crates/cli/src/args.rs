@@ -136,6 +136,44 @@ pub struct ServeArgs {
     /// Do not load the model before listening (the first query loads it).
     #[arg(long, env = "EXCERPT_NO_WARMUP")]
     pub no_warmup: bool,
+    /// Bearer token: writes (ingest, delete) then need `Authorization: Bearer TOKEN`,
+    /// and reads too unless --public-reads. Required to listen on a non-loopback
+    /// address. Prefer the environment variable: arguments show in `ps`.
+    #[arg(long, env = "EXCERPT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// With --token: let reads (query, documents, stats) through without it.
+    #[arg(long, env = "EXCERPT_PUBLIC_READS", requires = "token")]
+    pub public_reads: bool,
+    /// A host name clients may use in the Host header besides loopback names
+    /// (repeatable); e.g. the name of a reverse proxy in front of the server.
+    #[arg(
+        long = "allow-host",
+        value_name = "NAME",
+        env = "EXCERPT_ALLOW_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allow_hosts: Vec<String>,
+    /// Requests answered at once; more get 503 with Retry-After.
+    #[arg(long, env = "EXCERPT_MAX_CONCURRENT", default_value_t = excerpt_server::DEFAULT_MAX_CONCURRENT,
+          value_parser = concurrency)]
+    pub max_concurrent: usize,
+    /// Seconds a request may take before it is answered 503 (timeout).
+    #[arg(long, env = "EXCERPT_REQUEST_TIMEOUT", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub request_timeout: u64,
+    /// Request log format on stderr: one text line per request, or JSON lines. The
+    /// level comes from RUST_LOG (default info; --quiet: warnings only).
+    #[arg(long, env = "EXCERPT_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// How `excerpt serve` writes its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -349,10 +387,10 @@ pub struct QueryArgs {
     #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "auto")]
     pub strategy: String,
     /// LLM-token budget for the whole context.
-    #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000)]
+    #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000, value_parser = budget)]
     pub budget: usize,
     /// Hits handed to the strategy (default: every fused candidate; the budget cuts).
-    #[arg(long, short = 'k', env = "EXCERPT_TOP_K")]
+    #[arg(long, short = 'k', env = "EXCERPT_TOP_K", value_parser = count)]
     pub top_k: Option<usize>,
     /// First-stage retrieval.
     #[arg(long, env = "EXCERPT_MODE", default_value = "hybrid", value_parser = ["dense", "bm25", "hybrid"])]
@@ -361,7 +399,7 @@ pub struct QueryArgs {
     #[arg(long, env = "EXCERPT_FUSION", default_value = "rrf:60")]
     pub fusion: String,
     /// Candidates each search returns before fusion.
-    #[arg(long, env = "EXCERPT_CANDIDATES", default_value_t = 100)]
+    #[arg(long, env = "EXCERPT_CANDIDATES", default_value_t = 100, value_parser = count)]
     pub candidates: usize,
     /// Only these documents (repeatable).
     #[arg(long = "doc", value_name = "ID")]
@@ -384,7 +422,7 @@ pub struct QueryArgs {
     pub format: Format,
     /// Rerank the best N fused candidates with the configured reranker (--reranker or
     /// --rerank-url); off by default.
-    #[arg(long = "rerank", value_name = "N", env = "EXCERPT_RERANK")]
+    #[arg(long = "rerank", value_name = "N", env = "EXCERPT_RERANK", value_parser = count)]
     pub rerank: Option<usize>,
     /// Closing instruction of the text format ("" for none).
     #[arg(long, env = "EXCERPT_INSTRUCTION")]
@@ -396,6 +434,34 @@ pub struct FormatArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A whole number in `lo..=hi`, for clap.
+fn bounded(s: &str, lo: usize, hi: usize) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    if (lo..=hi).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("must be between {lo} and {hi}, got {n}"))
+    }
+}
+
+/// `serve --max-concurrent`: 1 to 4096.
+fn concurrency(s: &str) -> Result<usize, String> {
+    bounded(s, 1, 4096)
+}
+
+/// `--budget`: 1 to [`excerpt::MAX_BUDGET`] tokens.
+fn budget(s: &str) -> Result<usize, String> {
+    bounded(s, 1, excerpt::MAX_BUDGET)
+}
+
+/// `--candidates`, `--top-k`, `--rerank`: 1 to [`excerpt::MAX_CANDIDATES`].
+fn count(s: &str) -> Result<usize, String> {
+    bounded(s, 1, excerpt::MAX_CANDIDATES)
 }
 
 /// Splits `--strategies` values into strategy specs: on commas, except that a piece

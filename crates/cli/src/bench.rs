@@ -2,6 +2,7 @@
 //! compared on the same machine. The benchmark itself is `excerpt-bench`; this module
 //! maps the flags onto it and prints the report.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -50,10 +51,11 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     if !quiet && outcome.results_returned == 0 {
         eprintln!("warning: no search returned anything");
     }
+    let mut stdout = std::io::stdout().lock();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.report)?);
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&outcome.report)?)?;
     } else {
-        print!("{}", outcome.report);
+        write!(stdout, "{}", outcome.report)?;
     }
     Ok(())
 }

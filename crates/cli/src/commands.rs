@@ -16,10 +16,12 @@ use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
     AnswerArgs, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global, IngestArgs,
-    QueryArgs, ServeArgs,
+    LogFormat, QueryArgs, ServeArgs,
 };
 use crate::progress::Bar;
 
+/// Exit code for a usage error (clap uses it for the errors it finds).
+const EXIT_USAGE: u8 = 2;
 /// Exit code for "nothing could be ingested".
 const EXIT_NOTHING_INGESTED: u8 = 3;
 /// Exit code for "not found" (no index, unknown document).
@@ -50,6 +52,35 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             | ErrorKind::Internal,
         )
         | None => 1,
+    }
+}
+
+/// Whether the command failed because stdout was closed under it (`excerpt query ... |
+/// head`): like other Unix tools, the command then stops quietly.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`), for terminal output.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(
+            s.chars()
+                .flat_map(|c| {
+                    let escaped: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    escaped
+                })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(s)
     }
 }
 
@@ -175,7 +206,11 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     bar.finish();
     let report = result?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&report)?
+        )?;
     } else if !g.quiet {
         let mut err = std::io::stderr().lock();
         writeln!(
@@ -292,7 +327,10 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         },
         rerank: a.rerank,
     };
-    let req = spec.to_request()?;
+    // Every error of the spelling (a bad --where, --fusion or --strategy) is a usage error.
+    let req = spec
+        .to_request()
+        .map_err(|e| Exit(EXIT_USAGE, message(&e.into())))?;
     let ctx = engine.query(&req)?;
     let out = render(&req.text, &ctx, a.format.into(), a.instruction);
     let mut stdout = std::io::stdout().lock();
@@ -313,7 +351,15 @@ fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
     } else {
         for d in snap.documents() {
-            writeln!(stdout, "{}\t{} chunks\t{}", d.id, d.chunks.len(), d.title)?;
+            // Control characters in ids or titles (from an index written before ids
+            // were checked) are escaped, never sent raw to the terminal.
+            writeln!(
+                stdout,
+                "{}\t{} chunks\t{}",
+                printable(&d.id),
+                d.chunks.len(),
+                printable(&d.title)
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -406,7 +452,7 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     let report = result?;
     if !g.quiet {
         let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
-        println!("{md}");
+        writeln!(std::io::stdout().lock(), "{md}")?;
         let answers = if report.run.answer.is_some() {
             "answers-*.jsonl, "
         } else {
@@ -435,9 +481,16 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
             eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
         }
     }
+    init_logging(g.quiet, a.log_format);
+    let token = a.token.filter(|t| !t.trim().is_empty());
     let options = excerpt_server::ServerOptions {
         body_limit: a.body_limit,
-        log_requests: !g.quiet,
+        log_requests: true,
+        token,
+        public_reads: a.public_reads,
+        allowed_hosts: a.allow_hosts,
+        max_concurrent: a.max_concurrent,
+        request_timeout: Duration::from_secs(a.request_timeout),
         ..excerpt_server::ServerOptions::default()
     };
     let index = g.index.display().to_string();
@@ -449,11 +502,36 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
             eprintln!("serving index {index}; Ctrl-C to stop");
         }
     })
-    .map_err(|e| anyhow::anyhow!("cannot serve on {}: {e}", a.addr))?;
+    .map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            " (set EXCERPT_TOKEN, or pass --token)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("cannot serve on {}: {e}{hint}", a.addr)
+    })?;
     if !g.quiet {
         eprintln!("stopped");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's log on stderr through `tracing`: RUST_LOG picks the level (default
+/// `info`, `warn` with --quiet), `--log-format` text or JSON lines.
+fn init_logging(quiet: bool, format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let default = if quiet { "warn" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false);
+    // Fails only when a subscriber is already set (tests calling twice): keep that one.
+    let _ = match format {
+        LogFormat::Text => builder.compact().try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
 }
 
 #[cfg(test)]

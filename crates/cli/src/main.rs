@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match commands::run(cli) {
         Ok(code) => code,
+        // Stdout closed under us (`| head`): stop quietly, as other Unix tools do.
+        Err(e) if commands::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", commands::message(&e));
             ExitCode::from(commands::exit_code(&e))

@@ -234,8 +234,51 @@ fn errors_have_exit_codes() {
             .code(),
         Some(2)
     );
+    // A bad spelling of a query option is a usage error too.
     let out = run(&index, &["query", "x", "--fusion", "minmax:2"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
+    for bad in [
+        &["--budget", "0"][..],
+        &["--candidates", "100000000000000"],
+        &["--top-k", "0"],
+        &["--rerank", "10001"],
+        &["--where", ">=5"],
+        &["--where", "year>=NaN"],
+        &["--strategy", "nope"],
+    ] {
+        let mut args = vec!["query", "x"];
+        args.extend_from_slice(bad);
+        let out = run(&index, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn output_into_a_closed_pipe_stops_quietly() {
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let index = tmp.path().join("idx");
+    corpus(&docs);
+    json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
+    // `excerpt query ... | head -c 0`: the reader is gone before the answer is written
+    // (loading the model alone takes longer than closing the pipe).
+    let mut child = bin()
+        .arg("--index")
+        .arg(&index)
+        .args(["query", "database", "--format", "json", "--budget", "4000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", out.status);
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 /// Kills real ingest processes at random moments; every state left behind must open
@@ -371,7 +414,11 @@ fn serve_prints_its_address_and_answers_healthz() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{}: {stderr}", out.status);
-    assert!(stderr.contains("GET /healthz 200"), "{stderr}");
+    // The request log (tracing, text format): the request's span, then its answer.
+    assert!(
+        stderr.contains("status=200") && stderr.contains("path=/healthz"),
+        "{stderr}"
+    );
 }
 
 /// The Authorization header and JSON body of each request a fake server received.

@@ -7,6 +7,10 @@ use crate::error::ContextError;
 use crate::selection::{resolve_hits, Selection};
 use crate::strategies::StrategyConfig;
 
+/// The largest token budget [`assemble`] accepts: a million tokens is far above any
+/// model's context window, and bounds the work one request can ask for.
+pub const MAX_BUDGET: usize = 1_000_000;
+
 /// Assembles the context for one query with one strategy.
 ///
 /// # Contract (every strategy)
@@ -34,13 +38,19 @@ use crate::strategies::StrategyConfig;
 ///   hash-map iteration order.
 /// - Zero hits: an empty context.
 ///
-/// Errors: invalid parameters, a hit naming a chunk the corpus lacks, a non-finite hit
+/// Errors: invalid parameters, a budget of 0 or above [`MAX_BUDGET`], a hit naming a chunk the corpus lacks, a non-finite hit
 /// score or relevance, vector dimension mismatches, embedder failures.
 pub fn assemble(
     strategy: &StrategyConfig,
     req: &AssembleRequest<'_>,
 ) -> Result<Context, ContextError> {
     strategy.validate()?;
+    if req.budget == 0 || req.budget > MAX_BUDGET {
+        return Err(ContextError::BudgetOutOfRange {
+            budget: req.budget,
+            max: MAX_BUDGET,
+        });
+    }
     let hits = resolve_hits(req)?;
     let mut notes = Vec::new();
     let assembler = strategy.assembler();

@@ -25,6 +25,14 @@ pub enum ContextError {
         /// What is wrong.
         message: String,
     },
+    /// The token budget is 0 or above [`crate::MAX_BUDGET`].
+    #[error("the budget must be between 1 and {max} tokens, got {budget}")]
+    BudgetOutOfRange {
+        /// What was given.
+        budget: usize,
+        /// The largest budget allowed.
+        max: usize,
+    },
     /// A parameter is out of range.
     #[error("{strategy}: invalid parameter {param}: {message}")]
     InvalidParams {
@@ -149,6 +157,7 @@ impl ContextError {
         match self {
             ContextError::UnknownStrategy { .. }
             | ContextError::BadSpec { .. }
+            | ContextError::BudgetOutOfRange { .. }
             | ContextError::InvalidParams { .. } => ErrorKind::BadInput,
             ContextError::Embed(e) => e.kind(),
             ContextError::MissingChunk { .. }

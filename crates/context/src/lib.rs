@@ -24,7 +24,7 @@ mod strategies;
 mod tokens;
 mod units;
 
-pub use assemble::assemble;
+pub use assemble::{assemble, MAX_BUDGET};
 pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece};
 pub use error::ContextError;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};

@@ -85,7 +85,7 @@ pub fn select_segments_optimal(
                 continue;
             }
             let (mut value, mut tokens) = (0.0f64, 0u64);
-            for e in s + 1..=n.min(s + max_len) {
+            for e in s + 1..=n.min(s.saturating_add(max_len)) {
                 value += f64::from(d.values[e - 1]);
                 tokens += u64::from(d.lengths[e - 1]);
                 if d.values[e - 1] > 0.0 && value >= min_value && tokens <= params.max_total_tokens
@@ -268,7 +268,7 @@ mod tests {
                 return best;
             }
             let (mut v, mut t) = (0.0f64, 0u64);
-            for e in pos + 1..=d.values.len().min(pos + p.max_len_chunks) {
+            for e in pos + 1..=d.values.len().min(pos.saturating_add(p.max_len_chunks)) {
                 v += f64::from(d.values[e - 1]);
                 t += u64::from(d.lengths[e - 1]);
                 let c = cost(t);

@@ -436,7 +436,7 @@ mod tests {
     fn oracle_best(values: &[f32], max_len: usize) -> Option<(usize, usize, f64)> {
         let mut best: Option<(usize, usize, f64)> = None;
         for s in 0..values.len() {
-            for e in s + 1..=values.len().min(s + max_len) {
+            for e in s + 1..=values.len().min(s.saturating_add(max_len)) {
                 let v: f64 = values[s..e].iter().map(|&x| f64::from(x)).sum();
                 let better = match best {
                     None => true,
@@ -459,7 +459,7 @@ mod tests {
             for d in docs {
                 let n = d.values.len();
                 for s in 0..n {
-                    for e in s + 1..=n.min(s + p.max_len_chunks) {
+                    for e in s + 1..=n.min(s.saturating_add(p.max_len_chunks)) {
                         if chosen
                             .iter()
                             .any(|c| c.doc == d.doc && c.start < e && s < c.end)

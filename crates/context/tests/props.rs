@@ -119,7 +119,7 @@ proptest! {
     fn every_strategy_keeps_the_contract(
         corpus in corpus(),
         raw_hits in prop::collection::vec((0u32..4, 0u32..9, 0.0f32..1.0), 0..8),
-        budget in 0usize..120,
+        budget in 1usize..120,
         query in prop::sample::select(vec!["alpha beta", "compare all gamma and omega", "straße"]),
         with_vector in any::<bool>(),
     ) {

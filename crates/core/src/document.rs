@@ -124,6 +124,32 @@ impl std::str::FromStr for ChunkerConfig {
     }
 }
 
+/// The longest document id accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Checks a document id: not blank, at most [`MAX_ID_BYTES`] bytes, no control
+/// characters (ids are printed by `excerpt docs`, shown in contexts and sent in headers;
+/// a newline or escape sequence in one would forge output). The message says what is
+/// wrong and shows the id escaped.
+pub fn check_document_id(id: &str) -> Result<(), String> {
+    if id.trim().is_empty() {
+        return Err("a document has an empty id".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        let head: String = id.chars().take(40).collect();
+        return Err(format!(
+            "document id {head:?}... is {} bytes long; the limit is {MAX_ID_BYTES}",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(format!(
+            "document id {id:?} contains control characters (newline, tab, escape, NUL...)"
+        ));
+    }
+    Ok(())
+}
+
 /// A source text with its structure: the unit of ingest, deletion and provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
@@ -326,5 +352,25 @@ mod metadata_serde {
             let s = String::deserialize(d)?;
             serde_json::from_str(&s).map_err(serde::de::Error::custom)
         }
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(check_document_id("docs/a.md").is_ok());
+        assert!(check_document_id("Ünïcode id with spaces").is_ok());
+        for bad in ["", "  ", "a\0b", "a\nb", "a\u{1b}[31mred", "tab\there"] {
+            let err = check_document_id(bad).expect_err(bad);
+            assert!(!err.contains('\n') && !err.contains('\u{1b}'), "{err}");
+        }
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        assert!(check_document_id(&long)
+            .unwrap_err()
+            .contains("limit is 1024"));
+        assert!(check_document_id(&"x".repeat(MAX_ID_BYTES)).is_ok());
     }
 }

@@ -21,8 +21,8 @@ mod rerank;
 mod vector;
 
 pub use document::{
-    chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig, Document, Section,
-    SectionId,
+    check_document_id, chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig,
+    Document, Section, SectionId, MAX_ID_BYTES,
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
 pub use error::{Error, ErrorKind};

@@ -241,6 +241,13 @@ impl Pipeline<'_> {
     /// commits when the batch is full. Per-document problems go to the report under
     /// `shown`.
     fn add(&mut self, parsed: ParsedDocument, shown: &str) -> Result<(), EngineError> {
+        if let Err(reason) = excerpt_core::check_document_id(&parsed.id) {
+            self.report.failed.push(Problem {
+                path: shown.escape_debug().to_string(),
+                reason,
+            });
+            return Ok(());
+        }
         if !self.seen.insert(parsed.id.clone()) {
             self.report.failed.push(Problem {
                 path: shown.to_string(),

@@ -44,9 +44,14 @@ pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
 
-pub use excerpt_context::{Context, Piece, StrategyConfig};
-pub use excerpt_core::{ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint};
+pub use excerpt_context::{Context, Piece, StrategyConfig, MAX_BUDGET};
+pub use excerpt_core::{
+    check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,
+    MAX_ID_BYTES,
+};
 pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
 pub use excerpt_index::{IndexError, Snapshot};
 pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
-pub use excerpt_retrieve::{Filter, FusionMethod, MetaCondition, RetrieveError};
+pub use excerpt_retrieve::{
+    Filter, FusionMethod, MetaCondition, RetrieveError, MAX_CANDIDATES, MAX_QUERY_BYTES,
+};

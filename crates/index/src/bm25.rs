@@ -210,10 +210,13 @@ impl Bm25Reader {
             }
         };
         // Fetch a little more than k so ties at the cut are resolved by key, not by
-        // tantivy's internal doc order.
+        // tantivy's internal doc order; never more than the rows that exist.
+        let limit = k
+            .min(usize::try_from(self.searcher.num_docs()).unwrap_or(usize::MAX))
+            .saturating_add(16);
         let hits = self
             .searcher
-            .search(&query, &TopDocs::with_limit(k + 16).order_by_score())?;
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut out = Vec::with_capacity(hits.len());
         for (score, addr) in hits {
             let d: TantivyDocument = self.searcher.doc(addr)?;

@@ -50,7 +50,9 @@ pub fn top_k_dense(
     if k == 0 || dim == 0 {
         return Vec::new();
     }
-    let mut heap: BinaryHeap<Cand> = BinaryHeap::with_capacity(k + 1);
+    // Never reserve for more rows than exist, whatever `k` the caller asks for.
+    let k = k.min(matrix.len() / dim);
+    let mut heap: BinaryHeap<Cand> = BinaryHeap::with_capacity(k.saturating_add(1));
     for row in rows {
         let s = dot(&matrix[row * dim..(row + 1) * dim], query);
         if heap.len() < k {

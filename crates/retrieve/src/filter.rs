@@ -57,21 +57,30 @@ impl MetaCondition {
         let json = |v: &str| {
             serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()))
         };
-        let num = |v: &str| {
-            v.trim()
-                .parse::<f64>()
-                .map_err(|_| format!("{v:?} is not a number in {s:?}"))
+        // A bound must be a finite number: `NaN` and `inf` parse as f64 but compare
+        // with nothing the way a user means.
+        let num = |v: &str| match v.trim().parse::<f64>() {
+            Ok(n) if n.is_finite() => Ok(n),
+            _ => Err(format!("{v:?} is not a finite number in {s:?}")),
+        };
+        let key_of = |k: &str| {
+            let key = k.trim();
+            if key.is_empty() {
+                Err(format!("metadata filter {s:?} has no key"))
+            } else {
+                Ok(key.to_string())
+            }
         };
         if let Some((k, v)) = s.split_once(">=") {
             return Ok(MetaCondition::Range {
-                key: k.trim().into(),
+                key: key_of(k)?,
                 min: Some(num(v)?),
                 max: None,
             });
         }
         if let Some((k, v)) = s.split_once("<=") {
             return Ok(MetaCondition::Range {
-                key: k.trim().into(),
+                key: key_of(k)?,
                 min: None,
                 max: Some(num(v)?),
             });
@@ -81,12 +90,14 @@ impl MetaCondition {
                 "metadata filter {s:?}: expected key=value, key=a|b, key>=n, key<=n or key=n..m"
             ));
         };
-        let key = k.trim().to_string();
-        if key.is_empty() {
-            return Err(format!("metadata filter {s:?} has no key"));
-        }
+        let key = key_of(k)?;
         if let Some((a, b)) = v.split_once("..") {
-            if let (Ok(a), Ok(b)) = (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+            if let (Ok(a), Ok(b)) = (num(a), num(b)) {
+                if a > b {
+                    return Err(format!(
+                        "metadata filter {s:?}: the range is empty ({a} > {b})"
+                    ));
+                }
                 return Ok(MetaCondition::Range {
                     key,
                     min: Some(a),
@@ -198,6 +209,7 @@ mod tests {
         assert!(MetaCondition::parse("nokey").is_err());
         assert!(MetaCondition::parse("=1").is_err());
         assert!(MetaCondition::parse("y>=abc").is_err());
+
         let f = Filter {
             path_prefixes: vec!["docs/".into()],
             doc_ids: vec![],
@@ -213,5 +225,29 @@ mod tests {
             .unwrap();
         assert_eq!(mask.0, vec![true, false]);
         assert!(Filter::default().mask(&[std::sync::Arc::new(d)]).is_none());
+    }
+
+    #[test]
+    fn malformed_conditions_are_refused() {
+        for bad in [
+            ">=5",
+            "<=5",
+            " >= 5",
+            "year>=NaN",
+            "year<=inf",
+            "year>=-inf",
+            "y=5..1",
+        ] {
+            let err = MetaCondition::parse(bad).expect_err(bad);
+            assert!(
+                err.contains(bad.trim()) || err.contains("has no key"),
+                "{bad}: {err}"
+            );
+        }
+        // `..` with non-numbers is an equality on the string, as before.
+        assert!(matches!(
+            MetaCondition::parse("v=a..b"),
+            Ok(MetaCondition::Eq { .. })
+        ));
     }
 }

@@ -20,4 +20,6 @@ pub use filter::{Filter, MetaCondition};
 pub use fusion::{
     fuse, fuse_hybrid, ChunkKey, Fused, FusionError, FusionMethod, Normalization, WeightedList,
 };
-pub use stage::{retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest};
+pub use stage::{
+    retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest, MAX_CANDIDATES, MAX_QUERY_BYTES,
+};

@@ -70,15 +70,54 @@ pub struct RetrieveRequest<'a> {
     pub rerank_top: Option<usize>,
 }
 
+/// The largest `candidates`, `top_k` and `rerank_top` a request may ask for. Searches
+/// allocate for the number asked, so an unbounded count from a client could exhaust
+/// memory; ten thousand chunks is far more than any context budget can hold.
+pub const MAX_CANDIDATES: usize = 10_000;
+
+/// The longest query text, in bytes (a query is embedded and tokenized whole).
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+
 impl RetrieveRequest<'_> {
-    /// Checks what can be checked without a snapshot: a non-blank query, at least one
-    /// candidate. [`retrieve`] checks it again.
+    /// Checks what can be checked without a snapshot: a non-blank query of at most
+    /// [`MAX_QUERY_BYTES`], and `candidates`, `top_k`, `rerank_top` each between 1 and
+    /// [`MAX_CANDIDATES`]. [`retrieve`] checks it again.
     pub fn validate(&self) -> Result<(), RetrieveError> {
         if self.text.trim().is_empty() {
             return Err(RetrieveError::EmptyQuery);
         }
+        if self.text.len() > MAX_QUERY_BYTES {
+            return Err(RetrieveError::QueryTooLong {
+                bytes: self.text.len(),
+                max: MAX_QUERY_BYTES,
+            });
+        }
         if self.candidates == 0 {
             return Err(RetrieveError::ZeroCandidates);
+        }
+        let counts = [
+            ("candidates", Some(self.candidates)),
+            ("top_k", self.top_k),
+            ("rerank", self.rerank_top),
+        ];
+        for (name, value) in counts {
+            match value {
+                Some(0) if name != "candidates" => {
+                    return Err(RetrieveError::CountOutOfRange {
+                        name,
+                        value: 0,
+                        max: MAX_CANDIDATES,
+                    })
+                }
+                Some(v) if v > MAX_CANDIDATES => {
+                    return Err(RetrieveError::CountOutOfRange {
+                        name,
+                        value: v,
+                        max: MAX_CANDIDATES,
+                    })
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -103,6 +142,24 @@ pub enum RetrieveError {
     /// `candidates` is 0.
     #[error("candidates must be at least 1")]
     ZeroCandidates,
+    /// `candidates`, `top_k` or `rerank` is 0 or above [`MAX_CANDIDATES`].
+    #[error("{name} must be between 1 and {max}, got {value}")]
+    CountOutOfRange {
+        /// The field, as the request spells it.
+        name: &'static str,
+        /// What was given.
+        value: usize,
+        /// The largest value allowed.
+        max: usize,
+    },
+    /// The query text is longer than [`MAX_QUERY_BYTES`].
+    #[error("the query is {bytes} bytes long; the limit is {max}")]
+    QueryTooLong {
+        /// Bytes given.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The filter names a document id the snapshot does not have.
     #[error("no document with id {0:?} in the index")]
     UnknownDocument(String),
@@ -151,6 +208,8 @@ impl RetrieveError {
         match self {
             RetrieveError::EmptyQuery
             | RetrieveError::ZeroCandidates
+            | RetrieveError::CountOutOfRange { .. }
+            | RetrieveError::QueryTooLong { .. }
             | RetrieveError::UnknownDocument(_)
             | RetrieveError::NoReranker => ErrorKind::BadInput,
             RetrieveError::NoEmbedder(_)

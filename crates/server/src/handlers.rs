@@ -115,9 +115,7 @@ pub(crate) struct IngestBody {
 /// Loads one posted document the way a file of its format is loaded; a given title
 /// replaces the one found in the text, given metadata keys override front matter.
 fn parse_document(d: InputDocument) -> Result<ParsedDocument, ApiError> {
-    if d.id.trim().is_empty() {
-        return Err(ApiError::bad_request("a document has an empty id"));
-    }
+    excerpt::check_document_id(&d.id).map_err(ApiError::bad_request)?;
     let format = match d.format.as_deref() {
         None | Some("text") => DocFormat::Text,
         Some("markdown") => DocFormat::Markdown,
@@ -156,17 +154,23 @@ pub(crate) async fn ingest(
     if body.documents.is_empty() {
         return Err(ApiError::bad_request("documents is empty"));
     }
-    let mut seen = HashSet::new();
-    let mut docs = Vec::with_capacity(body.documents.len());
-    for d in body.documents {
-        if !seen.insert(d.id.clone()) {
-            return Err(ApiError::bad_request(format!(
-                "document id {:?} is given twice",
-                d.id
-            )));
+    // Parsing (HTML above all) is CPU work: it runs on the blocking pool, never on the
+    // async threads that answer /healthz and every other request.
+    let docs = blocking(move || {
+        let mut seen = HashSet::new();
+        let mut docs = Vec::with_capacity(body.documents.len());
+        for d in body.documents {
+            if !seen.insert(d.id.clone()) {
+                return Err(ApiError::bad_request(format!(
+                    "document id {:?} is given twice",
+                    d.id
+                )));
+            }
+            docs.push(parse_document(d)?);
         }
-        docs.push(parse_document(d)?);
-    }
+        Ok(docs)
+    })
+    .await?;
     // Owned, so the lock is released when the write ends, even if the client hangs up.
     let guard = st.writer.clone().lock_owned().await;
     let engine = st.engine.clone();

@@ -16,44 +16,79 @@
 //! `LOCK` file keeps other processes out, and a write that meets it answers 409. Queries
 //! never wait for a write: they read the latest committed snapshot.
 //!
+//! Request bodies must be JSON sent as `Content-Type: application/json` (415 otherwise),
+//! which a web page cannot send to another site without the browser asking first.
+//! Guards (`guard.rs`) check the `Host` and `Origin` headers, the bearer token and the
+//! concurrency limit; the connection loop (`serve.rs`) bounds the time to send headers
+//! and the time shutdown waits. docs/SECURITY.md has the threat model.
+//!
 //! Errors are `{"error": {"code", "message"}}` ([`ApiError`]), the status from the
-//! engine error's [`excerpt::ErrorKind`]: 400 bad input, 404 unknown document or no
-//! index, 409 index locked by another writer, 413 body over the limit, 503 an endpoint
-//! the engine depends on (embeddings, reranking) failed, 500 otherwise. Main types: [`Server`], [`ServerOptions`], [`router`].
+//! engine error's [`excerpt::ErrorKind`]: 400 bad input, 401 no or wrong token, 403 a
+//! foreign Host or Origin, 404 unknown document or no index, 409 index locked by another
+//! writer, 413 body over the limit, 415 not JSON, 503 an endpoint the engine depends on
+//! (embeddings, reranking) failed, the server is full (`Retry-After`) or the request
+//! timed out, 500 otherwise. Main types: [`Server`], [`ServerOptions`], [`router`].
 
 #![forbid(unsafe_code)]
 
 mod error;
 mod extract;
+mod guard;
 mod handlers;
+mod serve;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
 use excerpt::{Engine, EngineError, IngestOptions};
 use tokio::net::{TcpListener, ToSocketAddrs};
+use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
 
 /// Default request body limit: 16 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
+/// Default number of requests served at once.
+pub const DEFAULT_MAX_CONCURRENT: usize = 64;
 
-/// How the server behaves.
+/// How the server behaves. The defaults suit a local tool on a loopback address; see
+/// docs/SECURITY.md for an exposed server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Largest request body accepted, in bytes; larger bodies get 413.
     pub body_limit: usize,
-    /// Print one line per request (method, path, status, milliseconds) to stderr.
+    /// Log one line per request (method, path, status, milliseconds) through `tracing`
+    /// at level INFO.
     pub log_requests: bool,
     /// Options of `POST /v1/ingest` (commit size, embedding batch).
     pub ingest: IngestOptions,
+    /// Bearer token. When set, writes (ingest, delete) need `Authorization: Bearer
+    /// TOKEN`, and so do reads unless `public_reads`. [`Server::bind`] refuses a
+    /// non-loopback address without one.
+    pub token: Option<String>,
+    /// With a token: let reads (query, documents, stats) through without it.
+    pub public_reads: bool,
+    /// Accept only loopback names (`localhost`, `127.0.0.1`, `[::1]`) in the `Host`
+    /// and `Origin` headers, plus `allowed_hosts`. [`Server::bind`] sets it to whether
+    /// the bound address is a loopback one.
+    pub restrict_hosts: bool,
+    /// More host names requests may use (`Host` and `Origin`); when not empty, only
+    /// these (and loopback names on a loopback bind) are accepted.
+    pub allowed_hosts: Vec<String>,
+    /// Requests served at once; more are answered 503 with `Retry-After`.
+    pub max_concurrent: usize,
+    /// Time a request has to finish (503 `timeout` after it).
+    pub request_timeout: Duration,
+    /// Time a client has to send its request head before the connection is closed.
+    pub header_timeout: Duration,
+    /// Time shutdown waits for requests in flight.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -62,6 +97,14 @@ impl Default for ServerOptions {
             body_limit: DEFAULT_BODY_LIMIT,
             log_requests: true,
             ingest: IngestOptions::default(),
+            token: None,
+            public_reads: false,
+            restrict_hosts: true,
+            allowed_hosts: Vec::new(),
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            request_timeout: Duration::from_secs(300),
+            header_timeout: Duration::from_secs(10),
+            shutdown_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -75,16 +118,22 @@ pub(crate) struct AppState {
     pub(crate) options: Arc<ServerOptions>,
 }
 
-/// The API as an axum [`Router`] (for embedding in another server or testing).
+/// The API as an axum [`Router`] (for embedding in another server or testing), with the
+/// guards of [`ServerOptions`]: host and origin checks, the token, the concurrency limit
+/// and request timeout, and request logging.
 pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
     let log = options.log_requests;
+    let options = Arc::new(options);
     let state = AppState {
         engine,
         writer: Arc::new(tokio::sync::Mutex::new(())),
-        options: Arc::new(options.clone()),
+        options: options.clone(),
     };
-    let app = Router::new()
-        .route("/healthz", get(handlers::healthz))
+    let g = guard::Guard {
+        permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1))),
+        options: options.clone(),
+    };
+    let api = Router::new()
         .route("/v1/query", post(handlers::query))
         .route("/v1/ingest", post(handlers::ingest))
         .route("/v1/documents", get(handlers::list_documents))
@@ -96,26 +145,37 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.body_limit))
+        .layer(middleware::from_fn_with_state(g.clone(), guard::limit))
+        .layer(middleware::from_fn_with_state(
+            g.clone(),
+            guard::check_token,
+        ))
         .with_state(state);
+    let app = Router::new()
+        .route("/healthz", get(handlers::healthz))
+        .merge(api)
+        .layer(middleware::from_fn_with_state(g, guard::check_origin));
     if log {
-        app.layer(middleware::from_fn(log_request))
+        app.layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<_>| {
+                    tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
+                })
+                .on_request(())
+                .on_response(
+                    |res: &axum::http::Response<_>, latency: Duration, _: &tracing::Span| {
+                        tracing::info!(
+                            status = res.status().as_u16(),
+                            ms = %format_args!("{:.1}", latency.as_secs_f64() * 1000.0),
+                            "answered"
+                        );
+                    },
+                )
+                .on_failure(()),
+        )
     } else {
         app
     }
-}
-
-/// Logs `METHOD PATH STATUS MILLISECONDS` to stderr once the response is ready.
-async fn log_request(req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let res = next.run(req).await;
-    eprintln!(
-        "{method} {path} {} {:.1}ms",
-        res.status().as_u16(),
-        started.elapsed().as_secs_f64() * 1000.0
-    );
-    res
 }
 
 /// Loads what the first query would otherwise wait for: the embedding model (embedding
@@ -135,6 +195,7 @@ pub fn warm_up(engine: &Engine) -> Result<(), EngineError> {
 pub struct Server {
     listener: TcpListener,
     app: Router,
+    options: ServerOptions,
 }
 
 impl std::fmt::Debug for Server {
@@ -146,16 +207,32 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Binds `addr` (port 0 picks a free port; see [`Server::local_addr`]).
+    /// Binds `addr` (port 0 picks a free port; see [`Server::local_addr`]). On a
+    /// loopback address only loopback host names are accepted (plus
+    /// [`ServerOptions::allowed_hosts`]); any other address is refused without a
+    /// [`ServerOptions::token`] (error kind `PermissionDenied`), since anyone who can
+    /// reach it could otherwise ingest and delete documents.
     pub async fn bind(
         addr: impl ToSocketAddrs,
         engine: Arc<Engine>,
-        options: ServerOptions,
+        mut options: ServerOptions,
     ) -> std::io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        let loopback = local.ip().is_loopback();
+        if !loopback && options.token.is_none() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve on {local} without a token: anyone who can reach that address could ingest and delete documents; set a token, or bind a loopback address such as 127.0.0.1"
+                ),
+            ));
+        }
+        options.restrict_hosts = loopback;
         Ok(Server {
             listener,
-            app: router(engine, options),
+            app: router(engine, options.clone()),
+            options,
         })
     }
 
@@ -165,14 +242,13 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then stops accepting connections and waits for
-    /// the requests in flight (an ingest in progress finishes its commit).
+    /// the requests in flight (an ingest in progress finishes its commit) for up to
+    /// [`ServerOptions::shutdown_timeout`].
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        serve::serve(self.listener, self.app, &self.options, shutdown).await
     }
 }
 
@@ -209,8 +285,13 @@ pub fn run_blocking(
     options: ServerOptions,
     on_listening: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
+    // Engine work runs on the blocking pool; the concurrency limit bounds it, so the pool
+    // needs no more threads than that (plus a few for file work), and idle threads go
+    // after ten seconds, so memory returns near idle after a burst.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(options.max_concurrent.max(1) + 4)
+        .thread_keep_alive(Duration::from_secs(10))
         .build()?;
     rt.block_on(async move {
         let server = Server::bind(addr, engine, options).await?;

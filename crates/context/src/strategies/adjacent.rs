@@ -111,7 +111,8 @@ pub(crate) fn adjacent(
         };
         let n = doc.chunks.len() as i64;
         let o = i64::from(h.key.ordinal);
-        let w = p.window as i64;
+        // Never wider than the document, whatever the window asked for.
+        let w = i64::try_from(p.window).unwrap_or(i64::MAX).min(n);
         for at in (o - w).max(0)..=(o + w).min(n - 1) {
             let d = (at - o).unsigned_abs() as i32;
             let f = p.decay.powi(d);

@@ -406,7 +406,9 @@ pub(crate) fn rse(
         let span = p.max_len_chunks.saturating_sub(1);
         for (i, &v) in values.iter().enumerate() {
             if v > 0.0 || p.min_value <= 0.0 {
-                for r in &mut reach[i.saturating_sub(span)..(i + span + 1).min(n)] {
+                for r in &mut reach
+                    [i.saturating_sub(span)..i.saturating_add(span).saturating_add(1).min(n)]
+                {
                     *r = true;
                 }
             }

@@ -176,7 +176,7 @@ fn window(
             let s1 = doc.sentences.partition_point(|s| s.byte_start < c.byte_end);
             if s0 < s1 {
                 let lo = s0.saturating_sub(p.max_expand);
-                let hi = (s1 + p.max_expand).min(doc.sentences.len());
+                let hi = s1.saturating_add(p.max_expand).min(doc.sentences.len());
                 for i in lo..hi {
                     let key = (h.key.doc, i);
                     if vectors.contains_key(&key) {

@@ -12,6 +12,8 @@ use excerpt::{ChunkerConfig, Engine, EngineOptions, QuerySpec};
 use excerpt_server::{Server, ServerOptions};
 use serde_json::{json, Value};
 
+mod guards;
+
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.
 struct TestServer {
     base: String,
@@ -100,7 +102,12 @@ fn post(s: &TestServer, path: &str, body: &Value) -> (u16, Value) {
 }
 
 fn post_raw(s: &TestServer, path: &str, body: &str) -> (u16, Value) {
-    answer(agent().post(format!("{}{path}", s.base)).send(body))
+    answer(
+        agent()
+            .post(format!("{}{path}", s.base))
+            .header("Content-Type", "application/json")
+            .send(body),
+    )
 }
 
 fn delete(s: &TestServer, path: &str) -> (u16, Value) {

@@ -1,0 +1,270 @@
+//! What stands between a request and the handlers, outermost first:
+//!
+//! 1. [`check_origin`]: the `Host` header must name this server (on a loopback bind only
+//!    loopback names, plus [`ServerOptions::allowed_hosts`]), which defeats DNS
+//!    rebinding; a browser's `Origin` must be one of those names too, which defeats
+//!    cross-site requests from web pages.
+//! 2. [`check_token`]: with a [`ServerOptions::token`], writes need
+//!    `Authorization: Bearer TOKEN`, and reads too unless
+//!    [`ServerOptions::public_reads`].
+//! 3. [`limit`]: at most [`ServerOptions::max_concurrent`] requests run at once; the
+//!    next one is answered 503 with `Retry-After` at once rather than queued, and each
+//!    request has [`ServerOptions::request_timeout`] to finish.
+//!
+//! `GET /healthz` passes only the first: it stays instant while the API is saturated.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+
+use crate::{ApiError, ServerOptions};
+
+/// What the guards share.
+#[derive(Clone)]
+pub(crate) struct Guard {
+    pub(crate) options: Arc<ServerOptions>,
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+/// Whether `host` (no port) names this machine's loopback interface.
+fn is_loopback_name(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.eq_ignore_ascii_case("localhost") || host.ends_with(".localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host part of a `Host` header value or of an origin's authority (`name`,
+/// `name:port`, `[v6]:port`).
+fn host_part(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+impl ServerOptions {
+    /// Whether a request naming `host` is for this server.
+    fn accepts_host(&self, host: &str) -> bool {
+        let h = host_part(host);
+        if self.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(h)) {
+            return true;
+        }
+        if self.restrict_hosts {
+            is_loopback_name(h)
+        } else {
+            self.allowed_hosts.is_empty()
+        }
+    }
+}
+
+/// Refuses requests whose `Host` is not this server's or whose `Origin` is a foreign web
+/// page (403).
+pub(crate) async fn check_origin(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+    if let Some(host) = host {
+        if !g.options.accepts_host(host) {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "host_not_allowed",
+                format!(
+                    "Host {host:?} is not a name of this server (a loopback-bound server answers only loopback names unless more are allowed)"
+                ),
+            )
+            .into_response();
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .is_some_and(|(_, authority)| {
+                let same = host.is_some_and(|h| host_part(h) == host_part(authority));
+                same || g.options.accepts_host(authority)
+            });
+        if !allowed {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "origin_not_allowed",
+                format!(
+                    "requests from web pages at {:?} are refused (cross-site request)",
+                    origin.to_str().unwrap_or("(not text)")
+                ),
+            )
+            .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// POST routes that only read (a query's options do not fit in a URL).
+const READ_POSTS: &[&str] = &["/v1/query"];
+
+/// Whether a request may change the index: anything but GET, HEAD, OPTIONS and the
+/// read-only POST routes.
+fn is_write(method: &Method, path: &str) -> bool {
+    match *method {
+        Method::GET | Method::HEAD | Method::OPTIONS => false,
+        Method::POST => !READ_POSTS.contains(&path),
+        _ => true,
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken does not tell
+/// how much of a guessed token was right.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The bearer token of a request, if it sent one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// With a token configured: 401 for a request that needs it and does not carry it.
+pub(crate) async fn check_token(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    if let Some(token) = &g.options.token {
+        let write = is_write(req.method(), req.uri().path());
+        let needed = write || !g.options.public_reads;
+        let given = bearer(req.headers());
+        if needed && !given.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
+            let what = if write { "writes" } else { "requests" };
+            let mut res = ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                format!(
+                    "{what} to this server need the header `Authorization: Bearer TOKEN` with the server's token"
+                ),
+            )
+            .into_response();
+            res.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return res;
+        }
+    }
+    next.run(req).await
+}
+
+/// At most `max_concurrent` requests at once (503 + `Retry-After: 1` beyond), each with
+/// `request_timeout` to finish (503 `timeout`; the engine work it started still ends
+/// cleanly: a write holds its lock until its commit is done).
+pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    let Ok(_permit) = g.permits.clone().try_acquire_owned() else {
+        let mut res = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            format!(
+                "the server is already answering {} requests; retry shortly",
+                g.options.max_concurrent
+            ),
+        )
+        .into_response();
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return res;
+    };
+    let timeout = g.options.request_timeout;
+    match tokio::time::timeout(timeout, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request did not finish within {} s",
+                timeout.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names() {
+        for h in [
+            "localhost",
+            "LOCALHOST",
+            "127.0.0.1",
+            "127.8.9.1",
+            "::1",
+            "[::1]",
+            "app.localhost",
+        ] {
+            assert!(is_loopback_name(h), "{h}");
+        }
+        for h in [
+            "attacker.example",
+            "10.0.0.1",
+            "0.0.0.0",
+            "localhost.attacker.example",
+            "",
+        ] {
+            assert!(!is_loopback_name(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn host_parts() {
+        assert_eq!(host_part("localhost:7700"), "localhost");
+        assert_eq!(host_part("[::1]:7700"), "::1");
+        assert_eq!(host_part("example.org"), "example.org");
+    }
+
+    #[test]
+    fn host_policy() {
+        let mut o = ServerOptions::default();
+        assert!(o.accepts_host("127.0.0.1:7700"));
+        assert!(!o.accepts_host("attacker.example"));
+        o.allowed_hosts = vec!["search.internal".into()];
+        assert!(o.accepts_host("search.internal:80"));
+        assert!(!o.accepts_host("attacker.example"));
+        o.restrict_hosts = false;
+        assert!(
+            !o.accepts_host("attacker.example"),
+            "allowed hosts still restrict"
+        );
+        o.allowed_hosts.clear();
+        assert!(
+            o.accepts_host("attacker.example"),
+            "an open bind with no list"
+        );
+    }
+
+    #[test]
+    fn secrets_and_bearer() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer s3cret"),
+        );
+        assert_eq!(bearer(&h), Some("s3cret"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic s3cret"),
+        );
+        assert_eq!(bearer(&h), None);
+    }
+}
