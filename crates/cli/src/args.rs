@@ -46,14 +46,18 @@ pub struct Global {
         default_value = "text-embedding-3-small"
     )]
     pub embed_model: String,
-    /// Environment variable holding the API key for --embed-url.
-    #[arg(
-        long,
-        global = true,
-        env = "EXCERPT_EMBED_API_KEY_ENV",
-        default_value = "OPENAI_API_KEY"
-    )]
-    pub embed_api_key_env: String,
+    /// Environment variable holding the API key for --embed-url (default: OPENAI_API_KEY
+    /// when the URL is https://api.openai.com, else no key is sent).
+    #[arg(long, global = true, env = "EXCERPT_EMBED_API_KEY_ENV", value_name = "VAR")]
+    pub embed_api_key_env: Option<String>,
+    /// Environment variable holding the API key for --rerank-url (default as for
+    /// --embed-url: only OpenAI's own API gets OPENAI_API_KEY).
+    #[arg(long, global = true, env = "EXCERPT_RERANK_API_KEY_ENV", value_name = "VAR")]
+    pub rerank_api_key_env: Option<String>,
+    /// Send API keys even over plain http:// to a non-loopback host (refused otherwise:
+    /// anyone on the path could read them).
+    #[arg(long, global = true, env = "EXCERPT_ALLOW_PLAIN_HTTP_KEY")]
+    pub allow_plain_http_key: bool,
     /// Tokenizer for LLM token budgets.
     #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "cl100k_base",
           value_parser = ["cl100k_base", "o200k_base"])]
@@ -249,10 +253,10 @@ pub struct AnswerArgs {
     /// Chat model name sent to --answer-endpoint (recorded in report.json).
     #[arg(long, value_name = "NAME", requires = "answer_endpoint")]
     pub answer_model: Option<String>,
-    /// Environment variable holding the API key for --answer-endpoint (unset: no key
-    /// sent, fine for local servers).
-    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    pub answer_api_key_env: String,
+    /// Environment variable holding the API key for --answer-endpoint (default:
+    /// OPENAI_API_KEY for https://api.openai.com, else no key, fine for local servers).
+    #[arg(long, value_name = "VAR")]
+    pub answer_api_key_env: Option<String>,
     /// Chat requests in flight at once.
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -327,14 +331,10 @@ pub struct ContextualizeArgs {
     /// Chat model name sent to --llm-url (recorded in the index).
     #[arg(long, env = "EXCERPT_LLM_MODEL", value_name = "NAME")]
     pub llm_model: Option<String>,
-    /// Environment variable holding the API key for --llm-url (unset: no key sent).
-    #[arg(
-        long,
-        env = "EXCERPT_LLM_API_KEY_ENV",
-        value_name = "VAR",
-        default_value = "OPENAI_API_KEY"
-    )]
-    pub llm_api_key_env: String,
+    /// Environment variable holding the API key for --llm-url (default: OPENAI_API_KEY
+    /// for https://api.openai.com, else no key is sent).
+    #[arg(long, env = "EXCERPT_LLM_API_KEY_ENV", value_name = "VAR")]
+    pub llm_api_key_env: Option<String>,
     /// Chat requests in flight at once (default 4).
     #[arg(long, env = "EXCERPT_CONTEXTUALIZE_CONCURRENCY", value_name = "N")]
     pub contextualize_concurrency: Option<usize>,

@@ -143,7 +143,8 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
     let embedder = match &g.embed_url {
         Some(url) => {
             let mut cfg = RemoteConfig::new(url.clone(), g.embed_model.clone());
-            cfg.api_key_env = Some(g.embed_api_key_env.clone());
+            cfg.api_key_env = key_env(url, g.embed_api_key_env.as_deref());
+            cfg.allow_plain_http_key = g.allow_plain_http_key;
             cfg.timeout = Duration::from_secs(120);
             EmbedderSpec::Remote(cfg)
         }
@@ -155,7 +156,8 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
         (Some(dir), _) => Some(RerankerSpec::Local(dir.clone())),
         (None, Some(url)) => {
             let mut cfg = RerankConfig::new(url.clone(), g.rerank_model.clone());
-            cfg.api_key_env = Some(g.embed_api_key_env.clone());
+            cfg.api_key_env = key_env(url, g.rerank_api_key_env.as_deref());
+            cfg.allow_plain_http_key = g.allow_plain_http_key;
             Some(RerankerSpec::Http(cfg))
         }
         (None, None) => None,
@@ -197,7 +199,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             text_extensions: a.text_ext,
         },
         commit_every_chunks: a.commit_every.max(1),
-        contextualize: contextualize_options(&a.contextualize),
+        contextualize: contextualize_options(g, &a.contextualize),
         sentence_vectors: a.sentence_vectors,
         ..IngestOptions::default()
     };
@@ -277,31 +279,41 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
 /// An OpenAI-compatible chat endpoint as the command line names it (`ingest
 /// --llm-url`, `eval --answer-endpoint`): URL, model, and the environment variable
 /// holding its key (unset: no key sent); [`ChatConfig`] defaults otherwise.
-fn chat_config(url: &str, model: &str, api_key_env: &str) -> ChatConfig {
+fn chat_config(g: &Global, url: &str, model: &str, api_key_env: Option<&str>) -> ChatConfig {
     let mut chat = ChatConfig::new(url, model);
-    chat.api_key_env = Some(api_key_env.to_string());
+    chat.api_key_env = key_env(url, api_key_env);
+    chat.allow_plain_http_key = g.allow_plain_http_key;
     chat
+}
+
+/// The variable a key for `url` comes from: the one the user named, else
+/// `OPENAI_API_KEY` for OpenAI's own API only ([`excerpt_embed::default_key_env`]).
+fn key_env(url: &str, named: Option<&str>) -> Option<String> {
+    named
+        .map(str::to_string)
+        .or_else(|| excerpt_embed::default_key_env(url).map(str::to_string))
 }
 
 /// The answer endpoint asked for by `eval --answer-endpoint --answer-model` (clap makes
 /// sure both or neither are given).
-fn answer_config(a: &AnswerArgs) -> Option<ChatConfig> {
+fn answer_config(g: &Global, a: &AnswerArgs) -> Option<ChatConfig> {
     let (url, model) = (a.answer_endpoint.as_deref()?, a.answer_model.as_deref()?);
-    let mut chat = chat_config(url, model, &a.answer_api_key_env);
+    let mut chat = chat_config(g, url, model, a.answer_api_key_env.as_deref());
     chat.max_concurrency = a.answer_concurrency as usize;
     Some(chat)
 }
 
 /// The contextualizer asked for by `ingest --contextualize` (clap makes sure URL and
 /// model are given with it).
-fn contextualize_options(a: &ContextualizeArgs) -> Option<ContextualizeOptions> {
+fn contextualize_options(g: &Global, a: &ContextualizeArgs) -> Option<ContextualizeOptions> {
     if !a.contextualize {
         return None;
     }
     let chat = chat_config(
+        g,
         a.llm_url.as_deref().unwrap_or_default(),
         a.llm_model.as_deref().unwrap_or_default(),
-        &a.llm_api_key_env,
+        a.llm_api_key_env.as_deref(),
     );
     let mut opts = ContextualizeOptions::new(chat);
     opts.concurrency = a.contextualize_concurrency.unwrap_or(0);
@@ -443,7 +455,7 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.fusion = parse_fusion(&a.fusion)?;
     opts.candidates = a.candidates;
     opts.quiet = g.quiet;
-    opts.answer = answer_config(&a.answer);
+    opts.answer = answer_config(g, &a.answer);
     opts.sentence_vectors = a.sentence_vectors;
     opts.export = a.export;
     let bar = Bar::new(g.quiet);

@@ -47,7 +47,7 @@ pub use local::{
     DEFAULT_MODEL_NAME,
 };
 pub use remote::{
-    ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig, RemoteEmbedder, RerankApi,
+    default_key_env, ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig, RemoteEmbedder, RerankApi,
     RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE, DEFAULT_RERANK_BATCH_SIZE,
 };
 

@@ -24,6 +24,9 @@ pub struct ChatConfig {
     /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
     /// header (fine for local servers).
     pub api_key_env: Option<String>,
+    /// Send the key even over plain `http://` to a non-loopback host (refused
+    /// otherwise: anyone on the path could read it).
+    pub allow_plain_http_key: bool,
     /// Retries after the first attempt on 429, 5xx and connection errors.
     pub max_retries: u32,
     /// Timeout of one whole request (generation included).
@@ -48,6 +51,7 @@ impl ChatConfig {
             url: url.into(),
             model: model.into(),
             api_key_env: None,
+            allow_plain_http_key: false,
             max_retries: 5,
             timeout: Duration::from_secs(120),
             initial_backoff: Duration::from_millis(500),
@@ -154,7 +158,7 @@ impl ChatClient {
         if !config.temperature.is_finite() || config.temperature < 0.0 {
             return Err(endpoint.error(None, "the temperature must be a finite number >= 0"));
         }
-        let api_key = http::api_key(config.api_key_env.as_deref());
+        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         Ok(Self {
             agent,

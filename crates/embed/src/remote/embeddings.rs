@@ -26,6 +26,9 @@ pub struct RemoteConfig {
     /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
     /// header (fine for local servers).
     pub api_key_env: Option<String>,
+    /// Send the key even over plain `http://` to a non-loopback host (refused
+    /// otherwise: anyone on the path could read it).
+    pub allow_plain_http_key: bool,
     /// Texts per request (at least 1).
     pub batch_size: usize,
     /// Retries after the first attempt on 429, 5xx and connection errors.
@@ -47,6 +50,7 @@ impl RemoteConfig {
             url: url.into(),
             model: model.into(),
             api_key_env: None,
+            allow_plain_http_key: false,
             batch_size: DEFAULT_REMOTE_BATCH_SIZE,
             max_retries: 5,
             timeout: Duration::from_secs(60),
@@ -115,7 +119,7 @@ impl RemoteEmbedder {
         if config.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key = http::api_key(config.api_key_env.as_deref());
+        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         let dimension = OnceLock::new();
         if let Some(d) = config.dimension {

@@ -51,6 +51,46 @@ impl Endpoint {
         }
     }
 
+    /// The API key from the environment variable `var` ([`api_key`]), refused when it
+    /// would travel in the clear: over plain `http://` to a host that is not a loopback
+    /// address, unless `allow_plain_http` says the user wants that.
+    pub(crate) fn api_key(
+        &self,
+        var: Option<&str>,
+        allow_plain_http: bool,
+    ) -> Result<Option<String>, EmbedError> {
+        let key = api_key(var);
+        if key.is_some() && !allow_plain_http && !self.is_private_transport() {
+            return Err(self.error(
+                None,
+                format!(
+                    "refusing to send the API key from ${} over plain http to a non-loopback host (anyone on the path could read it); use https, or allow plain http explicitly",
+                    var.unwrap_or_default()
+                ),
+            ));
+        }
+        Ok(key)
+    }
+
+    /// Whether a key sent to the URL is safe from the network: https, or plain http to
+    /// a loopback host.
+    fn is_private_transport(&self) -> bool {
+        if self.url.starts_with("https://") {
+            return true;
+        }
+        let Some(rest) = self.url.strip_prefix("http://") else {
+            return false;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
+        let host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => authority.split(':').next().unwrap_or(""),
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// Fails with [`EmbedError::Remote`] (no status) unless the URL is http(s).
     pub(crate) fn check_scheme(&self) -> Result<(), EmbedError> {
         if self.url.starts_with("http://") || self.url.starts_with("https://") {
@@ -59,6 +99,18 @@ impl Endpoint {
             Err(self.error(None, "the URL must start with http:// or https://"))
         }
     }
+}
+
+/// The environment variable a key for `url` is read from when the user named none:
+/// `OPENAI_API_KEY` for OpenAI's own API, else none, so a key meant for one service is
+/// never sent to another by default.
+pub fn default_key_env(url: &str) -> Option<&'static str> {
+    let rest = url
+        .trim()
+        .strip_prefix("https://")?;
+    let host = rest.split(['/', ':', '?', '#']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("api.openai.com")
+        .then_some("OPENAI_API_KEY")
 }
 
 /// An agent with a global timeout that returns non-2xx responses instead of errors.
@@ -223,6 +275,53 @@ mod tests {
                 "http://h:1/v1/chat/completions",
                 "{base}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+
+    fn endpoint(url: &str) -> Endpoint {
+        Endpoint {
+            kind: RemoteEndpoint::Chat,
+            url: url.into(),
+        }
+    }
+
+    #[test]
+    fn keys_travel_only_privately() {
+        for ok in [
+            "https://api.example.com/v1",
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080",
+            "http://[::1]:9000/x",
+            "http://user@127.0.0.1/",
+        ] {
+            assert!(endpoint(ok).is_private_transport(), "{ok}");
+        }
+        for bad in [
+            "http://api.example.com/v1",
+            "http://10.0.0.5:8080",
+            "http://localhost.evil.example/",
+            "http://127.0.0.1.evil.example/",
+        ] {
+            assert!(!endpoint(bad).is_private_transport(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn openai_key_only_for_openai() {
+        assert_eq!(default_key_env("https://api.openai.com/v1"), Some("OPENAI_API_KEY"));
+        assert_eq!(default_key_env("https://API.OPENAI.COM"), Some("OPENAI_API_KEY"));
+        for other in [
+            "http://api.openai.com/v1",
+            "https://api.openai.com.evil.example/v1",
+            "https://my-proxy.example/v1",
+            "http://localhost:11434/v1",
+        ] {
+            assert_eq!(default_key_env(other), None, "{other}");
         }
     }
 }

@@ -69,6 +69,9 @@ pub struct RerankConfig {
     /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
     /// header (fine for local servers).
     pub api_key_env: Option<String>,
+    /// Send the key even over plain `http://` to a non-loopback host (refused
+    /// otherwise: anyone on the path could read it).
+    pub allow_plain_http_key: bool,
     /// Passages per request (at least 1).
     pub batch_size: usize,
     /// Retries after the first attempt on 429, 5xx and connection errors.
@@ -93,6 +96,7 @@ impl RerankConfig {
             model: model.into(),
             api: RerankApi::Cohere,
             api_key_env: None,
+            allow_plain_http_key: false,
             batch_size: DEFAULT_RERANK_BATCH_SIZE,
             max_retries: 5,
             timeout: Duration::from_secs(60),
@@ -189,7 +193,7 @@ impl HttpReranker {
         if config.api == RerankApi::Cohere && config.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key = http::api_key(config.api_key_env.as_deref());
+        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         let model_id = if config.model.trim().is_empty() {
             endpoint.url.clone()

@@ -302,6 +302,19 @@ fn api_key_from_env_is_sent_as_bearer() {
     );
     // The key never shows in Debug output.
     assert!(!format!("{with_key:?}").contains("sk-test-secret"));
+    // Never in the clear to a host off this machine, unless asked for.
+    let plain = RemoteConfig {
+        api_key_env: Some(VAR.into()),
+        ..RemoteConfig::new("http://embeddings.example.org/v1", "m")
+    };
+    let err = RemoteEmbedder::new(plain.clone()).expect_err("a key over plain http");
+    assert!(err.to_string().contains("plain http"), "{err}");
+    assert!(!err.to_string().contains("sk-test-secret"), "{err}");
+    let allowed = RemoteConfig {
+        allow_plain_http_key: true,
+        ..plain
+    };
+    assert!(RemoteEmbedder::new(allowed).is_ok());
 }
 
 #[test]
