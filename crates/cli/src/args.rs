@@ -48,11 +48,21 @@ pub struct Global {
     pub embed_model: String,
     /// Environment variable holding the API key for --embed-url (default: OPENAI_API_KEY
     /// when the URL is https://api.openai.com, else no key is sent).
-    #[arg(long, global = true, env = "EXCERPT_EMBED_API_KEY_ENV", value_name = "VAR")]
+    #[arg(
+        long,
+        global = true,
+        env = "EXCERPT_EMBED_API_KEY_ENV",
+        value_name = "VAR"
+    )]
     pub embed_api_key_env: Option<String>,
     /// Environment variable holding the API key for --rerank-url (default as for
     /// --embed-url: only OpenAI's own API gets OPENAI_API_KEY).
-    #[arg(long, global = true, env = "EXCERPT_RERANK_API_KEY_ENV", value_name = "VAR")]
+    #[arg(
+        long,
+        global = true,
+        env = "EXCERPT_RERANK_API_KEY_ENV",
+        value_name = "VAR"
+    )]
     pub rerank_api_key_env: Option<String>,
     /// Send API keys even over plain http:// to a non-loopback host (refused otherwise:
     /// anyone on the path could read them).

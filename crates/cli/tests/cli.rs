@@ -281,13 +281,62 @@ fn output_into_a_closed_pipe_stops_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// Kills real ingest processes at random moments; every state left behind must open
-/// and satisfy the invariants, and a final ingest must complete the job.
+/// Every live chunk can be found by BM25 under its own text (a chunk committed to the
+/// segments but missing from the lexical index would be invisible to hybrid search).
+fn check_bm25_complete(s: &Snapshot) {
+    for (i, d) in s.documents().iter().enumerate() {
+        for c in &d.chunks {
+            let text: String = d.text[c.range.byte_start..c.range.byte_end]
+                .split_whitespace()
+                .take(12)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let key = excerpt_core::ChunkKey::new(i as u32, c.ordinal);
+            let hits = s.bm25_search(&text, s.chunk_count(), None).unwrap();
+            assert!(
+                hits.iter().any(|(k, _)| *k == key),
+                "chunk {key:?} of {} is not in BM25",
+                d.id
+            );
+        }
+    }
+}
+
+/// Starts `excerpt serve` on a free port; returns the child and its base URL.
+fn spawn_server(index: &Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = bin()
+        .arg("--index")
+        .arg(index)
+        .args(["--quiet", "serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("no address on stdout: {line:?}"))
+        .to_string();
+    (child, base)
+}
+
+/// Kills real processes at random moments while they write: `excerpt ingest`, `excerpt
+/// rm` and `excerpt serve` answering `POST /v1/ingest`. Every state left behind must
+/// open, satisfy the invariants and have every live chunk in BM25, and a final ingest
+/// must complete the job. `EXCERPT_KILL_ROUNDS` sets the number of kills (default 6;
+/// scripts/crash-loop.sh runs 100).
 #[test]
-fn sigkill_during_ingest_leaves_a_consistent_index() {
+fn sigkill_during_writes_leaves_a_consistent_index() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     let index = tmp.path().join("idx");
+    let mut texts = Vec::new();
     for i in 0..60 {
         let body: String = (0..30)
             .map(|j| {
@@ -298,12 +347,14 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
                 )
             })
             .collect();
-        write_file(
-            &docs,
-            &format!("f{i:02}.md"),
-            format!("# File {i}\n\n{body}").as_bytes(),
-        );
+        let text = format!("# File {i}\n\n{body}");
+        write_file(&docs, &format!("f{i:02}.md"), text.as_bytes());
+        texts.push(text);
     }
+    let rounds: u64 = std::env::var("EXCERPT_KILL_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
     let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -316,38 +367,86 @@ fn sigkill_during_ingest_leaves_a_consistent_index() {
         state ^= state << 17;
         state
     };
-    let mut committed_before = 0;
-    for round in 0..6 {
-        let mut child = bin()
-            .arg("--index")
-            .arg(&index)
-            .args([
-                "ingest",
-                docs.to_str().unwrap(),
-                "--commit-every",
-                "8",
-                "--quiet",
-            ])
-            .spawn()
-            .unwrap();
-        let delay = 100 + next() % 2500;
-        std::thread::sleep(std::time::Duration::from_millis(delay));
-        let _ = child.kill(); // SIGKILL on Unix
-        let _ = child.wait();
+    for round in 0..rounds {
+        let exists = excerpt_index::Manifest::load(&index).unwrap().is_some();
+        // The first rounds ingest; later ones pick a writer at random.
+        let kind = if !exists || round < 2 { 0 } else { next() % 3 };
+        let before = if exists {
+            Snapshot::open(&index).unwrap().documents().len()
+        } else {
+            0
+        };
+        let mut killed = match kind {
+            0 => {
+                let child = bin()
+                    .arg("--index")
+                    .arg(&index)
+                    .args([
+                        "ingest",
+                        docs.to_str().unwrap(),
+                        "--commit-every",
+                        "8",
+                        "--quiet",
+                    ])
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100 + next() % 2500));
+                child
+            }
+            1 => {
+                let ids: Vec<String> = (0..60)
+                    .filter(|_| next() % 3 == 0)
+                    .map(|i| format!("f{i:02}.md"))
+                    .collect();
+                let child = bin()
+                    .arg("--index")
+                    .arg(&index)
+                    .arg("--quiet")
+                    .arg("rm")
+                    .args(&ids)
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(next() % 600));
+                child
+            }
+            _ => {
+                let (child, base) = spawn_server(&index);
+                let batch: Vec<serde_json::Value> = (0..60)
+                    .filter(|_| next() % 2 == 0)
+                    .map(|i| {
+                        let text = texts[i].replace("talks", "speaks");
+                        serde_json::json!({"id": format!("f{i:02}.md"), "format": "markdown", "text": text})
+                    })
+                    .collect();
+                // Detached: the post ends with an error when the server dies.
+                std::thread::spawn(move || {
+                    let _ = ureq::post(format!("{base}/v1/ingest"))
+                        .send_json(serde_json::json!({ "documents": batch }));
+                });
+                std::thread::sleep(std::time::Duration::from_millis(200 + next() % 2000));
+                child
+            }
+        };
+        let _ = killed.kill(); // SIGKILL on Unix
+        let _ = killed.wait();
         if excerpt_index::Manifest::load(&index).unwrap().is_none() {
             continue; // killed before the first commit
         }
         let s = check_index(&index);
-        assert!(
-            s.documents().len() >= committed_before,
-            "round {round}: committed documents never go away"
-        );
-        committed_before = s.documents().len();
+        check_bm25_complete(&s);
+        if kind == 0 {
+            assert!(
+                s.documents().len() >= before,
+                "round {round}: an ingest never loses committed documents"
+            );
+        }
     }
     let out = run(&index, &["ingest", docs.to_str().unwrap(), "--json"]);
     let r = json(&out);
     assert_eq!(r["documents"], 60, "{r:#}");
     let s = check_index(&index);
+    check_bm25_complete(&s);
     assert_eq!(s.documents().len(), 60);
     assert!(!s.stats().bm25_rebuilt_in_memory);
 }

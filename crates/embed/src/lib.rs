@@ -47,8 +47,9 @@ pub use local::{
     DEFAULT_MODEL_NAME,
 };
 pub use remote::{
-    default_key_env, ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig, RemoteEmbedder, RerankApi,
-    RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE, DEFAULT_RERANK_BATCH_SIZE,
+    default_key_env, ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig,
+    RemoteEmbedder, RerankApi, RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE,
+    DEFAULT_RERANK_BATCH_SIZE,
 };
 
 pub use excerpt_core::{EmbedError, Embedder, RemoteEndpoint, Reranker, TokenCounter};

@@ -158,7 +158,8 @@ impl ChatClient {
         if !config.temperature.is_finite() || config.temperature < 0.0 {
             return Err(endpoint.error(None, "the temperature must be a finite number >= 0"));
         }
-        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
+        let api_key =
+            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         Ok(Self {
             agent,

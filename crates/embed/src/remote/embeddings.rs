@@ -119,7 +119,8 @@ impl RemoteEmbedder {
         if config.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
+        let api_key =
+            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         let dimension = OnceLock::new();
         if let Some(d) = config.dimension {

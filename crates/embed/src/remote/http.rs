@@ -88,7 +88,9 @@ impl Endpoint {
             None => authority.split(':').next().unwrap_or(""),
         };
         host.eq_ignore_ascii_case("localhost")
-            || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     }
 
     /// Fails with [`EmbedError::Remote`] (no status) unless the URL is http(s).
@@ -105,9 +107,7 @@ impl Endpoint {
 /// `OPENAI_API_KEY` for OpenAI's own API, else none, so a key meant for one service is
 /// never sent to another by default.
 pub fn default_key_env(url: &str) -> Option<&'static str> {
-    let rest = url
-        .trim()
-        .strip_prefix("https://")?;
+    let rest = url.trim().strip_prefix("https://")?;
     let host = rest.split(['/', ':', '?', '#']).next().unwrap_or("");
     host.eq_ignore_ascii_case("api.openai.com")
         .then_some("OPENAI_API_KEY")
@@ -313,8 +313,14 @@ mod key_tests {
 
     #[test]
     fn openai_key_only_for_openai() {
-        assert_eq!(default_key_env("https://api.openai.com/v1"), Some("OPENAI_API_KEY"));
-        assert_eq!(default_key_env("https://API.OPENAI.COM"), Some("OPENAI_API_KEY"));
+        assert_eq!(
+            default_key_env("https://api.openai.com/v1"),
+            Some("OPENAI_API_KEY")
+        );
+        assert_eq!(
+            default_key_env("https://API.OPENAI.COM"),
+            Some("OPENAI_API_KEY")
+        );
         for other in [
             "http://api.openai.com/v1",
             "https://api.openai.com.evil.example/v1",

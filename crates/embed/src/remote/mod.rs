@@ -15,6 +15,6 @@ mod http;
 mod rerank;
 
 pub use chat::{ChatClient, ChatConfig, ChatResponse};
-pub use http::default_key_env;
 pub use embeddings::{RemoteConfig, RemoteEmbedder, DEFAULT_REMOTE_BATCH_SIZE};
+pub use http::default_key_env;
 pub use rerank::{HttpReranker, RerankApi, RerankConfig, ScoreMapping, DEFAULT_RERANK_BATCH_SIZE};

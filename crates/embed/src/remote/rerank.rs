@@ -193,7 +193,8 @@ impl HttpReranker {
         if config.api == RerankApi::Cohere && config.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key = endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
+        let api_key =
+            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
         let agent = http::agent(config.timeout);
         let model_id = if config.model.trim().is_empty() {
             endpoint.url.clone()
