@@ -8,7 +8,7 @@
 #   after    the server's threads and RSS 15 s after the burst (idle threads retire)
 # Prints one JSON line per phase (throughput, p50/p90/p99, status counts) and the
 # server's RSS and thread count; fails if the server died or answered anything but
-# 200 and 503. Not part of CI (it takes about a minute and wants a quiet machine).
+# 200 and 503 (the server log is kept in target/load-server.log). Not part of CI (it takes about a minute and wants a quiet machine).
 #   scripts/load.sh [path/to/excerpt]   (default: target/release/excerpt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,10 +20,15 @@ steady="${SECONDS_STEADY:-20}"
 export INGEST_EVERY="${INGEST_EVERY:-20}"
 tmp=$(mktemp -d)
 server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null
+  wait 2>/dev/null
+  mkdir -p target && cp "$tmp/err" target/load-server.log 2>/dev/null || true
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 "$bin" --quiet --index "$tmp/idx" ingest README.md docs >/dev/null
-"$bin" --quiet --index "$tmp/idx" serve --addr 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
+RUST_LOG=warn "$bin" --index "$tmp/idx" serve --addr 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
 server=$!
 for _ in $(seq 1 300); do grep -q listening "$tmp/out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$tmp/out")
@@ -44,5 +49,9 @@ sleep 15
 printf '{"phase": "after", "rss_mib": %s, "threads": %s}\n' "$(mem)" "$(threads)"
 curl -sf "$base/healthz" >/dev/null || { echo "load: the server stopped answering" >&2; exit 1; }
 bad=$(cat "$tmp/steady" "$tmp/burst" | grep '^LOADJSON' | grep -oE '"[0-9]{3}": [0-9]+' | grep -vE '"(200|503)"' || true)
-[ -z "$bad" ] || { echo "load: unexpected statuses: $bad" >&2; exit 1; }
+if [ -n "$bad" ]; then
+  echo "load: unexpected statuses: $bad; server faults logged:" >&2
+  grep -iE "error|fault" "$tmp/err" | head -20 >&2
+  exit 1
+fi
 echo "load: ok" >&2

@@ -66,7 +66,12 @@ impl From<EngineError> for ApiError {
 }
 
 impl IntoResponse for ApiError {
+    /// The JSON answer. A server fault (500) is also logged with its message, since the
+    /// client's copy is the only other trace of it.
     fn into_response(self) -> Response {
+        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
+            tracing::error!(code = self.code, message = %self.message, "server fault");
+        }
         let body = serde_json::json!({
             "error": { "code": self.code, "message": self.message }
         });
