@@ -168,9 +168,38 @@ impl Engine {
                 return Ok(s.clone());
             }
         }
-        let s = Arc::new(Snapshot::open(&self.options.index_dir)?);
+        let s = Arc::new(self.open_latest(current)?);
         *guard = Some(s.clone());
         Ok(s)
+    }
+
+    /// Opens the latest generation. A writer in another thread or process may commit
+    /// while the segments of `generation` are read, and its BM25 merges collect files
+    /// a reader has just seen named: such failures are retried (immediately while the
+    /// generation moves, after a short pause for a BM25 file that went away), and
+    /// reported only when they persist (then the damage is real).
+    fn open_latest(&self, mut generation: u64) -> Result<Snapshot, EngineError> {
+        let dir = &self.options.index_dir;
+        let mut attempts = 0;
+        loop {
+            match Snapshot::open(dir) {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    attempts += 1;
+                    let now = excerpt_index::Manifest::load(dir)
+                        .ok()
+                        .flatten()
+                        .map(|m| m.generation);
+                    match now {
+                        Some(g) if g != generation && attempts < 8 => generation = g,
+                        Some(_) if e.is_transient() && attempts < 8 => {
+                            std::thread::sleep(std::time::Duration::from_millis(5 << attempts));
+                        }
+                        _ => return Err(e.into()),
+                    }
+                }
+            }
+        }
     }
 
     /// Deletes documents by id; returns the ids that existed. One atomic commit.

@@ -458,3 +458,50 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
     };
     assert_eq!(spans(&a), spans(&b));
 }
+
+/// A reader in one engine (as in another process) keeps answering while a writer in
+/// another engine commits over and over: opening the latest snapshot in the middle of a
+/// commit retries instead of failing.
+#[test]
+fn readers_keep_answering_while_another_writer_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    let writer = Engine::new(EngineOptions::new(&dir));
+    let doc = |i: usize| excerpt::ParsedDocument {
+        id: format!("notes/{i:03}.txt"),
+        title: format!("Note {i}"),
+        source: None,
+        metadata: Default::default(),
+        text: format!("Note {i}: the replica was restarted after the cache filled up.\n"),
+        sections: vec![],
+        atomic: vec![],
+    };
+    writer
+        .ingest_documents(vec![doc(0)], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let done = done.clone();
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            let engine = Engine::new(EngineOptions::new(&dir));
+            let mut req = QueryRequest::new("replica cache");
+            req.mode = Mode::Bm25;
+            let mut answered = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let ctx = engine.query(&req).expect("a query during commits");
+                assert!(!ctx.pieces.is_empty());
+                answered += 1;
+            }
+            answered
+        })
+    };
+    for i in 1..40 {
+        writer
+            .ingest_documents(vec![doc(i)], &IngestOptions::default(), &NoProgress)
+            .expect("the writer commits while another engine reads");
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let answered = reader.join().expect("the reader never failed");
+    assert!(answered > 0);
+}

@@ -112,10 +112,15 @@ fn template() -> &'static Path {
             contextualizer: None,
         };
         let mut w = IndexWriter::open(dir.path(), config).expect("a writer");
-        for (id, text) in [("a.txt", "apples are red|bananas are yellow"), ("b.txt", "cherries|dates")] {
+        for (id, text) in [
+            ("a.txt", "apples are red|bananas are yellow"),
+            ("b.txt", "cherries|dates"),
+        ] {
             let doc = document(id, text);
             let rows = doc.chunks.len();
-            let vectors: Vec<f32> = (0..rows * 4).map(|i| if i % 5 == 0 { 1.0 } else { 0.0 }).collect();
+            let vectors: Vec<f32> = (0..rows * 4)
+                .map(|i| if i % 5 == 0 { 1.0 } else { 0.0 })
+                .collect();
             w.put(doc, vectors).expect("put");
         }
         w.commit().expect("commit");

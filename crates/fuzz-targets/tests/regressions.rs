@@ -27,7 +27,11 @@ fn every_kept_input_is_handled() {
             replayed += 1;
         }
     }
-    assert!(replayed > 0, "no kept inputs under {}", regressions().display());
+    assert!(
+        replayed > 0,
+        "no kept inputs under {}",
+        regressions().display()
+    );
 }
 
 #[test]

@@ -73,6 +73,17 @@ pub enum IndexError {
 }
 
 impl IndexError {
+    /// Whether opening again may succeed: a BM25 file named by the commit it read was
+    /// removed in the meantime (the writer's merge finished and collected it).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            IndexError::Tantivy(tantivy::TantivyError::OpenReadError(
+                tantivy::directory::error::OpenReadError::FileDoesNotExist(_)
+            ))
+        )
+    }
+
     /// Whose fault it is: no index is [`ErrorKind::NotFound`], a held lock
     /// [`ErrorKind::Conflict`], a malformed document [`ErrorKind::BadInput`]; settings,
     /// formats and files that do not match, and operating-system errors are

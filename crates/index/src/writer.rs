@@ -32,13 +32,25 @@ pub struct IndexWriter {
     dir: PathBuf,
     manifest: Manifest,
     _lock: fs::File,
-    tantivy: tantivy::IndexWriter<TantivyDocument>,
+    /// Always `Some` until the writer is dropped (see the `Drop` impl).
+    tantivy: Option<tantivy::IndexWriter<TantivyDocument>>,
     fields: Fields,
     /// Committed live documents: id -> (segment name, content hash).
     live: HashMap<String, (String, String)>,
     staged: BTreeMap<String, Staged>,
     staged_deletes: BTreeSet<String>,
     ann: AnnOptions,
+}
+
+impl Drop for IndexWriter {
+    /// Waits for the BM25 merges the commits started, while the directory lock is still
+    /// held: a merge finishing after the lock is released would collect files that the
+    /// next writer, or a reader, has just read named in the BM25 metadata.
+    fn drop(&mut self) {
+        if let Some(w) = self.tantivy.take() {
+            let _ = w.wait_merging_threads();
+        }
+    }
 }
 
 impl std::fmt::Debug for IndexWriter {
@@ -125,7 +137,7 @@ impl IndexWriter {
             dir: dir.to_path_buf(),
             manifest,
             _lock: lock,
-            tantivy,
+            tantivy: Some(tantivy),
             fields,
             live,
             staged: BTreeMap::new(),
@@ -303,13 +315,16 @@ impl IndexWriter {
         next.ann = ann::update(&self.dir, &next, generation, &self.ann)?;
 
         // 3. BM25, tagged with the generation it belongs to.
+        let Some(tantivy) = self.tantivy.as_mut() else {
+            unreachable!("the BM25 writer is taken only on drop");
+        };
         for id in &touched {
-            bm25::delete_document(&self.tantivy, self.fields, id);
+            bm25::delete_document(tantivy, self.fields, id);
         }
         for d in &docs {
-            bm25::add_document(&self.tantivy, self.fields, d, next.config.headers)?;
+            bm25::add_document(tantivy, self.fields, d, next.config.headers)?;
         }
-        let mut prepared = self.tantivy.prepare_commit()?;
+        let mut prepared = tantivy.prepare_commit()?;
         prepared.set_payload(&generation.to_string());
         prepared.commit()?;
 
