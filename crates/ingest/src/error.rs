@@ -28,6 +28,18 @@ pub enum IngestError {
         /// The file.
         path: PathBuf,
     },
+    /// An HTML page nests elements deeper than the parser's budget
+    /// ([`crate::MAX_HTML_DEPTH`]): parsing time grows with the square of the depth, and
+    /// no real page comes near it. Skipped.
+    #[error("{}: skipped: HTML nested {depth} elements deep (the limit is {max})", path.display())]
+    TooDeep {
+        /// The file.
+        path: PathBuf,
+        /// The depth found (a lower bound: the scan stops at the limit).
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The file is not valid UTF-8.
     #[error("{}: not valid UTF-8 (first bad byte at offset {byte_offset})", path.display())]
     InvalidUtf8 {
@@ -90,6 +102,7 @@ impl IngestError {
             IngestError::Io { .. }
             | IngestError::Binary { .. }
             | IngestError::Empty { .. }
+            | IngestError::TooDeep { .. }
             | IngestError::InvalidUtf8 { .. }
             | IngestError::UnknownExtension { .. }
             | IngestError::JsonlLine { .. }

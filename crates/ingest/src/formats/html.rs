@@ -248,11 +248,103 @@ fn page_title(html: &Html) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// Deepest element nesting an HTML page may have. The HTML parser checks the stack of
+/// open elements for every tag, so its time grows with the square of the depth (a page
+/// of 100,000 nested `<div>`s took 74 s); browsers themselves stop nesting at a few
+/// hundred levels.
+pub const MAX_HTML_DEPTH: usize = 2048;
+
+/// Elements that never hold children.
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+    "source", "track", "wbr",
+];
+
+/// Elements whose end tag may be left out: a page may open thousands of them without
+/// closing any, and the parser closes them itself, so they do not count as nesting.
+const OPTIONAL_END: &[&str] = &[
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rp",
+    "thead", "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
+];
+
+/// Elements whose content is raw text, where `<` does not start a tag.
+const RAW_TEXT: &[&str] = &["script", "style", "textarea", "title", "xmp", "noscript"];
+
+/// How deep the page's tags nest, counted in one linear pass over the source without
+/// parsing (void and optional-end elements, comments and raw text ignored), up to
+/// `limit`: enough to refuse a page before the parser spends quadratic time on it.
+fn nesting_depth(source: &str, limit: usize) -> usize {
+    let bytes = source.as_bytes();
+    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
+    while let Some(off) = bytes[i..].iter().position(|&b| b == b'<') {
+        i += off + 1;
+        if bytes[i..].starts_with(b"!--") {
+            i = source[i..].find("-->").map_or(bytes.len(), |e| i + e + 3);
+            continue;
+        }
+        let closing = bytes.get(i) == Some(&b'/');
+        let name_start = i + usize::from(closing);
+        let name_len = bytes[name_start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+            .count();
+        if name_len == 0 {
+            continue;
+        }
+        let name = source[name_start..name_start + name_len].to_ascii_lowercase();
+        let end = bytes[name_start..]
+            .iter()
+            .position(|&b| b == b'>')
+            .map_or(bytes.len(), |e| name_start + e);
+        let self_closing = end > 0 && bytes.get(end - 1) == Some(&b'/');
+        i = (end + 1).min(bytes.len());
+        if VOID.contains(&name.as_str()) || OPTIONAL_END.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !self_closing {
+            if RAW_TEXT.contains(&name.as_str()) {
+                // Skip to the matching end tag, compared without regard to case.
+                let n = name.len();
+                let mut j = i;
+                i = bytes.len();
+                while let Some(off) = source[j..].find("</") {
+                    let at = j + off + 2;
+                    if bytes
+                        .get(at..at + n)
+                        .is_some_and(|b| b.eq_ignore_ascii_case(name.as_bytes()))
+                    {
+                        i = at;
+                        break;
+                    }
+                    j = at;
+                }
+                continue;
+            }
+            depth += 1;
+            max = max.max(depth);
+            if max >= limit {
+                return max;
+            }
+        }
+    }
+    max
+}
+
 pub(crate) fn load(
     path: &Path,
     mut doc: ParsedDocument,
     source: &str,
 ) -> Result<ParsedDocument, IngestError> {
+    let depth = nesting_depth(source, MAX_HTML_DEPTH + 1);
+    if depth > MAX_HTML_DEPTH {
+        return Err(IngestError::TooDeep {
+            path: path.to_path_buf(),
+            depth,
+            max: MAX_HTML_DEPTH,
+        });
+    }
     let html = Html::parse_document(source);
     let ex = extract(&html);
     if ex.out.trim().is_empty() {
@@ -283,4 +375,45 @@ pub(crate) fn load(
     doc.atomic = ex.atomic;
     doc.text = ex.out;
     Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_is_counted_without_parsing() {
+        assert_eq!(nesting_depth("<html><body><div><p>a<p>b</div></body></html>", 100), 1);
+        assert_eq!(nesting_depth(&"<div>".repeat(50), 100), 50);
+        assert_eq!(nesting_depth(&"<div>".repeat(50), 10), 10, "stops at the limit");
+        assert_eq!(nesting_depth(&"<div></div>".repeat(5000), 100), 1);
+        // Void, self-closing and optional-end elements, comments and raw text.
+        assert_eq!(nesting_depth(&"<br><img src=x><x-y/>".repeat(100), 100), 0);
+        assert_eq!(nesting_depth(&"<li>item".repeat(10_000), 100), 0);
+        assert_eq!(nesting_depth("<!-- <div><div> --><span>x</span>", 100), 1);
+        let script = format!("<script>{}</SCRIPT><div>", "if (a<b) { x = '<div>'; }".repeat(100));
+        assert_eq!(nesting_depth(&script, 100), 1);
+        assert_eq!(nesting_depth("<div <<<< >", 100), 1);
+        assert_eq!(nesting_depth("a < b and c > d; <", 100), 0);
+    }
+
+    #[test]
+    fn pages_nested_too_deep_are_skipped_with_the_reason() {
+        let doc = || ParsedDocument {
+            id: "deep.html".into(),
+            title: String::new(),
+            source: None,
+            metadata: Default::default(),
+            text: String::new(),
+            sections: vec![],
+            atomic: vec![],
+        };
+        let deep = format!("{}text", "<div>".repeat(100_000));
+        let err = load(Path::new("deep.html"), doc(), &deep).expect_err("refused");
+        assert!(matches!(err, IngestError::TooDeep { .. }), "{err}");
+        assert!(err.to_string().contains("nested"), "{err}");
+        let fine = format!("{}text", "<div>".repeat(MAX_HTML_DEPTH));
+        let d = load(Path::new("ok.html"), doc(), &fine).expect("at the limit: loaded");
+        assert_eq!(d.text.trim(), "text");
+    }
 }
