@@ -293,6 +293,10 @@ pub struct IngestArgs {
     /// Also load files with these extensions as plain text (e.g. rst,log).
     #[arg(long, env = "EXCERPT_TEXT_EXT", value_delimiter = ',')]
     pub text_ext: Vec<String>,
+    /// Skip files larger than this many MiB (reported with the reason).
+    #[arg(long, env = "EXCERPT_MAX_FILE_MIB", value_name = "MIB", default_value_t = excerpt_ingest::DEFAULT_MAX_FILE_BYTES >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub max_file_size: u64,
     /// Chunker of a new index: tokens[:N] (default tokens:256, model tokens),
     /// chars[:N], sentence, section[:N]. Fixed once the index exists.
     #[arg(long, env = "EXCERPT_CHUNKER")]

@@ -197,6 +197,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         },
         load: LoadOptions {
             text_extensions: a.text_ext,
+            max_file_bytes: a.max_file_size << 20,
         },
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(g, &a.contextualize),

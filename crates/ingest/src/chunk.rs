@@ -13,6 +13,13 @@ use crate::{split_sentences, IngestError};
 /// characters, and chunk `tokens` stay 0 (not counted).
 pub const CHARS_PER_TOKEN_ESTIMATE: usize = 4;
 
+/// Most characters a chunk may hold per token of its budget, whatever the tokenizer
+/// counts. A word the tokenizer cannot split (a 20 MB string without spaces is one
+/// unknown token to WordPiece) would otherwise make one chunk of any length: the model
+/// reads only its first few hundred tokens, and everything after would be unreachable.
+/// Real text runs 3 to 6 characters per token; 16 leaves room for the densest.
+pub const MAX_CHARS_PER_TOKEN: usize = 16;
+
 /// How [`chunk`] cuts a document: the chunker, the token counter, and the room to keep
 /// free in every chunk's token budget for text indexed with the chunk.
 ///
@@ -459,7 +466,13 @@ impl Region<'_> {
             }
             Measure::Tokens { .. } => {
                 let k = budget.saturating_add(self.ends.partition_point(|&e| e <= s));
-                self.starts.get(k).copied().unwrap_or(self.re)
+                let by_tokens = self.starts.get(k).copied().unwrap_or(self.re);
+                let c = self.idx.char_offset(s).unwrap_or(0);
+                let by_chars = self
+                    .idx
+                    .byte_offset(c.saturating_add(budget.saturating_mul(MAX_CHARS_PER_TOKEN)))
+                    .unwrap_or(self.text.len());
+                by_tokens.min(by_chars)
             }
         };
         let p = floor_boundary(self.text, p.min(self.re));
@@ -859,6 +872,32 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![10, 10, 5]
         );
+    }
+
+    #[test]
+    fn a_word_the_tokenizer_cannot_split_is_cut_by_characters() {
+        // `Words` counts "xxxx...x" as one token, as WordPiece counts an over-long word
+        // as one unknown token: the token limit alone would keep it in one chunk.
+        let text = format!(
+            "Before the blob.\n\n{}\n\nAfter the blob.",
+            "x".repeat(100_000)
+        );
+        let d = chunk(
+            parsed(&text),
+            &ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 32 }).counter(Some(&Words)),
+        )
+        .unwrap();
+        let cap = 32 * MAX_CHARS_PER_TOKEN;
+        assert!(d.chunks.len() >= 100_000 / cap, "{} chunks", d.chunks.len());
+        for c in &d.chunks {
+            assert!(
+                c.range.char_len() <= cap,
+                "a chunk of {} chars",
+                c.range.char_len()
+            );
+        }
+        let last = d.chunks.last().unwrap();
+        assert!(text[last.range.byte_start..last.range.byte_end].contains("After the blob"));
     }
 
     #[test]

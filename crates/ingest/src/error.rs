@@ -40,6 +40,17 @@ pub enum IngestError {
         /// The limit.
         max: usize,
     },
+    /// The file is larger than the loader's limit ([`crate::LoadOptions`]). Skipped
+    /// before it is read.
+    #[error("{}: skipped: {} MiB, over the limit of {} MiB", path.display(), bytes.div_ceil(1 << 20), max / (1 << 20))]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The file is not valid UTF-8.
     #[error("{}: not valid UTF-8 (first bad byte at offset {byte_offset})", path.display())]
     InvalidUtf8 {
@@ -103,6 +114,7 @@ impl IngestError {
             | IngestError::Binary { .. }
             | IngestError::Empty { .. }
             | IngestError::TooDeep { .. }
+            | IngestError::TooLarge { .. }
             | IngestError::InvalidUtf8 { .. }
             | IngestError::UnknownExtension { .. }
             | IngestError::JsonlLine { .. }

@@ -46,7 +46,9 @@ mod walk;
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
 pub use formats::html::MAX_HTML_DEPTH;
-pub use load::{is_supported, load_file, load_path, load_str, DocFormat, LoadOptions};
+pub use load::{
+    is_supported, load_file, load_path, load_str, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
+};
 pub use parsed::{Loaded, ParsedDocument};
 pub use sentences::split_sentences;
 pub use walk::{walk, WalkItem, WalkOptions};

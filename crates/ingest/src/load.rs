@@ -43,13 +43,27 @@ impl DocFormat {
     }
 }
 
+/// Default of [`LoadOptions::max_file_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Options of the loaders.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// Further extensions (without the dot, case-insensitive; `""` for files without an
     /// extension) to load as plain text, e.g. `rst`, `log`. Off by default: unknown
     /// extensions are skipped with [`IngestError::UnknownExtension`].
     pub text_extensions: Vec<String>,
+    /// Larger files are skipped with [`IngestError::TooLarge`] before they are read.
+    pub max_file_bytes: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            text_extensions: Vec::new(),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
 }
 
 /// True when [`load_file`] has a loader for `path` (by extension).
@@ -86,10 +100,19 @@ pub fn load_file(path: &Path, root: &Path, opts: &LoadOptions) -> Result<Loaded,
             extension: extension(path),
         });
     };
-    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
+    let io = |source| IngestError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > opts.max_file_bytes {
+        return Err(IngestError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: size,
+            max: opts.max_file_bytes,
+        });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
     let text = decode(path, &bytes)?;
     let id = relative_id(path, root);
     let title = file_stem(path, &id);
@@ -254,11 +277,25 @@ mod file_tests {
         let rst = write("notes.rst", b"\xEF\xBB\xBFline\r\nnext\r");
         let opts = LoadOptions {
             text_extensions: vec!["RST".into()],
+            ..LoadOptions::default()
         };
         let l = load_file(&rst, r, &opts).unwrap();
         assert_eq!(l.documents[0].text, "line\nnext\n");
         assert_eq!(l.documents[0].title, "notes");
         assert_eq!(l.documents[0].id, "notes.rst");
+        // Over the size limit: skipped before reading, with the sizes in the reason.
+        let big = write("big.txt", &vec![b'a'; 3 << 20]);
+        let small_limit = LoadOptions {
+            max_file_bytes: 1 << 20,
+            ..LoadOptions::default()
+        };
+        let err = load_file(&big, r, &small_limit).unwrap_err();
+        assert!(matches!(err, IngestError::TooLarge { bytes, .. } if bytes == 3 << 20));
+        assert!(
+            err.to_string().contains("3 MiB, over the limit of 1 MiB"),
+            "{err}"
+        );
+        assert!(load_file(&big, r, &LoadOptions::default()).is_ok());
     }
 
     #[test]

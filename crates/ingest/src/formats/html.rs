@@ -256,15 +256,15 @@ pub const MAX_HTML_DEPTH: usize = 2048;
 
 /// Elements that never hold children.
 const VOID: &[&str] = &[
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
-    "source", "track", "wbr",
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr",
 ];
 
 /// Elements whose end tag may be left out: a page may open thousands of them without
 /// closing any, and the parser closes them itself, so they do not count as nesting.
 const OPTIONAL_END: &[&str] = &[
-    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rp",
-    "thead", "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rp", "thead",
+    "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
 ];
 
 /// Elements whose content is raw text, where `<` does not start a tag.
@@ -383,15 +383,25 @@ mod tests {
 
     #[test]
     fn nesting_is_counted_without_parsing() {
-        assert_eq!(nesting_depth("<html><body><div><p>a<p>b</div></body></html>", 100), 1);
+        assert_eq!(
+            nesting_depth("<html><body><div><p>a<p>b</div></body></html>", 100),
+            1
+        );
         assert_eq!(nesting_depth(&"<div>".repeat(50), 100), 50);
-        assert_eq!(nesting_depth(&"<div>".repeat(50), 10), 10, "stops at the limit");
+        assert_eq!(
+            nesting_depth(&"<div>".repeat(50), 10),
+            10,
+            "stops at the limit"
+        );
         assert_eq!(nesting_depth(&"<div></div>".repeat(5000), 100), 1);
         // Void, self-closing and optional-end elements, comments and raw text.
         assert_eq!(nesting_depth(&"<br><img src=x><x-y/>".repeat(100), 100), 0);
         assert_eq!(nesting_depth(&"<li>item".repeat(10_000), 100), 0);
         assert_eq!(nesting_depth("<!-- <div><div> --><span>x</span>", 100), 1);
-        let script = format!("<script>{}</SCRIPT><div>", "if (a<b) { x = '<div>'; }".repeat(100));
+        let script = format!(
+            "<script>{}</SCRIPT><div>",
+            "if (a<b) { x = '<div>'; }".repeat(100)
+        );
         assert_eq!(nesting_depth(&script, 100), 1);
         assert_eq!(nesting_depth("<div <<<< >", 100), 1);
         assert_eq!(nesting_depth("a < b and c > d; <", 100), 0);
