@@ -268,6 +268,12 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             report.generation
         )?;
     }
+    if !a.json {
+        // Warnings show even with --quiet: the file was ingested, but not as written.
+        for w in &report.warnings {
+            eprintln!("warning: {}", w.reason);
+        }
+    }
     if report.nothing_ingested() {
         if !a.json {
             eprintln!("error: nothing could be ingested from the given paths");

@@ -188,6 +188,12 @@ impl Engine {
                     reason: e.to_string(),
                 });
             }
+            for w in loaded.warnings {
+                run.report.warnings.push(Problem {
+                    path: shown.clone(),
+                    reason: w,
+                });
+            }
             for parsed in loaded.documents {
                 run.add(parsed, &shown)?;
             }

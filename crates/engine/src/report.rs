@@ -48,6 +48,8 @@ pub struct IngestReport {
     pub skipped: Vec<Problem>,
     /// Files, lines or paths that failed.
     pub failed: Vec<Problem>,
+    /// Files ingested, but not quite as written (front matter refused and kept as text).
+    pub warnings: Vec<Problem>,
     /// Chunks embedded by the model.
     pub chunks_embedded: usize,
     /// Chunks whose vector was reused from the index (same text, same model).

@@ -149,7 +149,7 @@ fn load_text(
     let one = |doc: Result<ParsedDocument, IngestError>| -> Result<Loaded, IngestError> {
         Ok(Loaded {
             documents: vec![doc?],
-            problems: Vec::new(),
+            ..Loaded::default()
         })
     };
     let base = ParsedDocument {
@@ -163,7 +163,12 @@ fn load_text(
     };
     match format {
         DocFormat::Text => one(Ok(text::load(base, text))),
-        DocFormat::Markdown => one(markdown::load(path, base, text)),
+        DocFormat::Markdown => {
+            let mut warnings = Vec::new();
+            let mut loaded = one(markdown::load(path, base, text, &mut warnings))?;
+            loaded.warnings = warnings;
+            Ok(loaded)
+        }
         DocFormat::Html => one(html::load(path, base, text)),
         DocFormat::Jsonl => Ok(jsonl::load(path, base.source.as_deref(), text)),
     }

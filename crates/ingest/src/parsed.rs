@@ -42,6 +42,9 @@ pub struct Loaded {
     pub documents: Vec<ParsedDocument>,
     /// Per-line problems.
     pub problems: Vec<IngestError>,
+    /// What was loaded but not as written, each naming the file (front matter that is
+    /// not a YAML mapping, kept as text).
+    pub warnings: Vec<String>,
 }
 
 /// A heading found by a loader: where its line starts in the text, its level and text.

@@ -21,6 +21,29 @@ mod markdown {
     }
 
     #[test]
+    fn refused_front_matter_is_kept_as_text_with_a_warning() {
+        for (text, why) in [
+            ("---\n- a\n- b\n---\n# H\n\nBody\n", "a list"),
+            (
+                "---\ntitle: [unclosed\n---\n# H\n\nBody\n",
+                "not valid YAML",
+            ),
+        ] {
+            let l = load_str(DocFormat::Markdown, "notes/doc.md", text).unwrap();
+            assert_eq!(l.documents[0].text, text, "kept as text");
+            assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+            assert!(
+                l.warnings[0].starts_with("notes/doc.md: front matter"),
+                "{:?}",
+                l.warnings
+            );
+            assert!(l.warnings[0].contains(why), "{:?}", l.warnings);
+        }
+        let ok = load_str(DocFormat::Markdown, "a.md", "---\ntitle: T\n---\nBody\n").unwrap();
+        assert!(ok.warnings.is_empty());
+    }
+
+    #[test]
     fn title_falls_back_to_h1_then_stem() {
         assert_eq!(md("intro\n\n## Two\n\n# One *x*\n").title, "One x");
         assert_eq!(md("no headings\n").title, "doc");

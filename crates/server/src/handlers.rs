@@ -114,7 +114,10 @@ pub(crate) struct IngestBody {
 
 /// Loads one posted document the way a file of its format is loaded; a given title
 /// replaces the one found in the text, given metadata keys override front matter.
-fn parse_document(d: InputDocument) -> Result<ParsedDocument, ApiError> {
+fn parse_document(
+    d: InputDocument,
+    warnings: &mut Vec<excerpt::Problem>,
+) -> Result<ParsedDocument, ApiError> {
     excerpt::check_document_id(&d.id).map_err(ApiError::bad_request)?;
     let format = match d.format.as_deref() {
         None | Some("text") => DocFormat::Text,
@@ -129,6 +132,10 @@ fn parse_document(d: InputDocument) -> Result<ParsedDocument, ApiError> {
     };
     let loaded = load_str(format, &d.id, &d.text)
         .map_err(|e| ApiError::bad_request(format!("document {:?}: {e}", d.id)))?;
+    warnings.extend(loaded.warnings.into_iter().map(|reason| excerpt::Problem {
+        path: d.id.clone(),
+        reason,
+    }));
     let mut docs = loaded.documents.into_iter();
     let (Some(mut doc), None) = (docs.next(), docs.next()) else {
         return Err(ApiError::internal(format!(
@@ -156,8 +163,9 @@ pub(crate) async fn ingest(
     }
     // Parsing (HTML above all) is CPU work: it runs on the blocking pool, never on the
     // async threads that answer /healthz and every other request.
-    let docs = blocking(move || {
+    let (docs, warnings) = blocking(move || {
         let mut seen = HashSet::new();
+        let mut warnings = Vec::new();
         let mut docs = Vec::with_capacity(body.documents.len());
         for d in body.documents {
             if !seen.insert(d.id.clone()) {
@@ -166,21 +174,22 @@ pub(crate) async fn ingest(
                     d.id
                 )));
             }
-            docs.push(parse_document(d)?);
+            docs.push(parse_document(d, &mut warnings)?);
         }
-        Ok(docs)
+        Ok((docs, warnings))
     })
     .await?;
     // Owned, so the lock is released when the write ends, even if the client hangs up.
     let guard = st.writer.clone().lock_owned().await;
     let engine = st.engine.clone();
     let opts = st.options.ingest.clone();
-    let report = blocking(move || {
+    let mut report = blocking(move || {
         let r = engine.ingest_documents(docs, &opts, &NoProgress);
         drop(guard);
         Ok(r?)
     })
     .await?;
+    report.warnings.extend(warnings);
     if report.nothing_ingested() {
         let reasons: Vec<&str> = report.failed.iter().map(|p| p.reason.as_str()).collect();
         return Err(ApiError::new(

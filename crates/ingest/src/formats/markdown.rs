@@ -77,13 +77,16 @@ pub(crate) fn structure(text: &str, atx_only: bool) -> Structure {
     out
 }
 
+/// Front matter that was found but refused: why (it stays in the text).
+pub(crate) struct Refused(pub(crate) String);
+
 /// Splits YAML front matter off: `---` on the first line, closed by a `---` or `...`
 /// line. Returns the metadata and the byte offset where the body starts (blank lines
-/// after the front matter are dropped too). `None` when there is no front matter, or
-/// it is not a YAML mapping (then it stays in the text).
+/// after the front matter are dropped too). `None` when there is no front matter;
+/// `Err` when it is not a YAML mapping (then it stays in the text).
 pub(crate) fn front_matter(
     text: &str,
-) -> Option<(serde_json::Map<String, serde_json::Value>, usize)> {
+) -> Option<Result<(serde_json::Map<String, serde_json::Value>, usize), Refused>> {
     let rest = text.strip_prefix("---\n")?;
     let mut at = 4usize;
     let mut body_start = None;
@@ -105,7 +108,21 @@ pub(crate) fn front_matter(
         match serde_norway::from_str::<serde_json::Value>(yaml) {
             Ok(serde_json::Value::Object(m)) => m,
             Ok(serde_json::Value::Null) => serde_json::Map::new(),
-            _ => return None,
+            Ok(other) => {
+                let kind = match other {
+                    serde_json::Value::Array(_) => "a list",
+                    serde_json::Value::String(_) => "a string",
+                    _ => "a scalar",
+                };
+                return Some(Err(Refused(format!(
+                    "front matter is {kind}, not a YAML mapping; kept as text"
+                ))));
+            }
+            Err(e) => {
+                return Some(Err(Refused(format!(
+                    "front matter is not valid YAML ({e}); kept as text"
+                ))))
+            }
         }
     };
     // Drop the blank lines separating the front matter from the body.
@@ -117,18 +134,25 @@ pub(crate) fn front_matter(
             break;
         }
     }
-    Some((meta, start))
+    Some(Ok((meta, start)))
 }
 
+/// Loads a Markdown file; a refused front matter is kept as text and pushed to
+/// `warnings` (naming the file).
 pub(crate) fn load(
     path: &Path,
     mut doc: ParsedDocument,
     text: &str,
+    warnings: &mut Vec<String>,
 ) -> Result<ParsedDocument, IngestError> {
     let body = match front_matter(text) {
-        Some((meta, start)) => {
+        Some(Ok((meta, start))) => {
             doc.metadata = meta;
             &text[start..]
+        }
+        Some(Err(Refused(why))) => {
+            warnings.push(format!("{}: {why}", path.display()));
+            text
         }
         None => text,
     };

@@ -251,6 +251,25 @@ fn a_non_loopback_bind_needs_a_token() {
 }
 
 #[test]
+fn refused_front_matter_is_reported_as_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start_with(&tmp.path().join("idx"), quiet());
+    let (st, r) = post(
+        &s,
+        "/v1/ingest",
+        &json!({"documents": [{"id": "odd.md", "format": "markdown",
+            "text": "---\n- a list\n---\n# Title\n\nBody text.\n"}]}),
+    );
+    assert_eq!((st, &r["added"]), (200, &json!(1)), "{r}");
+    let w = &r["warnings"][0];
+    assert_eq!(w["path"], "odd.md", "{r}");
+    assert!(
+        w["reason"].as_str().unwrap().contains("front matter"),
+        "{r}"
+    );
+}
+
+#[test]
 fn forged_ids_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let s = start_with(&tmp.path().join("idx"), quiet());
