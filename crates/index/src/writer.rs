@@ -328,7 +328,15 @@ impl IndexWriter {
         prepared.set_payload(&generation.to_string());
         prepared.commit()?;
 
-        // 4. The switch.
+        // 4. The switch. The new files are synced (`write_durably`); their directory
+        // entries are made durable before the manifest that names them, so a power loss
+        // cannot leave a manifest naming files that are not there.
+        for sub in ["segments", ANN_DIR] {
+            let d = self.dir.join(sub);
+            if d.is_dir() {
+                sync_dir(&d)?;
+            }
+        }
         next.store(&self.dir)?;
         self.manifest = next;
         for id in &staged_deletes {
