@@ -71,6 +71,9 @@ pub struct Snapshot {
     sentence_vectors: Vec<f32>,
     bm25: Bm25Reader,
     bm25_in_ram: bool,
+    /// An in-memory BM25 index built from the segments the first time the one on disk
+    /// failed under a search (`None` inside: the rebuild failed too).
+    bm25_rebuilt: std::sync::OnceLock<Option<Bm25Reader>>,
     ann: Option<IvfIndex>,
     ann_status: AnnStatus,
 }
@@ -95,10 +98,25 @@ impl Snapshot {
                 });
             };
             let bm25_dir = dir.join("bm25");
-            if let Some((index, fields)) = bm25::open_existing(&bm25_dir)? {
-                let before = bm25::committed_generation(&index)?;
-                let reader = Bm25Reader::new(index, fields)?;
-                let after = reader.generation()?;
+            let opened = bm25::open_existing(&bm25_dir).and_then(|found| {
+                found
+                    .map(|(index, fields)| {
+                        let before = bm25::committed_generation(&index)?;
+                        let reader = Bm25Reader::new(index, fields)?;
+                        let after = reader.generation()?;
+                        Ok((reader, before, after))
+                    })
+                    .transpose()
+            });
+            let opened = match opened {
+                Ok(o) => o,
+                // A writer's merge collected a file just named: look again.
+                Err(e) if e.is_transient() => continue,
+                // Damaged on disk: the segments hold every chunk, so rebuild it in
+                // memory (`stats` says so); the next writer repairs the files.
+                Err(_) => return Self::load(dir, manifest, None),
+            };
+            if let Some((reader, before, after)) = opened {
                 if before == Some(manifest.generation) && after == before {
                     return Self::load(dir, manifest, Some(reader));
                 }
@@ -193,6 +211,7 @@ impl Snapshot {
             sentence_vectors,
             bm25,
             bm25_in_ram,
+            bm25_rebuilt: std::sync::OnceLock::new(),
             ann,
             ann_status,
         })
@@ -373,7 +392,26 @@ impl Snapshot {
                 .map(|(_, d)| d.id.as_str())
                 .collect()
         });
-        let hits = self.bm25.search(text, k, allowed.as_deref())?;
+        let hits = match self.bm25_search_guarded(&self.bm25, text, k, allowed.as_deref()) {
+            Ok(h) => h,
+            Err(_) if !self.bm25_in_ram => {
+                // The files on disk fail under search (tantivy found them damaged, or
+                // panicked reading them): answer from an index rebuilt from the segments.
+                let rebuilt = self.bm25_rebuilt.get_or_init(|| {
+                    bm25::build_in_ram(
+                        self.docs.iter().map(|d| d.as_ref()),
+                        self.manifest.config.headers,
+                    )
+                    .and_then(|(index, fields)| Bm25Reader::new(index, fields))
+                    .ok()
+                });
+                match rebuilt {
+                    Some(r) => self.bm25_search_guarded(r, text, k, allowed.as_deref())?,
+                    None => self.bm25_search_guarded(&self.bm25, text, k, allowed.as_deref())?,
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let mut out: Vec<(ChunkKey, f32)> = hits
             .into_iter()
             .filter_map(|(id, ord, s)| {
@@ -384,6 +422,26 @@ impl Snapshot {
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         Ok(out)
+    }
+
+    /// One BM25 search in which a panic of the search library (on damaged files) becomes
+    /// an error.
+    fn bm25_search_guarded(
+        &self,
+        reader: &Bm25Reader,
+        text: &str,
+        k: usize,
+        allowed: Option<&[&str]>,
+    ) -> Result<Vec<(String, u32, f32)>, IndexError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reader.search(text, k, allowed)
+        }))
+        .unwrap_or_else(|_| {
+            Err(IndexError::Corrupt {
+                dir: self.dir.join("bm25"),
+                detail: "the BM25 index failed while searching (damaged files)".into(),
+            })
+        })
     }
 
     /// The analysed query terms BM25 searches for.
@@ -400,7 +458,8 @@ impl Snapshot {
             text_bytes: self.docs.iter().map(|d| d.text.len()).sum(),
             segments: self.manifest.segments.len(),
             disk_bytes: dir_size(&self.dir),
-            bm25_rebuilt_in_memory: self.bm25_in_ram,
+            bm25_rebuilt_in_memory: self.bm25_in_ram
+                || self.bm25_rebuilt.get().is_some_and(Option::is_some),
             ann: self.ann_status.clone(),
             sentence_vector_documents: self.sentence_rows.iter().filter(|r| r.1 > 0).count(),
             sentence_vectors: self.sentence_vectors.len() / self.manifest.config.dimension.max(1),

@@ -106,10 +106,30 @@ impl IndexWriter {
                 }
             }
         };
-        let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
-        let mut tantivy = tindex.writer_with_num_threads(1, 64_000_000)?;
+        // The BM25 files are checked (tantivy's checksums) as the segments are below:
+        // damaged ones are dropped and rebuilt from the segments, which hold every chunk.
+        let open_bm25 = || -> Result<_, IndexError> {
+            let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
+            let damaged = tindex.validate_checksum()?;
+            if !damaged.is_empty() {
+                return Err(IndexError::Corrupt {
+                    dir: bm25_dir.clone(),
+                    detail: format!("{} BM25 file(s) fail their checksum", damaged.len()),
+                });
+            }
+            let tantivy = tindex.writer_with_num_threads(1, 64_000_000)?;
+            let generation = bm25::committed_generation(&tindex)?;
+            Ok((tantivy, fields, generation))
+        };
+        let (mut tantivy, fields, bm25_generation) = match open_bm25() {
+            Ok(opened) => opened,
+            Err(_) => {
+                fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
+                open_bm25()?
+            }
+        };
         let mut live = HashMap::new();
-        let in_sync = bm25::committed_generation(&tindex)? == Some(manifest.generation);
+        let in_sync = bm25_generation == Some(manifest.generation);
         if !in_sync {
             tantivy.delete_all_documents()?;
         }

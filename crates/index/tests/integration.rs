@@ -344,3 +344,80 @@ fn flip_last_byte(index: &std::path::Path, ext: &str) {
     bytes[last] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
 }
+
+/// Flips bytes in the middle of a file (the shape of bit rot or a torn write).
+fn damage(path: &std::path::Path, whole: bool) {
+    let mut b = std::fs::read(path).unwrap();
+    let n = b.len();
+    let range = if whole { 0..n } else { n / 4..n / 2 };
+    for i in range.step_by(3) {
+        b[i] ^= 0xff;
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn damaged_bm25_files_are_searched_around_and_repaired_by_the_next_writer() {
+    let texts = [
+        (
+            "a.txt",
+            "apples are red|bananas are yellow|cherries are dark",
+        ),
+        (
+            "b.txt",
+            "dates are sweet|elderberries grow wild|figs ripen late",
+        ),
+    ];
+    let build = |dir: &std::path::Path| {
+        let mut w = IndexWriter::open(dir, config()).unwrap();
+        for (i, (id, t)) in texts.iter().enumerate() {
+            let d = doc(id, t);
+            let v = vectors(&d, i);
+            w.put(d, v).unwrap();
+        }
+        w.commit().unwrap();
+    };
+    let good = tempfile::tempdir().unwrap();
+    build(good.path());
+    let expected = Snapshot::open(good.path())
+        .unwrap()
+        .bm25_search("bananas figs", 10, None)
+        .unwrap();
+    assert_eq!(expected.len(), 2);
+    let exts: Vec<String> = std::fs::read_dir(good.path().join("bm25"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.rsplit_once('.').map(|(_, x)| x.to_string())
+        })
+        .filter(|x| !["json", "lock"].contains(&x.as_str()))
+        .collect();
+    assert!(exts.iter().any(|x| x == "idx"), "{exts:?}");
+    for ext in &exts {
+        for whole in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            build(dir.path());
+            let file = std::fs::read_dir(dir.path().join("bm25"))
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == ext.as_str()))
+                .unwrap();
+            damage(&file, whole);
+            // Readers answer as before, from an index rebuilt from the segments.
+            let s = Snapshot::open(dir.path()).unwrap_or_else(|e| panic!("{ext} {whole}: {e}"));
+            let got = s.bm25_search("bananas figs", 10, None);
+            let got = got.unwrap_or_else(|e| panic!("{ext} {whole}: {e}"));
+            assert_eq!(got, expected, "{ext} {whole}");
+            // The next writer repairs the files on disk.
+            drop(IndexWriter::open(dir.path(), config()).unwrap());
+            let s = Snapshot::open(dir.path()).unwrap();
+            assert!(
+                !s.stats().bm25_rebuilt_in_memory,
+                "{ext} {whole}: repaired on disk"
+            );
+            assert_eq!(s.bm25_search("bananas figs", 10, None).unwrap(), expected);
+        }
+    }
+}
