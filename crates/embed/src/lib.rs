@@ -42,7 +42,7 @@ mod score;
 #[cfg(feature = "hub")]
 pub use local::download_model;
 pub use local::{
-    default_home, models_dir, resolve_model, CrossEncoderReranker, LocalEmbedder,
+    default_home, models_dir, resolve_model, CrossEncoderReranker, KernelChoice, LocalEmbedder,
     LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE, DEFAULT_CROSS_ENCODER_BATCH_SIZE,
     DEFAULT_MODEL_NAME,
 };

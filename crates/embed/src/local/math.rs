@@ -11,13 +11,18 @@ pub(crate) enum Activation {
     Relu,
 }
 
-/// Calls `$f(args)` compiled for AVX2+FMA when the CPU has them (the `_avx2` twin
-/// in [`avx2`]), else the portable build.
+/// Calls `$f(args)` compiled for AVX2+FMA when the CPU has them (the twin in
+/// [`avx2`]), else the portable build. With `allowed: flag,` first, the AVX2 build
+/// is used only when `flag` is also true (the forward pass passes whether its
+/// kernel is the AVX2 one, so the forced `gemm` path runs the portable code).
 macro_rules! with_simd {
-    ($f:ident($($arg:expr),*)) => {{
+    ($f:ident($($arg:expr),*)) => {
+        $crate::local::math::with_simd!(allowed: true, $f($($arg),*))
+    };
+    (allowed: $allowed:expr, $f:ident($($arg:expr),*)) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if $crate::local::math::has_avx2_fma() {
+            if $allowed && $crate::local::math::has_avx2_fma() {
                 // SAFETY: the `avx2` functions only require a CPU with AVX2 and FMA,
                 // which `has_avx2_fma` has just confirmed.
                 unsafe { $crate::local::math::avx2::$f($($arg),*) }
@@ -27,6 +32,7 @@ macro_rules! with_simd {
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
+            let _ = $allowed;
             $crate::local::math::$f($($arg),*)
         }
     }};
