@@ -576,7 +576,10 @@ fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("3 files match sentence-transformers/all-MiniLM-L6-v2@"), "{stdout}");
+    assert!(
+        stdout.contains("3 files match sentence-transformers/all-MiniLM-L6-v2@"),
+        "{stdout}"
+    );
 
     // A tampered copy does not.
     let home = tempfile::tempdir().expect("tempdir");
@@ -594,7 +597,10 @@ fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("SHA-256 mismatch for config.json"), "{stderr}");
+    assert!(
+        stderr.contains("SHA-256 mismatch for config.json"),
+        "{stderr}"
+    );
 
     // Without the `hub` feature (the default build), fetch points at the script.
     if !cfg!(feature = "hub") {

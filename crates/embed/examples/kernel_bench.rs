@@ -19,11 +19,7 @@ use excerpt_embed::{resolve_model, Embedder, KernelChoice, LocalEmbedder};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut arg = |default: usize| {
-        args.next()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
+    let mut arg = |default: usize| args.next().and_then(|a| a.parse().ok()).unwrap_or(default);
     let (n, rounds, batch) = (arg(128), arg(5), arg(32));
     let fail = |e: &dyn std::fmt::Display| -> ! {
         eprintln!("{e}");
@@ -54,9 +50,7 @@ fn main() {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let t = Instant::now();
-            embedders[i]
-                .embed(&refs)
-                .unwrap_or_else(|e| fail(&e));
+            embedders[i].embed(&refs).unwrap_or_else(|e| fail(&e));
             rates[i].push(refs.len() as f64 / t.elapsed().as_secs_f64());
         }
         println!(

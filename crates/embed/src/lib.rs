@@ -43,13 +43,13 @@ mod local;
 mod remote;
 mod score;
 
-#[cfg(feature = "hub")]
-pub use local::{download_model, fetch_default_model};
 pub use local::{
     default_home, models_dir, resolve_model, verify_model_files, CrossEncoderReranker,
     KernelChoice, LocalEmbedder, LocalTokenCounter, PinnedModel, Pooling, DEFAULT_BATCH_SIZE,
     DEFAULT_CROSS_ENCODER_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_MODEL_NAME,
 };
+#[cfg(feature = "hub")]
+pub use local::{download_model, fetch_default_model};
 pub use remote::{
     ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig, RemoteEmbedder, RerankApi,
     RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE, DEFAULT_RERANK_BATCH_SIZE,

@@ -165,15 +165,20 @@ mod tests {
 
     #[test]
     fn other_model_families_are_named_and_refused() {
-        let family = |v: serde_json::Value| -> ModelFamily {
-            serde_json::from_value(v).expect("family")
-        };
+        let family =
+            |v: serde_json::Value| -> ModelFamily { serde_json::from_value(v).expect("family") };
         assert_eq!(family(minilm()).unsupported(), None);
         assert_eq!(family(serde_json::json!({})).unsupported(), None);
         let mut v = minilm();
         v["model_type"] = "xlm-roberta".into();
         let message = family(v).unsupported().expect("refused");
-        assert!(message.contains("model_type `xlm-roberta` is not supported"), "{message}");
-        assert!(message.contains("BERT models only (model_type `bert`"), "{message}");
+        assert!(
+            message.contains("model_type `xlm-roberta` is not supported"),
+            "{message}"
+        );
+        assert!(
+            message.contains("BERT models only (model_type `bert`"),
+            "{message}"
+        );
     }
 }

@@ -273,27 +273,36 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("a.json"), b"abc").expect("write");
         // SHA-256 of "abc".
-        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-        let model = |files| PinnedModel {
+        const ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        const A_JSON: &[(&str, &str)] = &[("a.json", ABC)];
+        const MISSING: &[(&str, &str)] = &[("missing.json", ABC)];
+        let abc = ABC;
+        let model = |files: &'static [(&'static str, &'static str)]| PinnedModel {
             repo_id: "owner/name",
             revision: "0123abcd",
             name: "name",
             files,
             optional: &[],
         };
-        verify_model_files(dir.path(), &model(&[("a.json", abc)])).expect("matches");
+        verify_model_files(dir.path(), &model(A_JSON)).expect("matches");
 
         std::fs::write(dir.path().join("a.json"), b"abd").expect("write");
-        let err = verify_model_files(dir.path(), &model(&[("a.json", abc)]))
+        let err = verify_model_files(dir.path(), &model(A_JSON))
             .expect_err("differs")
             .to_string();
-        assert!(err.contains("SHA-256 mismatch for a.json of owner/name@0123abcd"), "{err}");
+        assert!(
+            err.contains("SHA-256 mismatch for a.json of owner/name@0123abcd"),
+            "{err}"
+        );
         assert!(err.contains(&format!("expected {abc}, got ")), "{err}");
 
-        let err = verify_model_files(dir.path(), &model(&[("missing.json", abc)]))
+        let err = verify_model_files(dir.path(), &model(MISSING))
             .expect_err("missing")
             .to_string();
-        assert!(err.contains("missing.json") && err.contains("cannot read"), "{err}");
+        assert!(
+            err.contains("missing.json") && err.contains("cannot read"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -304,7 +313,10 @@ mod tests {
         verify_model_files(&dir, &super::DEFAULT_MODEL).expect("pinned hashes match");
         let script = include_str!("../../../../scripts/fetch-model.sh");
         for (file, sha) in super::DEFAULT_MODEL.files {
-            assert!(script.contains(&format!("{sha}  {file}")), "{file} not pinned alike");
+            assert!(
+                script.contains(&format!("{sha}  {file}")),
+                "{file} not pinned alike"
+            );
         }
     }
 }

@@ -322,7 +322,10 @@ pub(crate) unsafe fn matmul_to(
         unsafe { gemm_product(a, lda, m, w, c, ldc, epilogue, parallel) };
         return;
     }
-    assert!(has_avx2_fma(), "the avx2 kernel needs a CPU with AVX2 and FMA");
+    assert!(
+        has_avx2_fma(),
+        "the avx2 kernel needs a CPU with AVX2 and FMA"
+    );
     let out = SendPtr(c);
     let block = |first_row: usize| {
         let rows = MC.min(m - first_row);
@@ -771,14 +774,7 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check(
-        kernel: Kernel,
-        m: usize,
-        n: usize,
-        k: usize,
-        ep: Epilogue<'_>,
-        parallel: bool,
-    ) {
+    fn check(kernel: Kernel, m: usize, n: usize, k: usize, ep: Epilogue<'_>, parallel: bool) {
         let (lda, ldc) = (k + 3, n + 5);
         let a = values(m * lda, 1);
         let w = values(n * k, 2);
@@ -870,7 +866,12 @@ mod tests {
         }
         let bias = values(1536, 7);
         let scales = values(300, 11);
-        for &(m, n, k) in &[(300, 1152, 384), (300, 384, 1536), (250, 250, 32), (250, 32, 250)] {
+        for &(m, n, k) in &[
+            (300, 1152, 384),
+            (300, 384, 1536),
+            (250, 250, 32),
+            (250, 32, 250),
+        ] {
             let a = values(m * k, 5);
             let w = values(n * k, 6);
             let c0 = values(m * n, 8);

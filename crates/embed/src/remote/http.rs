@@ -263,9 +263,7 @@ pub(crate) fn with_retries_jittered<T>(
 mod tests {
     use std::time::Duration;
 
-    use super::{
-        openai_endpoint, with_retries_jittered, Endpoint, Failure, Jitter, RetryPolicy,
-    };
+    use super::{openai_endpoint, with_retries_jittered, Endpoint, Failure, Jitter, RetryPolicy};
 
     #[test]
     fn waits_are_jittered_within_half_to_all_of_the_backoff() {
@@ -278,7 +276,10 @@ mod tests {
         // Spread over the whole range, not stuck at one value.
         let min = waits.iter().min().expect("waits");
         let max = waits.iter().max().expect("waits");
-        assert!(*min < backoff * 11 / 20 && *max > backoff * 19 / 20, "{min:?} {max:?}");
+        assert!(
+            *min < backoff * 11 / 20 && *max > backoff * 19 / 20,
+            "{min:?} {max:?}"
+        );
         // Same seed, same waits; other seeds, other waits (workers do not retry in
         // lockstep).
         let mut again = Jitter::seeded(7);

@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use excerpt_embed::{
-    resolve_model, EmbedError, Embedder, KernelChoice, LocalEmbedder, Pooling,
-};
+use excerpt_embed::{resolve_model, EmbedError, Embedder, KernelChoice, LocalEmbedder, Pooling};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -163,8 +161,14 @@ fn models_of_other_families_are_refused_by_name() {
     match LocalEmbedder::load(dir.path()) {
         Err(EmbedError::ModelLoad { path, message }) => {
             assert!(path.ends_with("config.json"), "{path}");
-            assert!(message.contains("model_type `xlm-roberta` is not supported"), "{message}");
-            assert!(message.contains("BERT models only (model_type `bert`"), "{message}");
+            assert!(
+                message.contains("model_type `xlm-roberta` is not supported"),
+                "{message}"
+            );
+            assert!(
+                message.contains("BERT models only (model_type `bert`"),
+                "{message}"
+            );
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
