@@ -385,10 +385,12 @@ unsafe fn gemm_product(
     };
     let out = SendPtr(c);
     // Row `i` of `C` as a slice.
-    // SAFETY (of each call): i < m, and rows 0..m of `C` hold `n` writable values at
-    // stride `ldc` that nothing else accesses during this call (the contract); each
-    // pass hands every row to one closure call only.
-    let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(out.get().add(i * ldc), n) };
+    let row = |i: usize| {
+        // SAFETY: i < m (every caller below), and rows 0..m of `C` hold `n` writable
+        // values at stride `ldc` that nothing else accesses during this call (the
+        // contract); each pass hands every row to one closure call only.
+        unsafe { std::slice::from_raw_parts_mut(out.get().add(i * ldc), n) }
+    };
     let rows_pass = |f: &(dyn Fn(usize, &mut [f32]) + Sync)| {
         if parallel && m > PASS_ROWS {
             (0..m.div_ceil(PASS_ROWS)).into_par_iter().for_each(|b| {
