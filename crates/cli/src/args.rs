@@ -131,6 +131,8 @@ pub enum Command {
     /// and stops gracefully on Ctrl-C or SIGTERM.
     #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
+    /// Fetch or check the default embedding model.
+    Model(crate::model::ModelArgs),
 }
 
 #[derive(Debug, Args)]

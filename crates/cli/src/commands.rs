@@ -182,6 +182,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(a) => eval(&cli.global, a),
         Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
         Command::Serve(a) => serve(&cli.global, a),
+        Command::Model(a) => crate::model::run(a, cli.global.quiet),
     }
 }
 

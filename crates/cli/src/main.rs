@@ -11,6 +11,7 @@ use clap::Parser;
 mod args;
 mod bench;
 mod commands;
+mod model;
 mod progress;
 
 #[global_allocator]

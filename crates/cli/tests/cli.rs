@@ -711,3 +711,53 @@ fn bench_reports_on_a_generated_collection() {
     );
     assert!(text.contains("  auto       assemble p50 "), "{text}");
 }
+
+#[test]
+fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
+    // The installed test model matches the pins.
+    let out = bin().args(["model", "verify"]).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("3 files match sentence-transformers/all-MiniLM-L6-v2@"),
+        "{stdout}"
+    );
+
+    // A tampered copy does not.
+    let home = tempfile::tempdir().expect("tempdir");
+    let models = home.path().join("models").join("all-MiniLM-L6-v2");
+    std::fs::create_dir_all(&models).expect("mkdir");
+    let installed = excerpt_embed::models_dir().join("all-MiniLM-L6-v2");
+    for file in ["model.safetensors", "tokenizer.json"] {
+        std::fs::copy(installed.join(file), models.join(file)).expect("copy");
+    }
+    std::fs::write(models.join("config.json"), b"{}").expect("write");
+    let out = bin()
+        .env("EXCERPT_HOME", home.path())
+        .args(["model", "verify"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SHA-256 mismatch for config.json"),
+        "{stderr}"
+    );
+
+    // Without the `hub` feature (the default build), fetch points at the script.
+    if !cfg!(feature = "hub") {
+        let out = bin()
+            .env("EXCERPT_HOME", home.path())
+            .args(["model", "fetch"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("without the `hub` feature"), "{stderr}");
+        assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+    }
+}

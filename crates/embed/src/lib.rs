@@ -17,9 +17,13 @@
 //!     directory plus `excerpt`; [`resolve_model`] maps an optional `--model` value to
 //!     a directory under `<home>/models/` (the default model is
 //!     [`DEFAULT_MODEL_NAME`]). With the cargo feature `hub`, `download_model`
-//!     fetches a model from the Hugging Face Hub.
+//!     fetches a model from the Hugging Face Hub and `fetch_default_model` fetches
+//!     [`DEFAULT_MODEL`] at its pinned revision, checking the SHA-256 of its files
+//!     ([`verify_model_files`]).
+//!   - The matrix kernel: our own AVX2 + FMA kernel where the CPU has both, else the
+//!     `gemm` crate's (NEON on aarch64); `EXCERPT_KERNEL` ([`KernelChoice`]) forces one.
 //! - `remote`: blocking HTTP clients with batching, retries and exponential backoff
-//!   (honouring `Retry-After`).
+//!   with jitter (honouring `Retry-After`).
 //!   - [`RemoteEmbedder`]: OpenAI-compatible `POST /v1/embeddings` endpoints,
 //!     configured by [`RemoteConfig`].
 //!   - [`HttpReranker`]: the common `/rerank` API, configured by [`RerankConfig`].
@@ -39,13 +43,13 @@ mod local;
 mod remote;
 mod score;
 
-#[cfg(feature = "hub")]
-pub use local::download_model;
 pub use local::{
-    default_home, models_dir, resolve_model, CrossEncoderReranker, LocalEmbedder,
-    LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE, DEFAULT_CROSS_ENCODER_BATCH_SIZE,
-    DEFAULT_MODEL_NAME,
+    default_home, models_dir, resolve_model, verify_model_files, CrossEncoderReranker,
+    KernelChoice, LocalEmbedder, LocalTokenCounter, PinnedModel, Pooling, DEFAULT_BATCH_SIZE,
+    DEFAULT_CROSS_ENCODER_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_MODEL_NAME,
 };
+#[cfg(feature = "hub")]
+pub use local::{download_model, fetch_default_model};
 pub use remote::{
     default_key_env, ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig,
     RemoteEmbedder, RerankApi, RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE,

@@ -11,7 +11,7 @@ const PASSAGE_TOKENS: usize = 250;
 
 /// Passages of ~250 tokens cut from a JSONL corpus (`$EXCERPT_BENCH_CORPUS`, default the
 /// QMSum development corpus beside the repository), or generated text when absent.
-fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
+pub fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
     let default =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qmsum-val/corpus.jsonl");
     let corpus = std::env::var_os("EXCERPT_BENCH_CORPUS")

@@ -13,9 +13,9 @@
 //!   head), softmax in one pass per row;
 //! - reuses a handful of buffers per batch instead of allocating per operation.
 //!
-//! Matrix products use our own kernel ([`super::sgemm`]) with the weights packed once
-//! at load; biases, residuals and the feed-forward activation are applied in its
-//! epilogue. GELU is the exact (erf) form, with a vectorisable erf whose absolute
+//! Matrix products use our own AVX2 kernel or the `gemm` crate ([`super::sgemm`])
+//! with the weights packed once at load; biases, residuals and the feed-forward
+//! activation are applied in its epilogue. GELU is the exact (erf) form, with a vectorisable erf whose absolute
 //! error is below 2e-7.
 
 use std::sync::Mutex;
@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::config::{BertConfig, HiddenAct};
 use super::math::{with_simd, Activation};
-use super::sgemm::{matmul, matmul_to, Epilogue, Packed, SendPtr};
+use super::sgemm::{matmul, matmul_to, Epilogue, Kernel, Packed, SendPtr};
 use super::weights::Weights;
 
 /// Rows handled per parallel task in row-wise passes (layer norm).
@@ -66,6 +66,9 @@ pub(crate) struct BertEncoder {
     type_vocab: usize,
     eps: f32,
     activation: Activation,
+    /// The kernel the weights are packed for; also decides whether the element-wise
+    /// steps use their AVX2 builds.
+    kernel: Kernel,
     scratch: Mutex<Vec<Scratch>>,
 }
 
@@ -80,8 +83,13 @@ struct Scratch {
 
 impl BertEncoder {
     /// Builds the encoder from safetensors tensors named as in Hugging Face BERT
-    /// checkpoints (`embeddings.*`, `encoder.layer.N.*`, optionally under `bert.`).
-    pub(crate) fn load(tensors: &Weights<'_>, config: &BertConfig) -> Result<Self, String> {
+    /// checkpoints (`embeddings.*`, `encoder.layer.N.*`, optionally under `bert.`),
+    /// with the weights packed for `kernel`.
+    pub(crate) fn load(
+        tensors: &Weights<'_>,
+        config: &BertConfig,
+        kernel: Kernel,
+    ) -> Result<Self, String> {
         let hidden = config.hidden_size;
         let heads = config.num_attention_heads;
         if heads == 0 || !hidden.is_multiple_of(heads) {
@@ -122,6 +130,7 @@ impl BertEncoder {
             }
             let linear = |name: &str, n: usize, k: usize| -> Result<Packed, String> {
                 Ok(Packed::from_rows(
+                    kernel,
                     &get(&format!("{p}{name}"), &[n, k])?,
                     k,
                     n,
@@ -129,7 +138,7 @@ impl BertEncoder {
                 ))
             };
             layers.push(Layer {
-                qkv_w: Packed::from_rows(&qkv_w, hidden, 3 * hidden, hidden),
+                qkv_w: Packed::from_rows(kernel, &qkv_w, hidden, 3 * hidden, hidden),
                 qkv_b,
                 attn_out_w: linear("attention.output.dense.weight", hidden, hidden)?,
                 attn_out_b: get(&format!("{p}attention.output.dense.bias"), &[hidden])?,
@@ -168,8 +177,14 @@ impl BertEncoder {
             type_vocab: config.type_vocab_size,
             eps: config.layer_norm_eps as f32,
             activation,
+            kernel,
             scratch: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The kernel running the products.
+    pub(crate) fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// Width of the token vectors.
@@ -237,7 +252,8 @@ impl BertEncoder {
                 }
             }
         }
-        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps);
+        let simd = self.kernel.simd();
+        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, simd);
         let inter_width = self.intermediate;
         for layer in &self.layers {
             // Q, K and V (with their biases) in one product.
@@ -272,7 +288,7 @@ impl BertEncoder {
                 residual(&layer.attn_out_b),
                 true,
             );
-            layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps);
+            layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps, simd);
             // inter = act(x · Wiᵀ + bi); x = LN(x + inter · Woᵀ + bo)
             let feed_forward = Epilogue {
                 activation: Some(self.activation),
@@ -298,7 +314,7 @@ impl BertEncoder {
                 residual(&layer.out_b),
                 true,
             );
-            layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps);
+            layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps, simd);
         }
         let result = read(x);
         if let Ok(mut pool) = self.scratch.lock() {
@@ -316,8 +332,9 @@ impl BertEncoder {
         let stride = 3 * h;
         let out = SendPtr(ctx.as_mut_ptr());
         let n_seqs = offsets.len() - 1;
+        let (kernel, simd) = (self.kernel, self.kernel.simd());
         (0..n_seqs * heads).into_par_iter().for_each_init(
-            AttentionScratch::default,
+            || AttentionScratch::new(kernel),
             |scratch, task| {
                 let (s, head) = (task / heads, task % heads);
                 let (start, len) = (offsets[s], offsets[s + 1] - offsets[s]);
@@ -341,7 +358,7 @@ impl BertEncoder {
                 matmul(q, stride, len, keys, scores, len, Epilogue::STORE, false);
                 // Softmax: exponentials here, their normalisation in the next product.
                 for (row, scale) in scores.chunks_exact_mut(len).zip(row_scale.iter_mut()) {
-                    *scale = with_simd!(exp_shifted_row(row));
+                    *scale = with_simd!(allowed: simd, exp_shifted_row(row));
                 }
                 // ctx block = softmax(S) V  (len x len) · (len x d), into this task's own rows
                 // and head columns of `ctx`.
@@ -371,7 +388,6 @@ impl BertEncoder {
 }
 
 /// Per-thread buffers of the attention tasks.
-#[derive(Default)]
 struct AttentionScratch {
     scores: Vec<f32>,
     /// `1 / Σ` of each softmax row.
@@ -380,11 +396,22 @@ struct AttentionScratch {
     values: Packed,
 }
 
-/// Layer norm of every row of width `h`, in parallel.
-fn layer_norm(xs: &mut [f32], h: usize, gamma: &[f32], beta: &[f32], eps: f32) {
+impl AttentionScratch {
+    fn new(kernel: Kernel) -> Self {
+        Self {
+            scores: Vec::new(),
+            row_scale: Vec::new(),
+            keys: Packed::new(kernel),
+            values: Packed::new(kernel),
+        }
+    }
+}
+
+/// Layer norm of every row of width `h`, in parallel (AVX2 build only if `simd`).
+fn layer_norm(xs: &mut [f32], h: usize, gamma: &[f32], beta: &[f32], eps: f32, simd: bool) {
     xs.par_chunks_mut(h * ROWS_PER_TASK).for_each(|rows| {
         for row in rows.chunks_exact_mut(h) {
-            with_simd!(layer_norm_row(row, gamma, beta, eps));
+            with_simd!(allowed: simd, layer_norm_row(row, gamma, beta, eps));
         }
     });
 }

@@ -23,6 +23,39 @@ pub(crate) enum PositionEmbeddingType {
     Absolute,
 }
 
+/// The `model_type` values our forward pass runs (a model of another family, such as
+/// XLM-RoBERTa with its offset position ids, would run wrongly, so it is refused).
+pub(crate) const SUPPORTED_MODEL_TYPES: [&str; 1] = ["bert"];
+
+/// The family a `config.json` names, read before the full config so that a model of
+/// another family is refused by name rather than by a missing key or run wrongly.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelFamily {
+    /// `bert`, `xlm-roberta`, `mpnet`, ...; absent in some hand-written configs.
+    #[serde(default)]
+    model_type: Option<String>,
+}
+
+impl ModelFamily {
+    /// Why the model cannot run, naming what is supported; `None` when its
+    /// `model_type` is supported or absent.
+    pub(crate) fn unsupported(&self) -> Option<String> {
+        let model_type = self.model_type.as_deref()?;
+        if SUPPORTED_MODEL_TYPES.contains(&model_type) {
+            return None;
+        }
+        Some(format!(
+            "model_type `{model_type}` is not supported: the local embedder runs BERT \
+             models only (model_type {}, e.g. all-MiniLM-L6-v2)",
+            SUPPORTED_MODEL_TYPES
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
 /// A BERT `config.json`.
 ///
 /// The required keys are those every BERT config written by `transformers` carries;
@@ -68,14 +101,14 @@ pub(crate) struct BertConfig {
     /// Training only.
     #[allow(dead_code)]
     pub(crate) classifier_dropout: Option<f64>,
-    /// `bert` for BERT models, when given.
+    /// `bert` for BERT models, when given (checked by [`ModelFamily`]).
     #[allow(dead_code)]
     pub(crate) model_type: Option<String>,
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{BertConfig, HiddenAct};
+    use super::{BertConfig, HiddenAct, ModelFamily};
 
     fn minilm() -> serde_json::Value {
         serde_json::json!({
@@ -128,5 +161,24 @@ mod tests {
         let mut v = minilm();
         v["position_embedding_type"] = "relative_key".into();
         assert!(serde_json::from_value::<BertConfig>(v).is_err());
+    }
+
+    #[test]
+    fn other_model_families_are_named_and_refused() {
+        let family =
+            |v: serde_json::Value| -> ModelFamily { serde_json::from_value(v).expect("family") };
+        assert_eq!(family(minilm()).unsupported(), None);
+        assert_eq!(family(serde_json::json!({})).unsupported(), None);
+        let mut v = minilm();
+        v["model_type"] = "xlm-roberta".into();
+        let message = family(v).unsupported().expect("refused");
+        assert!(
+            message.contains("model_type `xlm-roberta` is not supported"),
+            "{message}"
+        );
+        assert!(
+            message.contains("BERT models only (model_type `bert`"),
+            "{message}"
+        );
     }
 }

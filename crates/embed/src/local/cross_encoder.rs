@@ -11,6 +11,7 @@ use super::bert::BertEncoder;
 use super::config::BertConfig;
 use super::files::{load_error, model_id, require_file, ModelKind};
 use super::inference_error;
+use super::sgemm::KernelChoice;
 use super::tokenize::{batch_longest_padding, encode_unpadded};
 use super::weights::Weights;
 use crate::score::sigmoid;
@@ -136,6 +137,9 @@ impl CrossEncoderReranker {
         let config_path = require_file(dir, "config.json", KIND)?;
         let weights_path = require_file(dir, "model.safetensors", KIND)?;
         let tokenizer_path = require_file(dir, "tokenizer.json", KIND)?;
+        let kernel = KernelChoice::from_env()
+            .and_then(KernelChoice::resolve)
+            .map_err(|e| load_error(dir, e))?;
 
         let config_text = std::fs::read_to_string(&config_path)
             .map_err(|e| load_error(&config_path, format!("cannot read: {e}")))?;
@@ -230,7 +234,7 @@ impl CrossEncoderReranker {
         };
         let hidden = config.hidden_size;
         let encoder =
-            BertEncoder::load(&tensors, &config).map_err(|e| weights_err("encoder", e))?;
+            BertEncoder::load(&tensors, &config, kernel).map_err(|e| weights_err("encoder", e))?;
         let pooler = Dense::load(&tensors, &format!("{prefix}pooler.dense"), hidden, hidden)
             .map_err(|e| weights_err("pooler", e))?;
         let classifier = Dense::load(&tensors, "classifier", num_labels, hidden)

@@ -10,9 +10,10 @@ use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::BertEncoder;
-use super::config::BertConfig;
+use super::config::{BertConfig, ModelFamily};
 use super::files::{load_error, model_id, read_json_opt, require_file, ModelKind};
 use super::inference_error;
+use super::sgemm::KernelChoice;
 use super::tokenize::{batch_longest_padding, encode_unpadded};
 use super::weights::Weights;
 
@@ -166,8 +167,20 @@ impl LocalEmbedder {
     /// are replaced: truncation to `max_seq_length`, padding to the longest text of a
     /// batch.
     ///
-    /// Fails with [`EmbedError::ModelLoad`] naming the missing or malformed file.
+    /// The matrix kernel is chosen by `EXCERPT_KERNEL` ([`KernelChoice::from_env`]).
+    ///
+    /// Fails with [`EmbedError::ModelLoad`] naming the missing or malformed file, or
+    /// when `config.json` names a model family other than BERT (`model_type`), or
+    /// `EXCERPT_KERNEL` holds an unknown or unusable kernel.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
+        let choice = KernelChoice::from_env().map_err(|e| load_error(dir, e))?;
+        Self::load_with_kernel(dir, choice)
+    }
+
+    /// [`LocalEmbedder::load`] with the kernel given instead of read from
+    /// `EXCERPT_KERNEL` (benchmarks compare kernels in one process this way).
+    pub fn load_with_kernel(dir: &Path, choice: KernelChoice) -> Result<Self, EmbedError> {
+        let kernel = choice.resolve().map_err(|e| load_error(dir, e))?;
         if !dir.is_dir() {
             return Err(load_error(dir, "model directory does not exist"));
         }
@@ -175,6 +188,10 @@ impl LocalEmbedder {
         let weights_path = require_file(dir, "model.safetensors", KIND)?;
         let tokenizer_path = require_file(dir, "tokenizer.json", KIND)?;
 
+        let family: Option<ModelFamily> = read_json_opt(&config_path)?;
+        if let Some(message) = family.and_then(|f| f.unsupported()) {
+            return Err(load_error(&config_path, message));
+        }
         // `hidden_act` is honoured as written (the exact erf GELU for MiniLM).
         let config: BertConfig = read_json_opt(&config_path)?
             .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
@@ -198,7 +215,7 @@ impl LocalEmbedder {
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
         let tensors = Weights::parse(&bytes)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
-        let encoder = BertEncoder::load(&tensors, &config).map_err(|e| {
+        let encoder = BertEncoder::load(&tensors, &config, kernel).map_err(|e| {
             load_error(
                 &weights_path,
                 format!("weights do not match a BERT model with config.json: {e}"),
@@ -221,6 +238,11 @@ impl LocalEmbedder {
     pub fn with_batch_size(mut self, batch_size: usize) -> Self {
         self.batch_size = batch_size.max(1);
         self
+    }
+
+    /// The name of the matrix kernel in use: `avx2` (our own) or `gemm`.
+    pub fn kernel(&self) -> &'static str {
+        self.encoder.kernel().name()
     }
 
     /// The batch size in use.

@@ -11,13 +11,18 @@ pub(crate) enum Activation {
     Relu,
 }
 
-/// Calls `$f(args)` compiled for AVX2+FMA when the CPU has them (the `_avx2` twin
-/// in [`avx2`]), else the portable build.
+/// Calls `$f(args)` compiled for AVX2+FMA when the CPU has them (the twin in
+/// [`avx2`]), else the portable build. With `allowed: flag,` first, the AVX2 build
+/// is used only when `flag` is also true (the forward pass passes whether its
+/// kernel is the AVX2 one, so the forced `gemm` path runs the portable code).
 macro_rules! with_simd {
-    ($f:ident($($arg:expr),*)) => {{
+    ($f:ident($($arg:expr),*)) => {
+        $crate::local::math::with_simd!(allowed: true, $f($($arg),*))
+    };
+    (allowed: $allowed:expr, $f:ident($($arg:expr),*)) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if $crate::local::math::has_avx2_fma() {
+            if $allowed && $crate::local::math::has_avx2_fma() {
                 // SAFETY: the `avx2` functions only require a CPU with AVX2 and FMA,
                 // which `has_avx2_fma` has just confirmed.
                 unsafe { $crate::local::math::avx2::$f($($arg),*) }
@@ -27,6 +32,7 @@ macro_rules! with_simd {
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
+            let _ = $allowed;
             $crate::local::math::$f($($arg),*)
         }
     }};
@@ -477,6 +483,70 @@ mod tests {
         for (p, x) in row.iter().zip(&orig) {
             let want = ((x - max) as f64).exp() / denom;
             assert!((*p as f64 - want).abs() < 1e-6, "{p} vs {want}");
+        }
+    }
+}
+
+/// A manual benchmark of the element-wise steps of one encoder layer for a batch of
+/// 32 × 250 tokens (MiniLM: hidden 384, 12 heads, feed-forward 1536), portable build
+/// against AVX2 build, single-threaded (prints milliseconds, asserts nothing):
+/// `cargo test --release -p excerpt-embed --lib elementwise_speed -- --ignored --nocapture`
+#[cfg(test)]
+mod elementwise_speed {
+    use super::*;
+    use std::time::Instant;
+
+    fn best_ms(mut f: impl FnMut()) -> f64 {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::MAX, f64::min)
+    }
+
+    #[test]
+    #[ignore = "benchmark: prints figures"]
+    fn per_layer() {
+        let (tokens, hidden, inter, seqs, len, heads) = (8000, 384, 1536, 32, 250, 12);
+        let values = |n: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 37) % 101) as f32 * 0.05 - 2.5)
+                .collect()
+        };
+        let (gamma, beta) = (vec![1.1f32; hidden], vec![0.1f32; hidden]);
+        let mut x = values(tokens * hidden);
+        let mut ff = values(tokens * inter);
+        let mut scores = values(seqs * heads * len * len);
+        for simd in [false, true] {
+            let ln = best_ms(|| {
+                for _ in 0..2 {
+                    for row in x.chunks_exact_mut(hidden) {
+                        with_simd!(allowed: simd, layer_norm_row(row, &gamma, &beta, 1e-12));
+                    }
+                }
+            });
+            let gelu = best_ms(|| {
+                if simd {
+                    #[cfg(target_arch = "x86_64")]
+                    if has_avx2_fma() {
+                        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                        unsafe { avx2::activate(&mut ff, Activation::GeluErf) };
+                    }
+                } else {
+                    activate(&mut ff, Activation::GeluErf);
+                }
+            });
+            let exp = best_ms(|| {
+                for row in scores.chunks_exact_mut(len) {
+                    std::hint::black_box(with_simd!(allowed: simd, exp_shifted_row(row)));
+                }
+            });
+            println!(
+                "{}: layer norms {ln:.1} ms, GELU {gelu:.1} ms, softmax exponentials {exp:.1} ms per layer",
+                if simd { "avx2" } else { "portable" }
+            );
         }
     }
 }

@@ -25,9 +25,13 @@ mod weights;
 
 pub use cross_encoder::{CrossEncoderReranker, DEFAULT_CROSS_ENCODER_BATCH_SIZE};
 pub use embedder::{LocalEmbedder, LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE};
+pub use location::{
+    default_home, models_dir, resolve_model, verify_model_files, PinnedModel, DEFAULT_MODEL,
+    DEFAULT_MODEL_NAME,
+};
 #[cfg(feature = "hub")]
-pub use location::download_model;
-pub use location::{default_home, models_dir, resolve_model, DEFAULT_MODEL_NAME};
+pub use location::{download_model, fetch_default_model};
+pub use sgemm::KernelChoice;
 
 use excerpt_core::EmbedError;
 

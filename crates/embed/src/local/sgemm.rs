@@ -1,27 +1,33 @@
 //! Single-precision matrix products for the encoder: `C = A · Wᵀ (+ C) (+ bias)`,
 //! then an optional activation, with `W` packed once.
 //!
-//! A model's weights never change, so they are rearranged at load into the layout the
-//! inner kernel reads ([`Packed`]: panels of [`NR`] output columns, each stored
-//! `k`-major and zero-padded), instead of being repacked on every product as a
-//! general-purpose library does. The activations `A` are read in place.
+//! Two kernels compute them ([`Kernel`]):
 //!
-//! The loops follow the usual cache blocking: rows in blocks of [`MC`] (their `A`
-//! block stays in L2), the inner dimension in blocks of at most [`KC`] (a `KC × NR`
-//! panel of `W` stays in L1 while every `MR`-row strip of the block passes over it),
-//! and an `MR × NR` register tile per kernel call. `A` is read in place, `MR` rows at
-//! a time: packing it too was measured slower on these shapes (the copy costs more
-//! than the strided reads). Block sizes were tuned on 2-core Zen 3 with the
-//! encoder's shapes (`k` = 384 and 1536): `KC` = 384 keeps a `k` = 384 product in
-//! one block, single-threaded products reach 87–93 GFLOP/s of a 95 GFLOP/s peak. On x86-64 with AVX2 and FMA
-//! the kernel keeps the 6 × 16 tile in twelve `ymm` registers; elsewhere a portable
-//! kernel computes the same tile. The epilogue of the last `k` block adds the bias
-//! and applies the activation while the tile is still in registers, so no separate
-//! pass over `C` is needed. Row blocks run in parallel on rayon's threads.
+//! - **Our own** (x86-64 CPUs with AVX2 and FMA). A model's weights never change, so
+//!   they are rearranged at load into the layout the inner kernel reads ([`Packed`]:
+//!   panels of [`NR`] output columns, each stored `k`-major and zero-padded), instead
+//!   of being repacked on every product as a general-purpose library does. The
+//!   activations `A` are read in place. The loops follow the usual cache blocking:
+//!   rows in blocks of [`MC`] (their `A` block stays in L2), the inner dimension in
+//!   blocks of at most [`KC`] (a `KC × NR` panel of `W` stays in L1 while every
+//!   `MR`-row strip of the block passes over it), and an `MR × NR` register tile per
+//!   kernel call, kept in twelve `ymm` registers. `A` is read in place, `MR` rows at a
+//!   time: packing it too was measured slower on these shapes (the copy costs more
+//!   than the strided reads). Block sizes were tuned on 2-core Zen 3 with the
+//!   encoder's shapes (`k` = 384 and 1536): `KC` = 384 keeps a `k` = 384 product in
+//!   one block, single-threaded products reach 87–93 GFLOP/s of a 95 GFLOP/s peak. The
+//!   epilogue of the last `k` block adds the bias and applies the activation while the
+//!   tile is still in registers, so no separate pass over `C` is needed. Row blocks
+//!   run in parallel on rayon's threads.
+//! - **The `gemm` crate** everywhere else (NEON on aarch64, its own SIMD builds picked
+//!   at run time on x86), with `W` stored transposed (`k × n` row-major) and the
+//!   epilogue as passes over the rows of `C` (bias before the product, row scales
+//!   and the activation after it, in the portable element-wise code of
+//!   [`super::math`]).
 
 use rayon::prelude::*;
 
-use super::math::{activate, Activation};
+use super::math::{activate, has_avx2_fma, Activation};
 
 /// Rows of the register tile.
 const MR: usize = 6;
@@ -31,24 +37,133 @@ const NR: usize = 16;
 const KC: usize = 384;
 /// Rows per block (a multiple of `MR`); also the unit of parallel work.
 const MC: usize = 48;
+/// Rows per parallel task of the `gemm` path's passes over `C`.
+const PASS_ROWS: usize = 32;
 
-/// A matrix packed for use as the right operand (`Wᵀ`) of [`matmul`].
+/// Which code computes the products (and, with it, whether the element-wise kernels
+/// use their AVX2 + FMA builds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// Our own AVX2 + FMA kernel. Only chosen on a CPU with both features
+    /// ([`Kernel::resolve`] checks); [`matmul`] refuses it elsewhere.
+    Avx2,
+    /// The `gemm` crate's kernel and the portable element-wise code: the path of every
+    /// CPU without AVX2 + FMA.
+    Gemm,
+}
+
+impl Kernel {
+    /// The name used by `EXCERPT_KERNEL` and in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Avx2 => "avx2",
+            Self::Gemm => "gemm",
+        }
+    }
+
+    /// Whether the element-wise kernels may use their AVX2 + FMA builds.
+    pub(crate) fn simd(self) -> bool {
+        self == Self::Avx2
+    }
+}
+
+/// Which kernel the local models use: the value of `EXCERPT_KERNEL` or of
+/// [`LocalEmbedder::load_with_kernel`](crate::LocalEmbedder::load_with_kernel).
 ///
-/// Logically `n × k` (row `j` holds the `k` weights of output column `j`). Stored as
-/// `ceil(n / NR)` panels; panel `q` is `k` groups of `NR` values, group `p` holding
-/// `W[q·NR + c][p]` for `c < NR` (zero past `n`).
-#[derive(Default)]
+/// - `auto` (the default): our own AVX2 + FMA kernel when the CPU has both, else the
+///   `gemm` crate's;
+/// - `avx2`: our own kernel, refused on a CPU without AVX2 and FMA;
+/// - `gemm`: the path every CPU without AVX2 + FMA takes (products by the `gemm`
+///   crate, element-wise steps in portable code), forced, for measuring and testing
+///   it on any machine. On x86-64 the `gemm` crate still picks its own SIMD build at
+///   run time, so this measures the integration, not an older CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelChoice {
+    /// Our own kernel when the CPU has AVX2 and FMA, else `gemm`.
+    #[default]
+    Auto,
+    /// Our own AVX2 + FMA kernel.
+    Avx2,
+    /// The `gemm` crate and portable element-wise code.
+    Gemm,
+}
+
+impl KernelChoice {
+    /// The environment variable [`KernelChoice::from_env`] reads.
+    pub const ENV: &'static str = "EXCERPT_KERNEL";
+
+    /// The accepted spellings, in order.
+    pub const NAMES: [&'static str; 3] = ["auto", "avx2", "gemm"];
+
+    /// Parses `EXCERPT_KERNEL` (unset or empty: [`KernelChoice::Auto`]). The error
+    /// names the value and the accepted ones.
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var(Self::ENV) {
+            Ok(value) if !value.trim().is_empty() => value.parse(),
+            _ => Ok(Self::Auto),
+        }
+    }
+
+    /// The kernel this choice means on this CPU; the error says why `avx2` cannot run.
+    pub(crate) fn resolve(self) -> Result<Kernel, String> {
+        match self {
+            Self::Auto if has_avx2_fma() => Ok(Kernel::Avx2),
+            Self::Auto | Self::Gemm => Ok(Kernel::Gemm),
+            Self::Avx2 if has_avx2_fma() => Ok(Kernel::Avx2),
+            Self::Avx2 => Err(format!(
+                "{}=avx2 needs a CPU with AVX2 and FMA, which this one lacks (use auto or gemm)",
+                Self::ENV
+            )),
+        }
+    }
+}
+
+impl std::str::FromStr for KernelChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "avx2" => Ok(Self::Avx2),
+            "gemm" => Ok(Self::Gemm),
+            other => Err(format!(
+                "{}=`{other}` is not a kernel (expected one of {})",
+                Self::ENV,
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// A matrix packed for use as the right operand (`Wᵀ`) of [`matmul`] by one kernel.
+///
+/// Logically `n × k` (row `j` holds the `k` weights of output column `j`). For
+/// [`Kernel::Avx2`] stored as `ceil(n / NR)` panels; panel `q` is `k` groups of `NR`
+/// values, group `p` holding `W[q·NR + c][p]` for `c < NR` (zero past `n`). For
+/// [`Kernel::Gemm`] stored as `Wᵀ`, `k` rows of `n` values.
 pub(crate) struct Packed {
+    kernel: Kernel,
     n: usize,
     k: usize,
     data: Vec<f32>,
 }
 
 impl Packed {
+    /// An empty matrix for `kernel`, to be filled by [`Packed::pack_rows`] or
+    /// [`Packed::pack_cols`].
+    pub(crate) fn new(kernel: Kernel) -> Self {
+        Self {
+            kernel,
+            n: 0,
+            k: 0,
+            data: Vec::new(),
+        }
+    }
+
     /// Packs `w`, `n` rows of `k` values with row stride `ldw` (a linear layer's
     /// weight is `n × k` row-major: `ldw = k`).
-    pub(crate) fn from_rows(w: &[f32], ldw: usize, n: usize, k: usize) -> Self {
-        let mut packed = Self::default();
+    pub(crate) fn from_rows(kernel: Kernel, w: &[f32], ldw: usize, n: usize, k: usize) -> Self {
+        let mut packed = Self::new(kernel);
         packed.pack_rows(w, ldw, n, k);
         packed
     }
@@ -58,6 +173,15 @@ impl Packed {
     pub(crate) fn pack_rows(&mut self, w: &[f32], ldw: usize, n: usize, k: usize) {
         assert!(n == 0 || k == 0 || w.len() >= (n - 1) * ldw + k);
         self.reset(n, k);
+        if self.kernel == Kernel::Gemm {
+            // Wᵀ: written in order, read down the columns of `w`.
+            for (p, out) in self.data.chunks_exact_mut(n).enumerate() {
+                for (j, x) in out.iter_mut().enumerate() {
+                    *x = w[j * ldw + p];
+                }
+            }
+            return;
+        }
         for (q, panel) in self.data.chunks_exact_mut(k * NR).enumerate() {
             let cols = NR.min(n - q * NR);
             let rows: [&[f32]; NR] = std::array::from_fn(|c| {
@@ -81,6 +205,12 @@ impl Packed {
     pub(crate) fn pack_cols(&mut self, b: &[f32], ldb: usize, k: usize, n: usize) {
         assert!(n == 0 || k == 0 || b.len() >= (k - 1) * ldb + n);
         self.reset(n, k);
+        if self.kernel == Kernel::Gemm {
+            for (p, out) in self.data.chunks_exact_mut(n).enumerate() {
+                out.copy_from_slice(&b[p * ldb..][..n]);
+            }
+            return;
+        }
         for (q, panel) in self.data.chunks_exact_mut(k * NR).enumerate() {
             let cols = NR.min(n - q * NR);
             for (p, group) in panel.chunks_exact_mut(NR).enumerate() {
@@ -101,7 +231,11 @@ impl Packed {
         self.n = n;
         self.k = k;
         self.data.clear();
-        self.data.resize(n.div_ceil(NR) * k * NR, 0.0);
+        let len = match self.kernel {
+            Kernel::Avx2 => n.div_ceil(NR) * k * NR,
+            Kernel::Gemm => n * k,
+        };
+        self.data.resize(len, 0.0);
     }
 }
 
@@ -183,6 +317,15 @@ pub(crate) unsafe fn matmul_to(
     if let Some(scale) = epilogue.row_scale {
         assert!(scale.len() >= m, "row scales too short");
     }
+    if w.kernel == Kernel::Gemm {
+        // SAFETY: the same contract, and the lengths asserted above.
+        unsafe { gemm_product(a, lda, m, w, c, ldc, epilogue, parallel) };
+        return;
+    }
+    assert!(
+        has_avx2_fma(),
+        "the avx2 kernel needs a CPU with AVX2 and FMA"
+    );
     let out = SendPtr(c);
     let block = |first_row: usize| {
         let rows = MC.min(m - first_row);
@@ -215,6 +358,118 @@ pub(crate) unsafe fn matmul_to(
     }
 }
 
+/// The product by the `gemm` crate, with the epilogue as passes over `C`: the bias
+/// is written (or added) into `C` before the product, which then accumulates into
+/// it; row scales and the activation are applied after it. A row-scaled product
+/// that also adds `C` or the bias goes through a scratch matrix.
+///
+/// # Safety
+/// As [`matmul_to`]; `w` is packed for [`Kernel::Gemm`] and the lengths of `a`, the
+/// bias and the row scales have been checked by the caller.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_product(
+    a: &[f32],
+    lda: usize,
+    m: usize,
+    w: &Packed,
+    c: *mut f32,
+    ldc: usize,
+    ep: Epilogue<'_>,
+    parallel: bool,
+) {
+    let (n, k) = (w.n, w.k);
+    let parallelism = if parallel {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    let out = SendPtr(c);
+    // Row `i` of `C` as a slice.
+    let row = |i: usize| {
+        // SAFETY: i < m (every caller below), and rows 0..m of `C` hold `n` writable
+        // values at stride `ldc` that nothing else accesses during this call (the
+        // contract); each pass hands every row to one closure call only.
+        unsafe { std::slice::from_raw_parts_mut(out.get().add(i * ldc), n) }
+    };
+    let rows_pass = |f: &(dyn Fn(usize, &mut [f32]) + Sync)| {
+        if parallel && m > PASS_ROWS {
+            (0..m.div_ceil(PASS_ROWS)).into_par_iter().for_each(|b| {
+                for i in b * PASS_ROWS..m.min((b + 1) * PASS_ROWS) {
+                    f(i, row(i));
+                }
+            });
+        } else {
+            (0..m).for_each(|i| f(i, row(i)));
+        }
+    };
+    // SAFETY: `dst` holds `m` rows of `n` writable values at stride `ld`, nothing else
+    // accesses them during the call; `a` holds `m` rows of `k` values at stride `lda`
+    // (checked by the caller) and `w.data` is `k` rows of `n` values.
+    let product = |dst: *mut f32, ld: usize, read_dst: bool| unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            ld as isize,
+            read_dst,
+            a.as_ptr(),
+            1,
+            lda as isize,
+            w.data.as_ptr(),
+            1,
+            n as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    };
+    let adds = ep.accumulate || ep.bias.is_some();
+    match ep.row_scale {
+        Some(scale) if adds => {
+            let mut scratch = vec![0f32; m * n];
+            product(scratch.as_mut_ptr(), n, false);
+            rows_pass(&|i, c_row| {
+                let s = scale[i];
+                let p = &scratch[i * n..][..n];
+                if !ep.accumulate {
+                    c_row.fill(0.0);
+                }
+                c_row.iter_mut().zip(p).for_each(|(c, p)| *c += s * p);
+                if let Some(bias) = ep.bias {
+                    c_row.iter_mut().zip(bias).for_each(|(c, b)| *c += b);
+                }
+            });
+        }
+        _ => {
+            if let Some(bias) = ep.bias {
+                let bias = &bias[..n];
+                rows_pass(&|_, c_row| {
+                    if ep.accumulate {
+                        c_row.iter_mut().zip(bias).for_each(|(c, b)| *c += b);
+                    } else {
+                        c_row.copy_from_slice(bias);
+                    }
+                });
+            }
+            product(c, ldc, adds);
+            if let Some(scale) = ep.row_scale {
+                rows_pass(&|i, c_row| {
+                    let s = scale[i];
+                    c_row.iter_mut().for_each(|c| *c *= s);
+                });
+            }
+        }
+    }
+    if let Some(act) = ep.activation {
+        rows_pass(&|_, c_row| activate(c_row, act));
+    }
+}
+
 /// A raw pointer that may cross threads; every user writes a disjoint region.
 #[derive(Clone, Copy)]
 pub(crate) struct SendPtr(pub(crate) *mut f32);
@@ -234,12 +489,13 @@ impl SendPtr {
     }
 }
 
-/// One block of at most `MC` rows, all columns.
+/// One block of at most `MC` rows, all columns, by the AVX2 kernel.
 ///
 /// # Safety
 /// `a` must point at `rows` rows of `w.k` readable values (stride `lda`), `c` at
 /// `rows` rows of `w.n` writable values (stride `ldc`); the bias and row scales
-/// must cover `w.n` and `rows` values.
+/// must cover `w.n` and `rows` values; `w` is packed for [`Kernel::Avx2`] and the
+/// CPU has AVX2 and FMA.
 unsafe fn block_product(
     a: *const f32,
     lda: usize,
@@ -254,13 +510,13 @@ unsafe fn block_product(
     // panel q < ceil(n / NR) of `w.data` (whose panels hold k groups of NR values, so
     // the block at pc has kc groups), bias column col < n, row scale ir < rows. Each
     // kernel call therefore gets a strip and a tile that satisfy its contract, and
-    // the AVX2 kernel runs only when `has_avx2_fma` said the CPU supports it.
+    // the AVX2 kernel runs only on a CPU with AVX2 and FMA (`matmul_to` asserted
+    // `has_avx2_fma` before calling).
     unsafe {
         let (n, k) = (w.n, w.k);
         let k_blocks = k.div_ceil(KC);
         let kc_max = k.div_ceil(k_blocks);
         let panels = n.div_ceil(NR);
-        let simd = super::math::has_avx2_fma();
         for kb in 0..k_blocks {
             let pc = kb * kc_max;
             let kc = kc_max.min(k - pc);
@@ -294,12 +550,9 @@ unsafe fn block_product(
                         ldc,
                     };
                     #[cfg(target_arch = "x86_64")]
-                    if simd {
-                        kernel_avx2(&tile, strip);
-                        continue;
-                    }
-                    let _ = simd;
-                    kernel_portable(&tile, strip);
+                    kernel_avx2(&tile, strip);
+                    #[cfg(not(target_arch = "x86_64"))]
+                    unreachable!("no AVX2 kernel off x86-64 ({tile:p}, {strip:?})");
                 }
             }
         }
@@ -324,7 +577,7 @@ struct Tile {
 /// The rows of one kernel call: `rows` (at most `MR`) rows of `A` from `a` (stride
 /// `lda`), their row scales from `scale` (or null) and their rows of `C` from `c`
 /// (stride `ldc`).
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct Strip {
     a: *const f32,
     lda: usize,
@@ -360,52 +613,15 @@ unsafe fn finish_row(tile: &Tile, acc: &mut [f32; NR], row: *mut f32) {
     }
 }
 
-/// The portable register tile (the compiler vectorises the `NR`-wide rows).
+/// The AVX2 + FMA register tile: 6 rows × 16 columns in twelve `ymm` accumulators,
+/// one broadcast of `A` and two loads of the panel per step of `k`.
 ///
 /// # Safety
 /// `strip.rows` is at most `MR`; `strip.a` points at `strip.rows` rows of `tile.kc`
 /// readable values, `strip.c` at `strip.rows` rows of `tile.nr` writable values,
 /// `strip.scale` (unless null) at `strip.rows` row scales; `tile.b` at `tile.kc`
 /// groups of `NR` readable values, `tile.bias` (unless null) at `tile.nr` values.
-unsafe fn kernel_portable(tile: &Tile, strip: Strip) {
-    let Strip {
-        a,
-        lda,
-        rows: mr,
-        scale,
-        c,
-        ldc,
-    } = strip;
-    // SAFETY: the loops read rows i < mr of `a` at positions p < kc, groups p < kc of
-    // `tile.b` (NR values each), scales i < mr and write rows i < mr of `c` through
-    // `finish_row` (with `tile.nr` values): all inside what the caller's contract
-    // guarantees.
-    unsafe {
-        let mut acc = [[0f32; NR]; MR];
-        for p in 0..tile.kc {
-            let b = &*(tile.b.add(p * NR) as *const [f32; NR]);
-            for (i, row) in acc.iter_mut().enumerate().take(mr) {
-                let x = *a.add(i * lda + p);
-                for j in 0..NR {
-                    row[j] += x * b[j];
-                }
-            }
-        }
-        for (i, row) in acc.iter_mut().enumerate().take(mr) {
-            if !scale.is_null() {
-                let s = *scale.add(i);
-                row.iter_mut().for_each(|x| *x *= s);
-            }
-            finish_row(tile, row, c.add(i * ldc));
-        }
-    }
-}
-
-/// The AVX2 + FMA register tile: 6 rows × 16 columns in twelve `ymm` accumulators,
-/// one broadcast of `A` and two loads of the panel per step of `k`.
-///
-/// # Safety
-/// As [`kernel_portable`]; the CPU must support AVX2 and FMA.
+/// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
@@ -417,8 +633,8 @@ unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
         c,
         ldc,
     } = strip;
-    // SAFETY: as in `kernel_portable`, every access is within the rows, groups and
-    // columns the caller's contract guarantees: missing rows (i >= mr) re-read row 0
+    // SAFETY: every access is within the rows, groups and columns the caller's
+    // contract guarantees: missing rows (i >= mr) re-read row 0
     // and are never stored, full 16-column loads and stores happen only when
     // `tile.nr == NR`. The CPU has AVX2 and FMA (this function's contract).
     unsafe {
@@ -550,12 +766,22 @@ mod tests {
         out
     }
 
-    fn check(m: usize, n: usize, k: usize, ep: Epilogue<'_>, parallel: bool) {
+    /// The kernels this CPU can run.
+    fn kernels() -> Vec<Kernel> {
+        if has_avx2_fma() {
+            vec![Kernel::Avx2, Kernel::Gemm]
+        } else {
+            vec![Kernel::Gemm]
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check(kernel: Kernel, m: usize, n: usize, k: usize, ep: Epilogue<'_>, parallel: bool) {
         let (lda, ldc) = (k + 3, n + 5);
         let a = values(m * lda, 1);
         let w = values(n * k, 2);
         let c0 = values(m * ldc, 3);
-        let packed = Packed::from_rows(&w, k, n, k);
+        let packed = Packed::from_rows(kernel, &w, k, n, k);
         let mut c = c0.clone();
         matmul(&a, lda, m, &packed, &mut c, ldc, ep, parallel);
         let want = naive(&a, lda, m, &w, n, k, &c0, ldc, ep);
@@ -563,7 +789,7 @@ mod tests {
             let tol = 1e-5 * (k as f32).sqrt() * want.abs().max(1.0);
             assert!(
                 (got - want).abs() <= tol,
-                "m {m} n {n} k {k} at {idx}: {got} vs {want}"
+                "{kernel:?}: m {m} n {n} k {k} at {idx}: {got} vs {want}"
             );
         }
     }
@@ -605,8 +831,10 @@ mod tests {
                     ..Epilogue::STORE
                 },
             ] {
-                check(m, n, k, ep, false);
-                check(m, n, k, ep, true);
+                for kernel in kernels() {
+                    check(kernel, m, n, k, ep, false);
+                    check(kernel, m, n, k, ep, true);
+                }
             }
         }
     }
@@ -621,68 +849,98 @@ mod tests {
                 bt[j * k + p] = b[p * n + j];
             }
         }
-        let mut from_cols = Packed::default();
-        from_cols.pack_cols(&b, n, k, n);
-        let from_rows = Packed::from_rows(&bt, k, n, k);
-        assert_eq!(from_cols.data, from_rows.data);
+        for kernel in [Kernel::Avx2, Kernel::Gemm] {
+            let mut from_cols = Packed::new(kernel);
+            from_cols.pack_cols(&b, n, k, n);
+            let from_rows = Packed::from_rows(kernel, &bt, k, n, k);
+            assert_eq!(from_cols.data, from_rows.data, "{kernel:?}");
+        }
+        // The gemm layout is the transpose itself.
+        assert_eq!(Packed::from_rows(Kernel::Gemm, &bt, k, n, k).data, b);
     }
 
     #[test]
-    fn portable_and_simd_kernels_agree() {
-        let (m, n, k) = (13, 35, 300);
-        let a = values(m * k, 5);
-        let w = Packed::from_rows(&values(n * k, 6), k, n, k);
-        let bias = values(n, 7);
-        let scales = values(m, 11);
-        if !crate::local::math::has_avx2_fma() {
+    fn avx2_and_gemm_kernels_agree() {
+        // The shapes of the encoder (rows of a batch, hidden 384, feed-forward 1536)
+        // and of attention (a sequence's scores, head width 32), every epilogue.
+        if !has_avx2_fma() {
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        for q in 0..n.div_ceil(NR) {
-            // SAFETY: q < ceil(n / NR) panels of k * NR values make up `w.data`, and
-            // q * NR < n = bias.len(), so both offsets stay inside their buffers.
-            let tile = unsafe {
-                Tile {
-                    kc: k,
-                    b: w.data.as_ptr().add(q * k * NR),
-                    nr: NR.min(n - q * NR),
-                    load_c: true,
-                    bias: bias.as_ptr().add(q * NR),
+        let bias = values(1536, 7);
+        let scales = values(300, 11);
+        for &(m, n, k) in &[
+            (300, 1152, 384),
+            (300, 384, 1536),
+            (250, 250, 32),
+            (250, 32, 250),
+        ] {
+            let a = values(m * k, 5);
+            let w = values(n * k, 6);
+            let c0 = values(m * n, 8);
+            for ep in [
+                Epilogue::STORE,
+                Epilogue {
+                    accumulate: true,
+                    bias: Some(&bias[..n]),
+                    ..Epilogue::STORE
+                },
+                Epilogue {
+                    bias: Some(&bias[..n]),
+                    activation: Some(Activation::GeluErf),
+                    ..Epilogue::STORE
+                },
+                Epilogue {
+                    accumulate: true,
+                    bias: Some(&bias[..n]),
                     activation: Some(Activation::GeluTanh),
-                }
-            };
-            for ir in (0..m).step_by(MR) {
-                let c0 = values(MR * NR, 8);
-                let mut c1 = c0.clone();
-                let mut c2 = c0.clone();
-                let strip = |c: &mut Vec<f32>| Strip {
-                    // SAFETY: ir < m, so row ir starts inside `a` (m rows of k values).
-                    a: unsafe { a.as_ptr().add(ir * k) },
-                    lda: k,
-                    rows: MR.min(m - ir),
-                    // SAFETY: ir < m = scales.len(), so the offset stays inside `scales`.
-                    scale: unsafe { scales.as_ptr().add(ir) },
-                    c: c.as_mut_ptr(),
-                    ldc: NR,
+                    row_scale: Some(&scales[..m]),
+                },
+                Epilogue {
+                    row_scale: Some(&scales[..m]),
+                    ..Epilogue::STORE
+                },
+            ] {
+                let run = |kernel| {
+                    let packed = Packed::from_rows(kernel, &w, k, n, k);
+                    let mut c = c0.clone();
+                    matmul(&a, k, m, &packed, &mut c, n, ep, true);
+                    c
                 };
-                // SAFETY: each strip covers rows ir..ir+mr of `a` (k values each) and
-                // `scales`, inside the vectors, and writes its own MR x NR buffer; the
-                // tile's panel and bias lie inside `w.data` and `bias`; the CPU has AVX2
-                // and FMA (checked at the top of the test).
-                unsafe {
-                    kernel_portable(&tile, strip(&mut c1));
-                    kernel_avx2(&tile, strip(&mut c2));
-                }
-                for (x, y) in c1.iter().zip(&c2) {
-                    assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
+                let (own, gemm) = (run(Kernel::Avx2), run(Kernel::Gemm));
+                for (x, y) in own.iter().zip(&gemm) {
+                    let tol = 1e-5 * (k as f32).sqrt() * x.abs().max(1.0);
+                    assert!((x - y).abs() <= tol, "{m}x{n}x{k}: {x} vs {y}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn kernel_choices_parse_and_resolve() {
+        for (text, want) in [
+            ("auto", KernelChoice::Auto),
+            (" GEMM ", KernelChoice::Gemm),
+            ("avx2", KernelChoice::Avx2),
+        ] {
+            assert_eq!(text.parse::<KernelChoice>(), Ok(want));
+        }
+        let err = "blas".parse::<KernelChoice>().expect_err("unknown");
+        assert!(err.contains("EXCERPT_KERNEL=`blas`"), "{err}");
+        assert!(err.contains("auto, avx2, gemm"), "{err}");
+        assert_eq!(KernelChoice::Gemm.resolve(), Ok(Kernel::Gemm));
+        let auto = KernelChoice::Auto.resolve().expect("auto always resolves");
+        let avx2 = KernelChoice::Avx2.resolve();
+        if has_avx2_fma() {
+            assert_eq!((auto, avx2), (Kernel::Avx2, Ok(Kernel::Avx2)));
+        } else {
+            assert_eq!(auto, Kernel::Gemm);
+            assert!(avx2.expect_err("no AVX2").contains("needs a CPU with AVX2"));
         }
     }
 }
 
 /// A manual benchmark of the encoder's product shapes (prints GFLOP/s single- and
-/// multi-threaded, asserts nothing):
+/// multi-threaded for each kernel the CPU can run, asserts nothing):
 /// `cargo test --release -p excerpt-embed --lib product_speed -- --ignored --nocapture`
 #[cfg(test)]
 mod product_speed {
@@ -700,10 +958,18 @@ mod product_speed {
             (252, 32, 252),
         ] {
             let a = vec![0.5f32; m * k];
-            let w = Packed::from_rows(&vec![0.25f32; n * k], k, n, k);
             let mut c = vec![0f32; m * n];
             let mut line = format!("{m}x{n}x{k}:");
-            for par in [false, true] {
+            for (kernel, par) in [
+                (Kernel::Avx2, false),
+                (Kernel::Avx2, true),
+                (Kernel::Gemm, false),
+                (Kernel::Gemm, true),
+            ] {
+                if kernel == Kernel::Avx2 && !has_avx2_fma() {
+                    continue;
+                }
+                let w = Packed::from_rows(kernel, &vec![0.25f32; n * k], k, n, k);
                 let reps = if m < 1000 { 400 } else { 1 };
                 let mut s = f64::MAX;
                 for _ in 0..8 {
@@ -713,7 +979,9 @@ mod product_speed {
                     }
                     s = s.min(t.elapsed().as_secs_f64());
                 }
-                line += &format!(" {:.1}", 2.0 * (m * n * k * reps) as f64 / s / 1e9);
+                let gflops = 2.0 * (m * n * k * reps) as f64 / s / 1e9;
+                let threads = if par { "all" } else { "1" };
+                line += &format!(" {}/{threads} {gflops:.1}", kernel.name());
             }
             println!("{line}");
         }

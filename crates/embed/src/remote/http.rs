@@ -1,6 +1,6 @@
 //! Shared plumbing of the blocking HTTP clients (embeddings, rerank, chat): the agent,
 //! the API key, one JSON POST attempt classified as retryable or not, and the retry
-//! loop with exponential backoff honouring `Retry-After`.
+//! loop with exponential backoff with jitter, honouring `Retry-After`.
 
 use std::time::Duration;
 
@@ -221,17 +221,72 @@ pub(crate) fn post_json<B: Serialize, R: DeserializeOwned>(
 pub(crate) struct RetryPolicy {
     /// Retries after the first attempt.
     pub(crate) max_retries: u32,
-    /// Delay before the first retry; doubles on each further retry, capped at
-    /// [`MAX_BACKOFF`]. A longer `Retry-After` takes precedence.
+    /// The backoff before the first retry; doubles on each further retry, capped at
+    /// [`MAX_BACKOFF`]. Each wait is a random fraction between half and all of the
+    /// backoff ([`Jitter`]); a longer `Retry-After` takes precedence.
     pub(crate) initial_backoff: Duration,
 }
 
-/// Runs `attempt` until it succeeds, fails for good, or the retries are spent. The
-/// final failure becomes [`EmbedError::Remote`] for `endpoint`, its message noting how
-/// many retries were made.
+/// The random part of the waits between retries, so that workers failing together
+/// (one rate limit, one restarting server) do not all retry at the same instant.
+/// A small SplitMix64 generator: seeded per client call by [`Jitter::new`], or with a
+/// fixed seed in tests.
+#[derive(Debug, Clone)]
+pub(crate) struct Jitter {
+    state: u64,
+}
+
+impl Jitter {
+    /// A generator seeded from the process's random hash keys, the time and the
+    /// thread, so concurrent callers draw different waits.
+    pub(crate) fn new() -> Self {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        std::time::SystemTime::now().hash(&mut hasher);
+        std::thread::current().id().hash(&mut hasher);
+        Self::seeded(hasher.finish())
+    }
+
+    /// A generator with a fixed seed (same seed, same waits).
+    pub(crate) fn seeded(seed: u64) -> Self {
+        Self { state: seed }
+    }
+
+    /// The next value, uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The wait for a retry whose backoff is `backoff`: uniform in
+    /// `[backoff / 2, backoff)`, or the server's `Retry-After` when that is longer.
+    pub(crate) fn wait(&mut self, backoff: Duration, retry_after: Option<Duration>) -> Duration {
+        let jittered = backoff.mul_f64(0.5 + 0.5 * self.unit());
+        retry_after.map_or(jittered, |ra| ra.max(jittered))
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or the retries are spent,
+/// waiting between attempts as [`RetryPolicy`] says (jitter from [`Jitter::new`]).
+/// The final failure becomes [`EmbedError::Remote`] for `endpoint`, its message
+/// noting how many retries were made.
 pub(crate) fn with_retries<T>(
     endpoint: &Endpoint,
     policy: RetryPolicy,
+    attempt: impl FnMut() -> Result<T, Failure>,
+) -> Result<T, EmbedError> {
+    with_retries_jittered(endpoint, policy, &mut Jitter::new(), attempt)
+}
+
+/// [`with_retries`] drawing its waits from `jitter`.
+pub(crate) fn with_retries_jittered<T>(
+    endpoint: &Endpoint,
+    policy: RetryPolicy,
+    jitter: &mut Jitter,
     mut attempt: impl FnMut() -> Result<T, Failure>,
 ) -> Result<T, EmbedError> {
     let mut backoff = policy.initial_backoff;
@@ -241,8 +296,7 @@ pub(crate) fn with_retries<T>(
             Ok(r) => return Ok(r),
             Err(f) if f.retryable && retries < policy.max_retries => {
                 retries += 1;
-                let wait = f.retry_after.map_or(backoff, |ra| ra.max(backoff));
-                std::thread::sleep(wait);
+                std::thread::sleep(jitter.wait(backoff, f.retry_after));
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
             Err(f) => {
@@ -259,7 +313,75 @@ pub(crate) fn with_retries<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::openai_endpoint;
+    use std::time::Duration;
+
+    use super::{openai_endpoint, with_retries_jittered, Endpoint, Failure, Jitter, RetryPolicy};
+
+    #[test]
+    fn waits_are_jittered_within_half_to_all_of_the_backoff() {
+        let backoff = Duration::from_millis(800);
+        let mut jitter = Jitter::seeded(7);
+        let waits: Vec<Duration> = (0..1000).map(|_| jitter.wait(backoff, None)).collect();
+        for w in &waits {
+            assert!(*w >= backoff / 2 && *w < backoff, "{w:?}");
+        }
+        // Spread over the whole range, not stuck at one value.
+        let min = waits.iter().min().expect("waits");
+        let max = waits.iter().max().expect("waits");
+        assert!(
+            *min < backoff * 11 / 20 && *max > backoff * 19 / 20,
+            "{min:?} {max:?}"
+        );
+        // Same seed, same waits; other seeds, other waits (workers do not retry in
+        // lockstep).
+        let mut again = Jitter::seeded(7);
+        assert_eq!(again.wait(backoff, None), waits[0]);
+        let firsts: std::collections::BTreeSet<Duration> = (0..50)
+            .map(|seed| Jitter::seeded(seed).wait(backoff, None))
+            .collect();
+        assert!(firsts.len() >= 45, "{} distinct waits of 50", firsts.len());
+        // Two generators seeded from the environment differ too.
+        let (mut a, mut b) = (Jitter::new(), Jitter::new());
+        let draws = |j: &mut Jitter| (0..4).map(|_| j.wait(backoff, None)).collect::<Vec<_>>();
+        assert_ne!(draws(&mut a), draws(&mut b));
+    }
+
+    #[test]
+    fn a_longer_retry_after_wins_over_the_jittered_backoff() {
+        let mut jitter = Jitter::seeded(1);
+        let backoff = Duration::from_millis(100);
+        let long = Duration::from_secs(2);
+        assert_eq!(jitter.wait(backoff, Some(long)), long);
+        let short = Duration::from_millis(1);
+        let w = jitter.wait(backoff, Some(short));
+        assert!(w >= backoff / 2 && w < backoff, "{w:?}");
+    }
+
+    #[test]
+    fn retries_stop_after_the_policy_and_say_how_many() {
+        let endpoint = Endpoint {
+            kind: excerpt_core::RemoteEndpoint::Embedding,
+            url: "http://127.0.0.1:1/v1/embeddings".into(),
+        };
+        let policy = RetryPolicy {
+            max_retries: 3,
+            initial_backoff: Duration::from_micros(10),
+        };
+        let mut attempts = 0;
+        let result: Result<(), _> =
+            with_retries_jittered(&endpoint, policy, &mut Jitter::seeded(3), || {
+                attempts += 1;
+                Err(Failure {
+                    status: Some(503),
+                    message: "HTTP 503: busy".into(),
+                    retryable: true,
+                    retry_after: None,
+                })
+            });
+        assert_eq!(attempts, 4);
+        let err = result.expect_err("fails").to_string();
+        assert!(err.contains("HTTP 503: busy (after 3 retries)"), "{err}");
+    }
 
     #[test]
     fn openai_endpoint_accepts_base_with_or_without_v1() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use excerpt_embed::{resolve_model, EmbedError, Embedder, LocalEmbedder, Pooling};
+use excerpt_embed::{resolve_model, EmbedError, Embedder, KernelChoice, LocalEmbedder, Pooling};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -118,6 +118,59 @@ fn matches_reference_embeddings() {
             "single: cosine {c} for {:?}",
             item.text.chars().take(60).collect::<String>()
         );
+    }
+}
+
+/// The path of CPUs without AVX2 + FMA (the `gemm` crate's products, portable
+/// element-wise code), forced on this machine: the same reference embeddings, and
+/// the same vectors as the default kernel up to rounding.
+#[test]
+fn gemm_path_matches_reference_embeddings() {
+    let gemm = LocalEmbedder::load_with_kernel(&model_dir(), KernelChoice::Gemm).expect("loads");
+    assert_eq!(gemm.kernel(), "gemm");
+    let reference = reference();
+    let texts: Vec<&str> = reference.items.iter().map(|it| it.text.as_str()).collect();
+    let got = gemm.embed(&texts).expect("embeds");
+    let default = embedder().embed(&texts).expect("embeds");
+    for ((item, g), d) in reference.items.iter().zip(&got).zip(&default) {
+        let c = cosine(g, &item.embedding);
+        assert!(c >= 0.999, "gemm: cosine {c} < 0.999");
+        assert!(cosine(g, d) >= 0.99999, "gemm vs {}", embedder().kernel());
+    }
+    assert_eq!(gemm.model_id(), embedder().model_id());
+}
+
+#[test]
+fn models_of_other_families_are_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+        let from = model_dir().join(file);
+        let to = dir.path().join(file);
+        if file == "model.safetensors" {
+            // Never read: the config is refused first.
+            std::fs::write(&to, b"not weights").expect("write");
+        } else {
+            std::fs::copy(&from, &to).expect("copy");
+        }
+    }
+    let path = dir.path().join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    config["model_type"] = "xlm-roberta".into();
+    std::fs::write(&path, config.to_string()).expect("write");
+    match LocalEmbedder::load(dir.path()) {
+        Err(EmbedError::ModelLoad { path, message }) => {
+            assert!(path.ends_with("config.json"), "{path}");
+            assert!(
+                message.contains("model_type `xlm-roberta` is not supported"),
+                "{message}"
+            );
+            assert!(
+                message.contains("BERT models only (model_type `bert`"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
     }
 }
 
