@@ -17,8 +17,11 @@ use excerpt_core::{CharIndex, Chunk, ChunkerConfig, Document};
 use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot, MANIFEST_FILE};
 use excerpt_ingest::{chunk, load_str, ChunkOptions, DocFormat};
 
+/// A fuzz target: takes any bytes, must return normally.
+pub type Target = fn(&[u8]);
+
 /// Every target, by the name its fuzz binary and regression folder have.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("load_text", load_text),
     ("load_markdown", load_markdown),
     ("load_html", load_html),

@@ -77,6 +77,9 @@ pub(crate) fn structure(text: &str, atx_only: bool) -> Structure {
     out
 }
 
+/// Front matter's metadata and the byte offset where the body starts.
+type FrontMatter = (serde_json::Map<String, serde_json::Value>, usize);
+
 /// Front matter that was found but refused: why (it stays in the text).
 pub(crate) struct Refused(pub(crate) String);
 
@@ -86,7 +89,7 @@ pub(crate) struct Refused(pub(crate) String);
 /// `Err` when it is not a YAML mapping (then it stays in the text).
 pub(crate) fn front_matter(
     text: &str,
-) -> Option<Result<(serde_json::Map<String, serde_json::Value>, usize), Refused>> {
+) -> Option<Result<FrontMatter, Refused>> {
     let rest = text.strip_prefix("---\n")?;
     let mut at = 4usize;
     let mut body_start = None;
