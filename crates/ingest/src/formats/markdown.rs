@@ -87,9 +87,7 @@ pub(crate) struct Refused(pub(crate) String);
 /// line. Returns the metadata and the byte offset where the body starts (blank lines
 /// after the front matter are dropped too). `None` when there is no front matter;
 /// `Err` when it is not a YAML mapping (then it stays in the text).
-pub(crate) fn front_matter(
-    text: &str,
-) -> Option<Result<FrontMatter, Refused>> {
+pub(crate) fn front_matter(text: &str) -> Option<Result<FrontMatter, Refused>> {
     let rest = text.strip_prefix("---\n")?;
     let mut at = 4usize;
     let mut body_start = None;
