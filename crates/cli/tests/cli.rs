@@ -302,27 +302,38 @@ fn check_bm25_complete(s: &Snapshot) {
     }
 }
 
-/// Starts `excerpt serve` on a free port; returns the child and its base URL.
-fn spawn_server(index: &Path) -> (std::process::Child, String) {
+/// Starts `excerpt serve` on a free port; returns the child and its base URL. With
+/// `log`, its stderr (the request log) is piped for the caller to read; else discarded.
+fn spawn_server(index: &Path, log: bool) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let mut child = bin()
-        .arg("--index")
-        .arg(index)
-        .args(["--quiet", "serve", "--addr", "127.0.0.1:0"])
+    let mut cmd = bin();
+    cmd.arg("--index").arg(index);
+    if !log {
+        cmd.arg("--quiet");
+    }
+    let mut child = cmd
+        .args(["serve", "--addr", "127.0.0.1:0"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(if log { Stdio::piped() } else { Stdio::null() })
         .spawn()
         .expect("the binary runs");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let base = line
+    let Some(base) = line
         .trim()
         .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no address on stdout: {line:?}"))
-        .to_string();
+        .map(str::to_string)
+    else {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "no address on stdout ({line:?}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     (child, base)
 }
 
@@ -411,7 +422,7 @@ fn sigkill_during_writes_leaves_a_consistent_index() {
                 child
             }
             _ => {
-                let (child, base) = spawn_server(&index);
+                let (child, base) = spawn_server(&index, false);
                 let batch: Vec<serde_json::Value> = (0..60)
                     .filter(|_| next() % 2 == 0)
                     .map(|i| {
@@ -455,38 +466,13 @@ fn sigkill_during_writes_leaves_a_consistent_index() {
 /// cleanly on SIGTERM.
 #[test]
 fn serve_prints_its_address_and_answers_healthz() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     let index = tmp.path().join("idx");
     corpus(&docs);
     json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
 
-    let mut child = bin()
-        .arg("--index")
-        .arg(&index)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = match line.trim().strip_prefix("listening on ") {
-        Some(b) => b.to_string(),
-        None => {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "no address on stdout ({line:?}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    };
+    let (child, base) = spawn_server(&index, true);
     assert!(base.starts_with("http://127.0.0.1:"), "{base}");
 
     let health: Value = ureq::get(format!("{base}/healthz"))
