@@ -30,9 +30,12 @@ pub const MAX_BUDGET: usize = 1_000_000;
 ///   skipped (`topk`: assembly stops there). So when the budget is smaller than the best
 ///   chunk, the best chunk is not returned: a smaller candidate that fits may be, and if
 ///   nothing fits the context is empty with a note saying so.
-/// - Order ("the order handed to the LLM", also what the renderers show): grouped by
-///   document, documents by their best piece score (descending; ties: document position),
-///   pieces in reading order within a document.
+/// - Order ("the order handed to the LLM", also what the renderers show), as
+///   [`Context::order`] says: grouped by document, documents by their best piece score
+///   (descending; ties: document position), pieces in reading order within a document
+///   ([`PieceOrder::Document`](crate::PieceOrder::Document)); or every piece by its score,
+///   best first (ties: document position, then reading order;
+///   [`PieceOrder::Score`](crate::PieceOrder::Score)).
 /// - Deterministic: same input, same output. Ties between chunks are broken by
 ///   [`ChunkKey`](excerpt_core::ChunkKey) (document-id order, then reading order); no
 ///   hash-map iteration order.
@@ -72,8 +75,10 @@ pub fn assemble(
             ));
         }
     }
+    let order = sel.order;
     let pieces = sel.into_pieces();
     Ok(Context {
+        order,
         strategy: strategy.name().to_string(),
         budget: req.budget,
         tokens: pieces.iter().map(|p| p.tokens).sum(),

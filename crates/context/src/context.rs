@@ -70,6 +70,20 @@ pub struct Piece {
     pub hits: Vec<u32>,
 }
 
+/// The order pieces are handed to the LLM in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PieceOrder {
+    /// Grouped by document (documents by their best piece score, descending; ties:
+    /// document position), reading order within a document.
+    #[default]
+    Document,
+    /// Every piece by its own score, best first (ties: document position, then reading
+    /// order): what a reader that stops early, or a consumer that truncates the context,
+    /// should see first.
+    Score,
+}
+
 /// The context assembled for one query: what the CLI prints, the server returns and the
 /// eval harness scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +96,9 @@ pub struct Context {
     pub tokens: usize,
     /// Pieces in the order they are handed to an LLM.
     pub pieces: Vec<Piece>,
+    /// How the pieces are ordered.
+    #[serde(default)]
+    pub order: PieceOrder,
     /// What the strategy decided (e.g. `auto`'s chosen k), for people and logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -25,7 +25,7 @@ mod tokens;
 mod units;
 
 pub use assemble::{assemble, MAX_BUDGET};
-pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece};
+pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece, PieceOrder};
 pub use error::ContextError;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};
 pub use render::{
@@ -37,6 +37,6 @@ pub use segments::{
 };
 pub use strategies::{
     AdjacentParams, AutoParams, RseParams, RsePreset, RseUnit, SectionParams, Strategy,
-    StrategyConfig, TopkParams, WindowParams,
+    StrategyConfig, TopkParams, TopkUnit, WindowParams,
 };
 pub use tokens::TiktokenCounter;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use excerpt_core::{ChunkKey, Document, TextRange};
 
-use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece};
+use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece, PieceOrder};
 use crate::error::ContextError;
 
 /// How a strategy assembles: implemented by each strategy's parameter struct and called by
@@ -145,6 +145,8 @@ pub(crate) struct Selection<'a> {
     pub rejected: usize,
     /// Tokens the smallest refused candidate would have needed (after merging).
     pub smallest_rejected: Option<usize>,
+    /// How [`Selection::into_pieces`] orders the pieces.
+    pub order: PieceOrder,
 }
 
 impl<'a> Selection<'a> {
@@ -157,6 +159,7 @@ impl<'a> Selection<'a> {
             runs: BTreeMap::new(),
             rejected: 0,
             smallest_rejected: None,
+            order: PieceOrder::Document,
         }
     }
 
@@ -240,9 +243,20 @@ impl<'a> Selection<'a> {
         true
     }
 
-    /// The pieces: grouped by document (documents by best piece score, descending; ties by
-    /// position), reading order within a document.
+    /// The pieces in [`Selection::order`].
     pub fn into_pieces(self) -> Vec<Piece> {
+        if self.order == PieceOrder::Score {
+            let mut all: Vec<(u32, Piece)> = Vec::new();
+            for (doc_idx, runs) in self.runs {
+                let Some(doc) = self.corpus.document(doc_idx) else {
+                    continue;
+                };
+                all.extend(runs.into_iter().map(|r| (doc_idx, make_piece(doc, r))));
+            }
+            // Stable sort: equal scores keep document position, then reading order.
+            all.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+            return all.into_iter().map(|(_, p)| p).collect();
+        }
         let mut groups: Vec<(f32, u32, Vec<Piece>)> = Vec::new();
         for (doc_idx, runs) in self.runs {
             let Some(doc) = self.corpus.document(doc_idx) else {

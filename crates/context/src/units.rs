@@ -184,6 +184,220 @@ pub(crate) fn rse_sentences(
     Ok(())
 }
 
+/// One sentence of a retrieved chunk, valued for sentence-level `topk`.
+#[derive(Debug, Clone)]
+pub(crate) struct SentenceHit {
+    /// Document position.
+    pub doc: u32,
+    /// The sentence's index in the document's sentences.
+    pub sentence: usize,
+    /// The sentence's text range.
+    pub range: TextRange,
+    /// The pooled chunks it overlaps (the most relevant one values it).
+    pub chunks: Vec<u32>,
+    /// `r(chunk) · (floor + (1 − floor) · s)`, see [`best_sentences`].
+    pub value: f32,
+}
+
+/// The sentences of the chunks in `pool` (hits with their rank-damped relevance, best
+/// first), valued and sorted best first (ties: document position, then reading order).
+///
+/// ```text
+/// v(sentence) = r(chunk) · (floor + (1 − floor) · s(sentence))
+/// ```
+///
+/// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
+/// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
+/// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
+/// to the query min-max scaled over the pool.
+pub(crate) fn best_sentences(
+    req: &AssembleRequest<'_>,
+    pool: &[(ChunkKey, f32)],
+    floor: f32,
+    dense_weight: f32,
+    clause_chars: usize,
+    notes: &mut Vec<String>,
+) -> Vec<SentenceHit> {
+    let mut chunk_rel: BTreeMap<ChunkKey, f32> = BTreeMap::new();
+    for &(k, r) in pool {
+        chunk_rel.entry(k).or_insert(r);
+    }
+    let mut docs: Vec<u32> = chunk_rel.keys().map(|k| k.doc).collect();
+    docs.dedup();
+    let mut cands: Vec<SentenceHit> = Vec::new();
+    let mut texts: Vec<Vec<String>> = Vec::new();
+    for d in docs {
+        let Some(doc) = req.corpus.document(d) else {
+            continue;
+        };
+        for (i, range) in doc.sentences.iter().enumerate() {
+            // The pooled chunks the sentence overlaps; the best one values it.
+            let first = doc
+                .chunks
+                .partition_point(|c| c.range.byte_end <= range.byte_start);
+            let pooled: Vec<(u32, f32)> = doc.chunks[first..]
+                .iter()
+                .take_while(|c| c.range.byte_start < range.byte_end)
+                .enumerate()
+                .filter_map(|(j, _)| {
+                    let o = (first + j) as u32;
+                    chunk_rel.get(&ChunkKey::new(d, o)).map(|&r| (o, r))
+                })
+                .collect();
+            if let Some(r) = pooled.iter().map(|p| p.1).reduce(f32::max) {
+                let parts = if clause_chars > 0 {
+                    clauses(&doc.text, *range, clause_chars)
+                } else {
+                    vec![*range]
+                };
+                for part in parts {
+                    texts.push(terms(part.slice(&doc.text)));
+                    cands.push(SentenceHit {
+                        doc: d,
+                        sentence: i,
+                        range: part,
+                        chunks: pooled.iter().map(|p| p.0).collect(),
+                        value: r,
+                    });
+                }
+            }
+        }
+    }
+    let mut s = lexical_scores(&terms(req.query), &texts);
+    if let Some(q) = req.query_vector {
+        let sims: Vec<f32> = cands
+            .iter()
+            .map_while(|c| {
+                req.corpus
+                    .sentence_vector(c.doc, c.sentence)
+                    .filter(|v| v.len() == q.len())
+                    .map(|v| cosine(v, q))
+            })
+            .collect();
+        if sims.len() == cands.len() && !sims.is_empty() {
+            let lo = sims.iter().copied().fold(f32::INFINITY, f32::min);
+            let hi = sims.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            for (x, d) in s.iter_mut().zip(&sims) {
+                let d = if hi > lo { (d - lo) / (hi - lo) } else { 0.0 };
+                *x = dense_weight * d + (1.0 - dense_weight) * *x;
+            }
+            notes.push("topk: sentence similarity from stored sentence vectors".into());
+        }
+    }
+    for (c, x) in cands.iter_mut().zip(&s) {
+        c.value *= floor + (1.0 - floor) * x;
+    }
+    cands.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then(a.doc.cmp(&b.doc))
+            .then(a.range.byte_start.cmp(&b.range.byte_start))
+    });
+    cands
+}
+
+/// The clauses of sentence `s` of `text`: the sentence cut after a semicolon (and the
+/// spaces after it) and before an enumerator such as `(a)`, `(iv)` or `(2)` that follows a
+/// space, with pieces shorter than `min_chars` characters joined to their neighbour. The
+/// clauses partition the sentence exactly; a sentence without such cuts is one clause.
+pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRange> {
+    let body = s.slice(text);
+    // Cut points as (byte offset in body, char offset in body).
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let chars: Vec<(usize, char)> = body.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let (b, c) = chars[i];
+        if c == ';' {
+            let mut j = i + 1;
+            while j < chars.len() && chars[j].1.is_whitespace() {
+                j += 1;
+            }
+            if j > i + 1 && j < chars.len() {
+                cuts.push((chars[j].0, j));
+            }
+            i = j;
+            continue;
+        }
+        if c == '(' && i > 0 && chars[i - 1].1.is_whitespace() {
+            let inner: String = chars[i + 1..]
+                .iter()
+                .take(6)
+                .map(|x| x.1)
+                .take_while(|&x| x != ')')
+                .collect();
+            let closes = chars
+                .get(i + 1 + inner.chars().count())
+                .is_some_and(|x| x.1 == ')');
+            let enumerator = closes
+                && !inner.is_empty()
+                && (inner.chars().all(|x| x.is_ascii_digit()) && inner.len() <= 2
+                    || inner.len() == 1 && inner.chars().all(|x| x.is_ascii_lowercase())
+                    || inner.chars().all(|x| matches!(x, 'i' | 'v' | 'x')) && inner.len() <= 4);
+            if enumerator && !cuts.last().is_some_and(|&(cb, _)| cb == b) {
+                cuts.push((b, i));
+            }
+        }
+        i += 1;
+    }
+    let total_chars = chars.len();
+    let mut bounds: Vec<(usize, usize)> = vec![(0, 0)];
+    for cut in cuts {
+        let last = *bounds.last().expect("non-empty");
+        if cut.1 - last.1 >= min_chars && total_chars - cut.1 >= min_chars {
+            bounds.push(cut);
+        }
+    }
+    bounds.push((body.len(), total_chars));
+    bounds
+        .windows(2)
+        .map(|w| TextRange {
+            byte_start: s.byte_start + w[0].0,
+            byte_end: s.byte_start + w[1].0,
+            char_start: s.char_start + w[0].1,
+            char_end: s.char_start + w[1].1,
+        })
+        .collect()
+}
+
+/// Whether `text` opens with a list enumerator: `(a)`, `(iv)`, `(2)`, `a)`, `iv)`, `2)`,
+/// `a.`, `2.` or `1.6` (after leading spaces).
+pub(crate) fn starts_with_enumerator(text: &str) -> bool {
+    let t = text.trim_start();
+    let t = t.strip_prefix('(').unwrap_or(t);
+    let label: String = t
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    let rest = &t[label.len()..];
+    let label = label.trim_end_matches('.');
+    if label.is_empty() || label.len() > 6 {
+        return false;
+    }
+    let numeric = label
+        .split('.')
+        .all(|part| (1..=2).contains(&part.len()) && part.chars().all(|c| c.is_ascii_digit()));
+    let roman = label.len() <= 4 && label.chars().all(|c| matches!(c, 'i' | 'v' | 'x'));
+    let letter = label.len() == 1 && label.chars().all(|c| c.is_ascii_alphabetic());
+    let closed = rest.starts_with(')')
+        || (t[..t.len() - rest.len()].ends_with('.') || numeric)
+            && rest.starts_with(|c: char| c.is_whitespace());
+    (numeric || roman || letter) && closed
+}
+
+/// The lead-in of a list item: when sentence `i` of `doc` opens with an enumerator, the
+/// nearest of the `window` sentences before it that ends with a colon (`"Each party
+/// shall:"`), so an item is never handed over without the words that govern it.
+pub(crate) fn lead_in(doc: &Document, i: usize, window: usize) -> Option<usize> {
+    let text = doc.sentences.get(i)?.slice(&doc.text);
+    if !starts_with_enumerator(text) {
+        return None;
+    }
+    (i.saturating_sub(window)..i)
+        .rev()
+        .find(|&j| doc.sentences[j].slice(&doc.text).trim_end().ends_with(':'))
+}
+
 /// Tokens of a text for lexical matching: lower-cased alphanumeric runs without English
 /// function words, with a plural `s` dropped.
 pub(crate) fn terms(text: &str) -> Vec<String> {
@@ -296,6 +510,71 @@ mod tests {
             terms("The Receiving Party shall return all documents."),
             vec!["receiving", "party", "return", "document"]
         );
+    }
+
+    fn range_of(text: &str) -> TextRange {
+        TextRange {
+            byte_start: 0,
+            byte_end: text.len(),
+            char_start: 0,
+            char_end: text.chars().count(),
+        }
+    }
+
+    #[test]
+    fn clauses_cut_at_semicolons_and_enumerators_and_partition_the_sentence() {
+        let t = "Information that: (i) is public; (ii) was known before, or (iii) is received lawfully.";
+        let parts: Vec<&str> = clauses(t, range_of(t), 10)
+            .iter()
+            .map(|r| r.slice(t))
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                "Information that: ",
+                "(i) is public; ",
+                "(ii) was known before, or ",
+                "(iii) is received lawfully."
+            ]
+        );
+        // Too-short pieces stay joined; character offsets follow multi-byte text.
+        let t = "Ä; b; (c) ü is here and long enough";
+        let r = clauses(t, range_of(t), 8);
+        assert_eq!(r.iter().map(|r| r.slice(t)).collect::<String>(), t);
+        for x in &r {
+            assert_eq!(t[..x.byte_start].chars().count(), x.char_start);
+            assert_eq!(t[..x.byte_end].chars().count(), x.char_end);
+        }
+        assert_eq!(clauses(t, range_of(t), 1000).len(), 1);
+        assert!(clauses("(a) x", range_of("(a) x"), 0)
+            .iter()
+            .all(|r| !r.is_empty()));
+    }
+
+    #[test]
+    fn enumerators_open_list_items() {
+        for yes in [
+            "(a) keep",
+            "  (iv) was",
+            "b) the",
+            "2. The",
+            "1.6 shall",
+            "(12) x",
+            "c. Other",
+        ] {
+            assert!(starts_with_enumerator(yes), "{yes}");
+        }
+        for no in [
+            "The party",
+            "I agree",
+            "2018 was",
+            "(hereinafter the",
+            "Section 2",
+            "",
+            "(a",
+        ] {
+            assert!(!starts_with_enumerator(no), "{no}");
+        }
     }
 
     #[test]

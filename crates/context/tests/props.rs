@@ -73,6 +73,7 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
     .iter()
     .map(|s| (s.parse().expect("known"), false))
     .collect();
+    v.push(("topk:order=score".parse().expect("known"), false));
     v.push((
         StrategyConfig::Section(SectionParams {
             full_documents: false,
@@ -96,7 +97,12 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
         false,
     ));
     // Sentence units: pieces start and end on sentences, like window's.
-    for spec in ["rse:unit=sentence", "rse:unit=sentence,min_value=0"] {
+    for spec in [
+        "rse:unit=sentence",
+        "rse:unit=sentence,min_value=0",
+        "topk:unit=sentence",
+        "topk:unit=sentence,order=score,pool=3",
+    ] {
         v.push((spec.parse().expect("known"), true));
     }
     v.push((StrategyConfig::Window(WindowParams::default()), true));
@@ -151,7 +157,11 @@ proptest! {
                 let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 // Window pieces are sentence-aligned only with an embedder (without one it
                 // falls back to adjacent chunks); sentence-unit rse pieces always are.
-                let sentence_units = matches!(cfg, StrategyConfig::Rse(p) if p.unit == excerpt_context::RseUnit::Sentence);
+                let sentence_units = matches!(cfg, StrategyConfig::Rse(p) if p.unit == excerpt_context::RseUnit::Sentence)
+                    || matches!(cfg, StrategyConfig::Topk(p) if p.unit == excerpt_context::TopkUnit::Sentence)
+                    // auto's pinpoint route takes sentences (chunk-aligned pieces are
+                    // sentence-aligned too).
+                    || matches!(cfg, StrategyConfig::Auto(_));
                 let sentence_aligned = (window && use_embedder) || sentence_units;
                 if let Err(e) = check_invariants(&ctx, &corpus, &hits, budget, &WordTokens, sentence_aligned) {
                     return Err(TestCaseError::fail(format!("{cfg:?} (embedder {use_embedder}): {e}\n{ctx:#?}")));

@@ -88,6 +88,7 @@ fn empty_text_rendering() {
         budget: 100,
         tokens: 0,
         pieces: vec![],
+        order: Default::default(),
         notes: vec![],
     };
     insta::assert_snapshot!("text_empty", render_text(&ctx, &RenderOptions::default()));

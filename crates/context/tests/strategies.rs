@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 
 use common::*;
 use excerpt_context::{
-    assemble, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit, LlmTokens, RseParams,
-    SectionParams, Strategy, StrategyConfig, TiktokenCounter, TopkParams, WindowParams,
+    assemble, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit, LlmTokens,
+    PieceOrder, RseParams, SectionParams, Strategy, StrategyConfig, TiktokenCounter, TopkParams,
+    WindowParams,
 };
 use excerpt_core::{ChunkKey, Embedder};
 
@@ -61,6 +62,13 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
     let c = five_chunks();
     let hits = [hit(0, 2, 0.9)];
     for s in Strategy::ALL {
+        if s == Strategy::Auto {
+            // auto hands this pinpoint question sentences: one fits where no chunk does.
+            let ctx = assemble(&"auto".parse().unwrap(), &req(&c, &hits, 3, None, None)).unwrap();
+            let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+            assert_eq!(texts, ["c2 one. "], "{ctx:?}");
+            continue;
+        }
         let ctx = assemble(
             &StrategyConfig::default_for(s),
             &req(&c, &hits, 3, None, None),
@@ -574,7 +582,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     r.query = "Receiving Party shall return the documents";
     let ctx = assemble(&auto, &r).unwrap();
     assert!(ctx.notes[0].contains("no headings"), "{:?}", ctx.notes);
-    assert_eq!(ctx.pieces, same_as("topk", &r));
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     assert_ne!(
         ctx.pieces,
         same_as("rse", &r),
@@ -593,7 +601,62 @@ fn auto_routes_by_query_form_and_document_structure() {
         ..Default::default()
     });
     let ctx = assemble(&no_sections, &r).unwrap();
-    assert_eq!(ctx.pieces, same_as("topk", &r));
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+}
+
+#[test]
+fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
+    let c = TestCorpus::new(vec![build_doc(
+        "nda.md",
+        "NDA",
+        &[
+            chunk(&["Intro words here. ", "Nothing relevant at all. "]),
+            chunk(&[
+                "The parties agree as follows: ",
+                "(a) keep alpha secret. ",
+                "(b) return gamma papers. ",
+            ]),
+            chunk(&[
+                "Alpha beta appear together here. ",
+                "Unrelated filler text now. ",
+            ]),
+        ],
+    )]);
+    let hits = vec![hit(0, 2, 0.9), hit(0, 1, 0.8), hit(0, 0, 0.5)];
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
+    let r = req(&c, &hits, 14, None, None);
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 14, &WordTokens, true).unwrap();
+    assert_eq!(ctx.order, PieceOrder::Score);
+    let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+    // The sentence with both query words first (although it comes last in the
+    // document), then the list item with the other query word, preceded by its lead-in.
+    assert_eq!(
+        texts,
+        [
+            "Alpha beta appear together here. ",
+            "The parties agree as follows: (a) keep alpha secret. "
+        ]
+    );
+    assert_eq!(ctx.tokens, 14);
+    // Without lead-ins the budget left goes to the next best sentence instead.
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score,lead_ins=false"
+        .parse()
+        .unwrap();
+    let ctx = assemble(&cfg, &r).unwrap();
+    assert!(ctx
+        .pieces
+        .iter()
+        .all(|p| !p.text.contains("agree as follows")));
+    // Document order keeps reading order; chunk topk hands over whole chunks.
+    let cfg: StrategyConfig = "topk:unit=sentence".parse().unwrap();
+    let ctx = assemble(&cfg, &r).unwrap();
+    assert_eq!(ctx.pieces[0].text, texts[1]);
+    let ctx = assemble(&"topk".parse().unwrap(), &req(&c, &hits, 14, None, None)).unwrap();
+    assert_eq!(
+        ctx.pieces[0].text,
+        "Alpha beta appear together here. Unrelated filler text now. "
+    );
 }
 
 #[test]
@@ -653,7 +716,10 @@ fn strategy_names_configs_and_validation() {
             structure_hits: 0,
             ..Default::default()
         }),
-        StrategyConfig::Topk(TopkParams { max_chunks: 0 }),
+        StrategyConfig::Topk(TopkParams {
+            max_chunks: 0,
+            ..Default::default()
+        }),
     ];
     let c = five_chunks();
     for cfg in bad {

@@ -76,6 +76,7 @@ mod tests {
             budget: 100,
             tokens: 0,
             pieces: Vec::new(),
+            order: Default::default(),
             notes: Vec::new(),
         }
     }

@@ -208,6 +208,7 @@ mod tests {
             strategy: "topk".into(),
             budget: 100,
             tokens: 0,
+            order: Default::default(),
             notes: Vec::new(),
         };
         let p = answer_prompt("  When did the railway arrive? ", &context);

@@ -33,8 +33,8 @@ pub struct AutoParams {
     /// For pinpoint questions over documents with headings (default: `section`'s
     /// defaults).
     pub section: SectionParams,
-    /// For pinpoint questions over documents without headings (default: `topk`'s
-    /// defaults).
+    /// For pinpoint questions over documents without headings (default:
+    /// [`TopkParams::sentences`], the best sentences of the best chunks, best first).
     pub topk: TopkParams,
     /// Whether pinpoint questions may use `section` at all (default true).
     pub sections: bool,
@@ -47,7 +47,7 @@ impl Default for AutoParams {
         AutoParams {
             rse: RseParams::default(),
             section: SectionParams::default(),
-            topk: TopkParams::default(),
+            topk: TopkParams::sentences(),
             sections: true,
             structure_hits: 3,
         }

@@ -35,7 +35,7 @@ pub use adjacent::AdjacentParams;
 pub use auto::AutoParams;
 pub use rse::{RseParams, RsePreset, RseUnit};
 pub use section::SectionParams;
-pub use topk::TopkParams;
+pub use topk::{TopkParams, TopkUnit};
 pub use window::WindowParams;
 
 /// Generates [`Strategy`], [`StrategyConfig`] and their name, default and dispatch

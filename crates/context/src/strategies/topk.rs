@@ -1,12 +1,34 @@
 //! `topk`: hits in rank order, each as its own chunk (touching ones merge), until the
 //! first that does not fit — assembly stops there (no skipping to smaller chunks, so the
 //! context is always a rank prefix of the hits).
+//!
+//! With `unit = sentence`, the units are the sentences of the best `pool` hit chunks,
+//! valued by their chunk's rank-damped relevance and their own match with the query
+//! ([`crate::units::best_sentences`]); they are offered best first and every one that
+//! fits is taken (sentences are small, so a skipped long one leaves room for the next).
+//! Touching sentences merge into one piece, so the context holds several short passages
+//! from several places where chunk units would hold one or two whole chunks.
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::AssembleRequest;
-use crate::error::{check_min, ContextError};
+use crate::context::{AssembleRequest, PieceOrder};
+use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
+use crate::units::{best_sentences, lead_in};
+
+/// How many sentences before a list item are searched for its lead-in.
+const LEAD_IN_WINDOW: usize = 12;
+
+/// What `topk` ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TopkUnit {
+    /// Retrieved chunks (default).
+    #[default]
+    Chunk,
+    /// Sentences of the best retrieved chunks.
+    Sentence,
+}
 
 /// Parameters of [`Strategy::Topk`](crate::Strategy::Topk).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -15,18 +37,74 @@ pub struct TopkParams {
     /// At most this many hits are considered (default 50: more than any budget of a few
     /// thousand tokens holds, so the budget is the real limit).
     pub max_chunks: usize,
+    /// What is ranked: `chunk` (default) or `sentence`.
+    pub unit: TopkUnit,
+    /// Order of the pieces: `document` (default: grouped by document, reading order) or
+    /// `score` (best first).
+    pub order: PieceOrder,
+    /// With `unit = sentence`: the sentences of this many best hits compete (default 10).
+    pub pool: usize,
+    /// With `unit = sentence`: the share of its chunk's relevance a sentence keeps when it
+    /// shares no term with the query, in [0, 1] (default 0.5).
+    pub lexical_floor: f32,
+    /// With `unit = sentence`: a hit at rank r (0-based) has relevance
+    /// `relevance · exp(−r / rank_decay)`, `> 0` (default 30).
+    pub rank_decay: f32,
+    /// With `unit = sentence` and stored sentence vectors: weight of the sentence's
+    /// similarity against its lexical score, in [0, 1] (default 0.5).
+    pub dense_weight: f32,
+    /// With `unit = sentence`: sentences are cut into clauses (after semicolons, before
+    /// enumerators such as `(a)`), none shorter than this many characters; 0 keeps whole
+    /// sentences (default 0).
+    pub clause_chars: usize,
+    /// With `unit = sentence`: a list item (a sentence opening with an enumerator such as
+    /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
+    /// before the list, when it fits (default true).
+    pub lead_ins: bool,
 }
 
 impl Default for TopkParams {
     fn default() -> Self {
-        TopkParams { max_chunks: 50 }
+        TopkParams {
+            max_chunks: 50,
+            unit: TopkUnit::Chunk,
+            order: PieceOrder::Document,
+            pool: 10,
+            lexical_floor: 0.5,
+            rank_decay: 30.0,
+            dense_weight: 0.5,
+            clause_chars: 0,
+            lead_ins: true,
+        }
     }
 }
 
 impl TopkParams {
-    /// `max_chunks ≥ 1`.
+    /// Sentence units offered best first (`topk:unit=sentence,order=score`): what `auto`
+    /// hands pinpoint questions.
+    pub fn sentences() -> Self {
+        TopkParams {
+            unit: TopkUnit::Sentence,
+            order: PieceOrder::Score,
+            ..TopkParams::default()
+        }
+    }
+
+    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor` and `dense_weight` in [0, 1],
+    /// `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
-        check_min("topk", "max_chunks", self.max_chunks, 1)
+        check_min("topk", "max_chunks", self.max_chunks, 1)?;
+        check_min("topk", "pool", self.pool, 1)?;
+        check_range("topk", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
+        check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
+        if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
+            return Err(invalid(
+                "topk",
+                "rank_decay",
+                format!("must be finite and > 0, got {}", self.rank_decay),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -38,9 +116,60 @@ impl Assembler for TopkParams {
         sel: &mut Selection<'_>,
         notes: &mut Vec<String>,
     ) -> Result<(), ContextError> {
-        topk(self, hits, req, sel, notes);
+        sel.order = self.order;
+        match self.unit {
+            TopkUnit::Chunk => topk(self, hits, req, sel, notes),
+            TopkUnit::Sentence => topk_sentences(self, hits, req, sel, notes),
+        }
         Ok(())
     }
+}
+
+/// `unit = sentence`: see the module documentation.
+fn topk_sentences(
+    p: &TopkParams,
+    hits: &[RHit],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    notes: &mut Vec<String>,
+) {
+    let pool: Vec<_> = hits
+        .iter()
+        .take(p.pool)
+        .map(|h| (h.key, h.relevance * (-(h.rank as f32) / p.rank_decay).exp()))
+        .collect();
+    let sentences = best_sentences(
+        req,
+        &pool,
+        p.lexical_floor,
+        p.dense_weight,
+        p.clause_chars,
+        notes,
+    );
+    let (mut taken, mut leads) = (0usize, 0usize);
+    for s in &sentences {
+        if sel.remaining() == 0 {
+            break;
+        }
+        let Some(doc) = req.corpus.document(s.doc) else {
+            continue;
+        };
+        if sel.try_add(s.doc, doc, s.range, s.value, s.value, &s.chunks) {
+            taken += 1;
+            if p.lead_ins {
+                if let Some(j) = lead_in(doc, s.sentence, LEAD_IN_WINDOW) {
+                    if sel.try_add(s.doc, doc, doc.sentences[j], s.value, s.value, &[]) {
+                        leads += 1;
+                    }
+                }
+            }
+        }
+    }
+    notes.push(format!(
+        "topk: {taken} of {} sentence(s) of the best {} hit(s) taken, {leads} list lead-in(s) added",
+        sentences.len(),
+        pool.len()
+    ));
 }
 
 /// See the module documentation.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use excerpt_context::{Context, Corpus, Hit, LlmTokens};
+use excerpt_context::{Context, Corpus, Hit, LlmTokens, PieceOrder};
 use excerpt_core::{
     CharIndex, Chunk, ChunkKey, Document, EmbedError, Embedder, Section, TextRange,
 };
@@ -222,6 +222,7 @@ pub fn check_invariants(
     let mut seen_docs: Vec<&str> = Vec::new();
     let mut last_doc: Option<&str> = None;
     let mut prev_end: Option<usize> = None;
+    let mut prev_score: Option<f32> = None;
     for p in &ctx.pieces {
         let (d, doc) = corpus
             .docs
@@ -229,8 +230,22 @@ pub fn check_invariants(
             .enumerate()
             .find(|(_, d)| d.id == p.doc_id)
             .ok_or_else(|| format!("unknown doc {}", p.doc_id))?;
-        // Grouping and reading order.
-        if last_doc != Some(p.doc_id.as_str()) {
+        // Grouping and reading order (document order), or scores never rising.
+        if ctx.order == PieceOrder::Score {
+            if let Some(prev) = prev_score {
+                if p.score > prev {
+                    return Err(format!("score order broken: {} after {prev}", p.score));
+                }
+            }
+            prev_score = Some(p.score);
+            let same_doc = ctx.pieces.iter().filter(|q| q.doc_id == p.doc_id);
+            if same_doc
+                .filter(|q| !std::ptr::eq(*q, p))
+                .any(|q| q.start <= p.end && p.start <= q.end)
+            {
+                return Err(format!("pieces overlap or touch in {}", p.doc_id));
+            }
+        } else if last_doc != Some(p.doc_id.as_str()) {
             if seen_docs.contains(&p.doc_id.as_str()) {
                 return Err(format!("doc {} not contiguous", p.doc_id));
             }
@@ -238,7 +253,7 @@ pub fn check_invariants(
             last_doc = Some(&p.doc_id);
             prev_end = None;
         }
-        if let Some(e) = prev_end {
+        if let (PieceOrder::Document, Some(e)) = (ctx.order, prev_end) {
             if p.start <= e {
                 return Err(format!(
                     "pieces overlap or touch in {}: {} <= {}",
