@@ -334,7 +334,7 @@ pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRan
                 && (inner.chars().all(|x| x.is_ascii_digit()) && inner.len() <= 2
                     || inner.len() == 1 && inner.chars().all(|x| x.is_ascii_lowercase())
                     || inner.chars().all(|x| matches!(x, 'i' | 'v' | 'x')) && inner.len() <= 4);
-            if enumerator && !cuts.last().is_some_and(|&(cb, _)| cb == b) {
+            if enumerator && cuts.last().is_none_or(|&(cb, _)| cb != b) {
                 cuts.push((b, i));
             }
         }
