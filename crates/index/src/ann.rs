@@ -319,6 +319,43 @@ fn train_all(
     }))
 }
 
+/// Every ANN file `manifest` names (paths relative to the index), and what is wrong
+/// with it (`None`: sound): missing, checksum, header, or no assignment for a segment.
+pub(crate) fn check_files(dir: &Path, manifest: &Manifest) -> Vec<(String, Option<String>)> {
+    let Some(meta) = &manifest.ann else {
+        return Vec::new();
+    };
+    let dim = manifest.config.dimension;
+    let read = |path: &Path, hash: &str| -> Result<Vec<u8>, String> {
+        let bytes = fs::read(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "missing".to_string(),
+            _ => e.to_string(),
+        })?;
+        if blake3::hash(&bytes).to_hex().as_str() != hash {
+            return Err("checksum mismatch".into());
+        }
+        Ok(bytes)
+    };
+    let mut out = Vec::with_capacity(manifest.segments.len() + 1);
+    let centroids = read(&ivf_path(dir, &meta.centroids), &meta.centroids_hash)
+        .and_then(|b| decode_centroids(&b, dim, meta.lists).map(|_| ()));
+    out.push((
+        format!("{ANN_DIR}/{}.ivf", meta.centroids),
+        centroids.err(),
+    ));
+    for seg in &manifest.segments {
+        let file = format!("{ANN_DIR}/{}.{}.asg", seg.name, meta.centroids);
+        let problem = match meta.assignments.get(&seg.name) {
+            None => Some("not named by the manifest (stale)".into()),
+            Some(h) => read(&asg_path(dir, &seg.name, &meta.centroids), h)
+                .and_then(|b| decode_assignment(&b, seg.chunks, meta.lists).map(|_| ()))
+                .err(),
+        };
+        out.push((file, problem));
+    }
+    out
+}
+
 /// Names of the files under `ann/` that `meta` uses (for garbage collection).
 pub(crate) fn file_names(meta: Option<&AnnMeta>) -> Vec<String> {
     let Some(m) = meta else {

@@ -26,8 +26,10 @@ mod ann;
 pub mod bm25;
 mod dense;
 mod error;
+mod health;
 mod kmeans;
 mod manifest;
+mod quiet;
 mod segment;
 mod snapshot;
 mod writer;
@@ -35,12 +37,17 @@ mod writer;
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
 pub use dense::top_k_dense;
 pub use error::IndexError;
+pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use manifest::{
     AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
     OLDEST_READABLE_FORMAT,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
-pub use writer::{CommitStats, IndexWriter};
+pub use writer::{CommitStats, IndexWriter, RepairReport};
 
 /// Name of the manifest file inside an index directory.
 pub const MANIFEST_FILE: &str = "MANIFEST.json";
+
+/// Name of the previous generation's manifest, kept by every commit: what readers and
+/// [`IndexWriter::repair`] recover from when [`MANIFEST_FILE`] is damaged.
+pub const PREVIOUS_MANIFEST_FILE: &str = "MANIFEST.prev.json";

@@ -6,7 +6,7 @@ use std::path::Path;
 use excerpt_core::ChunkerConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::{IndexError, MANIFEST_FILE};
+use crate::{IndexError, MANIFEST_FILE, PREVIOUS_MANIFEST_FILE};
 
 /// On-disk format version written by this build. Format 2 added [`Chunk::context`]
 /// (LLM-written chunk contexts) to the encoded documents; format-1 segments are still
@@ -81,6 +81,10 @@ pub struct SegmentMeta {
     /// BLAKE3 of the `.svec` file (sentence vectors), when the segment has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub svec_hash: Option<String>,
+    /// BLAKE3 of the `.ids` file (the segment's document ids), absent in segments
+    /// written before id lists were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids_hash: Option<String>,
 }
 
 fn first_format() -> u32 {
@@ -107,7 +111,13 @@ pub struct Manifest {
 impl Manifest {
     /// Reads the manifest of `dir`; `Ok(None)` when there is none.
     pub fn load(dir: &Path) -> Result<Option<Manifest>, IndexError> {
-        let path = dir.join(MANIFEST_FILE);
+        Self::load_file(dir, MANIFEST_FILE)
+    }
+
+    /// Reads the manifest file `name` of `dir` (the current one, or the previous
+    /// generation's); `Ok(None)` when there is none.
+    pub(crate) fn load_file(dir: &Path, name: &str) -> Result<Option<Manifest>, IndexError> {
+        let path = dir.join(name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -115,7 +125,7 @@ impl Manifest {
         };
         let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
             dir: dir.to_path_buf(),
-            detail: format!("{MANIFEST_FILE}: {e}"),
+            detail: format!("{name}: {e}"),
         })?;
         if !(OLDEST_READABLE_FORMAT..=FORMAT_VERSION).contains(&m.format) {
             return Err(IndexError::Format {
@@ -128,7 +138,9 @@ impl Manifest {
     }
 
     /// Replaces the manifest of `dir` atomically: temporary file, fsync, rename, fsync of
-    /// the directory.
+    /// the directory. The manifest replaced, when it parses, stays on disk as
+    /// [`PREVIOUS_MANIFEST_FILE`] (a hard link, renamed into place before the new one),
+    /// which readers and `repair` fall back to when the current one is damaged.
     pub fn store(&self, dir: &Path) -> Result<(), IndexError> {
         let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
         let json = serde_json::to_vec_pretty(self).map_err(|e| IndexError::Corrupt {
@@ -136,6 +148,7 @@ impl Manifest {
             detail: e.to_string(),
         })?;
         write_durably(&tmp, &json)?;
+        keep_previous(dir);
         let path = dir.join(MANIFEST_FILE);
         fs::rename(&tmp, &path).map_err(IndexError::io("renaming", &path))?;
         sync_dir(dir)
@@ -144,6 +157,30 @@ impl Manifest {
     /// Total documents live in this generation.
     pub fn live_docs(&self) -> usize {
         self.segments.iter().map(|s| s.docs - s.deleted.len()).sum()
+    }
+}
+
+/// Keeps the current manifest of `dir` as [`PREVIOUS_MANIFEST_FILE`] when it parses (a
+/// damaged one never replaces a good previous copy). Best effort: without it, recovery
+/// from a damaged manifest reads the segments alone.
+fn keep_previous(dir: &Path) {
+    let current = dir.join(MANIFEST_FILE);
+    let readable = fs::read(&current)
+        .ok()
+        .is_some_and(|b| serde_json::from_slice::<Manifest>(&b).is_ok());
+    if !readable {
+        return;
+    }
+    let tmp = dir.join(format!("{PREVIOUS_MANIFEST_FILE}.tmp"));
+    let _ = fs::remove_file(&tmp);
+    // The current file is replaced by a rename, never written in place, so a hard link
+    // to it is a stable copy; copying is the fallback where links are not supported.
+    let linked = fs::hard_link(&current, &tmp).is_ok()
+        || fs::read(&current)
+            .ok()
+            .is_some_and(|b| write_durably(&tmp, &b).is_ok());
+    if linked {
+        let _ = fs::rename(&tmp, dir.join(PREVIOUS_MANIFEST_FILE));
     }
 }
 

@@ -5,6 +5,11 @@
 //! u32 per document (its number of rows: 0, or one per sentence), then the rows of every
 //! document in segment order, all little-endian.
 //!
+//! Alongside, `<name>.ids`: the segment's document ids in segment order as a JSON array,
+//! so that the documents of a segment whose other files are lost can still be named
+//! (`excerpt verify`, `excerpt repair`, queries on a damaged index). Segments written
+//! before it existed have none ([`SegmentMeta::ids_hash`] absent).
+//!
 //! Postcard is not self-describing, so a field added to [`Document`] or its parts changes
 //! the encoding: each segment records the format it was written in
 //! ([`SegmentMeta::format`]) and older encodings are decoded through frozen copies of
@@ -46,6 +51,8 @@ pub(crate) fn write_segment(
     }
     write_durably(&seg_dir.join(format!("{name}.docs")), &doc_bytes)?;
     write_durably(&seg_dir.join(format!("{name}.vec")), &vec_bytes)?;
+    let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+    let ids_hash = write_segment_ids(dir, name, &ids)?;
     Ok(SegmentMeta {
         name: name.to_string(),
         docs: docs.len(),
@@ -55,7 +62,45 @@ pub(crate) fn write_segment(
         deleted: Vec::new(),
         format: FORMAT_VERSION,
         svec_hash: None,
+        ids_hash: Some(ids_hash),
     })
+}
+
+/// Path of a segment's file with extension `ext` (`docs`, `vec`, `svec`, `ids`).
+pub(crate) fn segment_file(dir: &Path, name: &str, ext: &str) -> std::path::PathBuf {
+    dir.join("segments").join(format!("{name}.{ext}"))
+}
+
+/// Writes a segment's id list (`<name>.ids`) durably, through a temporary file and a
+/// rename (repair rewrites the list of an existing segment); returns its BLAKE3.
+pub(crate) fn write_segment_ids(
+    dir: &Path,
+    name: &str,
+    ids: &[&str],
+) -> Result<String, IndexError> {
+    let bytes = serde_json::to_vec(ids).map_err(|e| IndexError::Corrupt {
+        dir: dir.to_path_buf(),
+        detail: format!("encoding the ids of segment {name}: {e}"),
+    })?;
+    let path = segment_file(dir, name, "ids");
+    let tmp = segment_file(dir, name, "ids.tmp");
+    write_durably(&tmp, &bytes)?;
+    fs::rename(&tmp, &path).map_err(IndexError::io("renaming", &path))?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
+}
+
+/// Reads a segment's id list, checked against [`SegmentMeta::ids_hash`]; `Err` says in
+/// words what is wrong (no list kept for this segment, missing, damaged).
+pub(crate) fn read_segment_ids(dir: &Path, meta: &SegmentMeta) -> Result<Vec<String>, String> {
+    let Some(hash) = &meta.ids_hash else {
+        return Err("no id list (segment written before id lists were kept)".into());
+    };
+    let path = segment_file(dir, &meta.name, "ids");
+    let bytes = fs::read(&path).map_err(|e| format!("{}.ids: {e}", meta.name))?;
+    if blake3::hash(&bytes).to_hex().as_str() != hash {
+        return Err(format!("{}.ids: checksum mismatch", meta.name));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}.ids: {e}", meta.name))
 }
 
 /// Writes the sentence-vector file of a segment durably when any document has sentence
@@ -104,8 +149,11 @@ pub(crate) fn read_sentence_vectors(
         dir: dir.to_path_buf(),
         detail: format!("segment {}: sentence vectors: {detail}", meta.name),
     };
-    let path = dir.join("segments").join(format!("{}.svec", meta.name));
-    let bytes = fs::read(&path).map_err(IndexError::io("reading", &path))?;
+    let path = segment_file(dir, &meta.name, "svec");
+    let bytes = fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => corrupt(format!("{}.svec: missing", meta.name)),
+        _ => corrupt(format!("{}.svec: {e}", meta.name)),
+    })?;
     if blake3::hash(&bytes).to_hex().as_str() != hash {
         return Err(corrupt("checksum mismatch".into()));
     }
@@ -168,16 +216,21 @@ pub(crate) fn read_segment(
         dir: dir.to_path_buf(),
         detail: format!("segment {}: {detail}", meta.name),
     };
-    let seg_dir = dir.join("segments");
-    let docs_path = seg_dir.join(format!("{}.docs", meta.name));
-    let vec_path = seg_dir.join(format!("{}.vec", meta.name));
-    let doc_bytes = fs::read(&docs_path).map_err(IndexError::io("reading", &docs_path))?;
-    let vec_bytes = fs::read(&vec_path).map_err(IndexError::io("reading", &vec_path))?;
+    // A file that cannot be read is damage like a wrong checksum: both say which file.
+    let read = |ext: &str| {
+        fs::read(segment_file(dir, &meta.name, ext))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => corrupt(format!("{}.{ext}: missing", meta.name)),
+                _ => corrupt(format!("{}.{ext}: {e}", meta.name)),
+            })
+    };
+    let doc_bytes = read("docs")?;
+    let vec_bytes = read("vec")?;
     if blake3::hash(&doc_bytes).to_hex().as_str() != meta.docs_hash {
-        return Err(corrupt("documents file checksum mismatch".into()));
+        return Err(corrupt(format!("{}.docs: checksum mismatch", meta.name)));
     }
     if blake3::hash(&vec_bytes).to_hex().as_str() != meta.vec_hash {
-        return Err(corrupt("vectors file checksum mismatch".into()));
+        return Err(corrupt(format!("{}.vec: checksum mismatch", meta.name)));
     }
     let docs: Vec<Document> = match meta.format {
         1 => v1::decode(&doc_bytes),

@@ -6,6 +6,7 @@ use excerpt_core::{ChunkKey, Document};
 
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
+use crate::health::{self, Damage};
 use crate::segment::{read_segment, read_sentence_vectors};
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
@@ -55,6 +56,8 @@ pub struct SnapshotStats {
     pub sentence_vector_documents: usize,
     /// Sentence vectors stored.
     pub sentence_vectors: usize,
+    /// What could not be read (empty when the index is sound).
+    pub damage: Damage,
 }
 
 /// An immutable view of one committed generation of an index.
@@ -76,6 +79,7 @@ pub struct Snapshot {
     bm25_rebuilt: std::sync::OnceLock<Option<Bm25Reader>>,
     ann: Option<IvfIndex>,
     ann_status: AnnStatus,
+    damage: Damage,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -90,13 +94,24 @@ impl std::fmt::Debug for Snapshot {
 
 impl Snapshot {
     /// Opens the latest committed generation of the index in `dir`.
+    ///
+    /// A damaged index still opens: segments whose files are missing or fail their
+    /// checksum are left out, and a manifest that does not parse is recovered in memory
+    /// from the previous generation's (an error only when there is none). What is
+    /// missing is in [`Snapshot::damage`].
     pub fn open(dir: &Path) -> Result<Snapshot, IndexError> {
         for _attempt in 0..5 {
-            let Some(manifest) = Manifest::load(dir)? else {
+            let Some((manifest, recovered)) = health::load_manifest(dir, None)? else {
                 return Err(IndexError::NotFound {
                     dir: dir.to_path_buf(),
                 });
             };
+            if recovered.is_some() {
+                // The BM25 files belong to a generation no manifest names now.
+                let mut s = Self::load(dir, manifest, None)?;
+                s.damage.manifest = recovered;
+                return Ok(s);
+            }
             let bm25_dir = dir.join("bm25");
             let opened = bm25::open_existing(&bm25_dir).and_then(|found| {
                 found
@@ -121,21 +136,26 @@ impl Snapshot {
                     return Self::load(dir, manifest, Some(reader));
                 }
                 // A writer may have committed in between: look again.
-                if Manifest::load(dir)?.map(|m| m.generation) != Some(manifest.generation) {
+                let now = Manifest::load(dir).ok().flatten().map(|m| m.generation);
+                if now != Some(manifest.generation) {
                     continue;
                 }
             }
             return Self::load(dir, manifest, None);
         }
         // Still moving after several attempts: take whatever is committed and rebuild.
-        let manifest = Manifest::load(dir)?.ok_or_else(|| IndexError::NotFound {
-            dir: dir.to_path_buf(),
-        })?;
-        Self::load(dir, manifest, None)
+        let (manifest, recovered) =
+            health::load_manifest(dir, None)?.ok_or_else(|| IndexError::NotFound {
+                dir: dir.to_path_buf(),
+            })?;
+        let mut s = Self::load(dir, manifest, None)?;
+        s.damage.manifest = recovered;
+        Ok(s)
     }
 
     /// Loads the segments of `manifest`; with no matching BM25 reader, rebuilds one in
-    /// memory.
+    /// memory. Segments that cannot be read are left out and recorded in the damage;
+    /// a document live in several segments is read from the newest.
     pub(crate) fn load(
         dir: &Path,
         manifest: Manifest,
@@ -145,9 +165,28 @@ impl Snapshot {
         // doc, segment, row offset, sentence vectors
         let mut entries: Vec<(Document, usize, usize, Option<Vec<f32>>)> = Vec::new();
         let mut seg_vectors: Vec<Vec<f32>> = Vec::new();
+        let mut damage = Damage::default();
         for (si, meta) in manifest.segments.iter().enumerate() {
-            let (docs, vectors) = read_segment(dir, meta, dim)?;
-            let sentences = read_sentence_vectors(dir, meta, &docs, dim)?;
+            let (docs, vectors) = match read_segment(dir, meta, dim) {
+                Ok(read) => read,
+                Err(e) => {
+                    damage
+                        .segments
+                        .push(health::lost_of(dir, meta, health::describe(&e)));
+                    seg_vectors.push(Vec::new());
+                    continue;
+                }
+            };
+            let sentences = match read_sentence_vectors(dir, meta, &docs, dim) {
+                Ok(s) => s,
+                Err(e) => {
+                    damage.degraded.push(format!(
+                        "{} (its documents are read without sentence vectors)",
+                        health::describe(&e)
+                    ));
+                    vec![None; docs.len()]
+                }
+            };
             let mut row = 0usize;
             for (d, sv) in docs.into_iter().zip(sentences) {
                 let n = d.chunks.len();
@@ -158,11 +197,16 @@ impl Snapshot {
             }
             seg_vectors.push(vectors);
         }
-        entries.sort_by(|a, b| a.0.id.cmp(&b.0.id));
-        if let Some(w) = entries.windows(2).find(|w| w[0].0.id == w[1].0.id) {
-            return Err(IndexError::Corrupt {
-                dir: dir.to_path_buf(),
-                detail: format!("document {} is live in two segments", w[0].0.id),
+        // By id, then newest segment first: a document live in two segments (only
+        // after a manifest was recovered) is read from the newest, as writers do.
+        entries.sort_by(|a, b| a.0.id.cmp(&b.0.id).then(b.1.cmp(&a.1)));
+        entries.dedup_by(|later, first| later.0.id == first.0.id);
+        // Documents of a lost segment that are live elsewhere (replaced) are not lost.
+        for seg in &mut damage.segments {
+            seg.lost.retain(|id| {
+                entries
+                    .binary_search_by(|e| e.0.id.as_str().cmp(id))
+                    .is_err()
             });
         }
         let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
@@ -214,7 +258,14 @@ impl Snapshot {
             bm25_rebuilt: std::sync::OnceLock::new(),
             ann,
             ann_status,
+            damage,
         })
+    }
+
+    /// What could not be read: segments left out (with the documents lost), a
+    /// recovered manifest, sentence vectors left out. Empty when the index is sound.
+    pub fn damage(&self) -> &Damage {
+        &self.damage
     }
 
     /// The index directory.
@@ -433,9 +484,7 @@ impl Snapshot {
         k: usize,
         allowed: Option<&[&str]>,
     ) -> Result<Vec<(String, u32, f32)>, IndexError> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            reader.search(text, k, allowed)
-        }))
+        crate::quiet::catch_quietly(|| reader.search(text, k, allowed))
         .unwrap_or_else(|_| {
             Err(IndexError::Corrupt {
                 dir: self.dir.join("bm25"),
@@ -463,6 +512,7 @@ impl Snapshot {
             ann: self.ann_status.clone(),
             sentence_vector_documents: self.sentence_rows.iter().filter(|r| r.1 > 0).count(),
             sentence_vectors: self.sentence_vectors.len() / self.manifest.config.dimension.max(1),
+            damage: self.damage.clone(),
         }
     }
 }

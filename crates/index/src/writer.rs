@@ -7,9 +7,13 @@ use tantivy::TantivyDocument;
 
 use crate::ann::{self, AnnOptions, ANN_DIR};
 use crate::bm25::{self, Bm25Reader, Fields};
+use crate::health::{self, SegmentDamage};
 use crate::manifest::sync_dir;
-use crate::segment::{read_segment, write_segment, write_sentence_vectors};
-use crate::{IndexConfig, IndexError, Manifest, Snapshot, FORMAT_VERSION};
+use crate::segment::{
+    read_segment, read_segment_ids, read_sentence_vectors, segment_file, write_segment,
+    write_segment_ids, write_sentence_vectors,
+};
+use crate::{IndexConfig, IndexError, Manifest, SegmentMeta, Snapshot, FORMAT_VERSION};
 
 /// What a commit did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -67,25 +71,7 @@ impl IndexWriter {
     /// left behind by a crash.
     pub fn open(dir: &Path, config: IndexConfig) -> Result<IndexWriter, IndexError> {
         fs::create_dir_all(dir).map_err(IndexError::io("creating", dir))?;
-        let lock_path = dir.join("LOCK");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(IndexError::io("opening", &lock_path))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(IndexError::Locked {
-                    dir: dir.to_path_buf(),
-                    lock: lock_path,
-                });
-            }
-            Err(fs::TryLockError::Error(e)) => {
-                return Err(IndexError::io("locking", &lock_path)(e))
-            }
-        }
+        let lock = lock_dir(dir)?;
         let bm25_dir = dir.join("bm25");
         let manifest = match Manifest::load(dir)? {
             Some(m) => {
@@ -376,36 +362,282 @@ impl IndexWriter {
     /// Removes segment and ANN files no manifest names (left by crashes, dropped
     /// segments or retrained centroids). Failures are ignored: garbage is harmless.
     fn collect_garbage(&mut self) {
-        let ann_dir = self.dir.join(ANN_DIR);
-        if let Ok(rd) = fs::read_dir(&ann_dir) {
-            let keep = ann::file_names(self.manifest.ann.as_ref());
-            for e in rd.flatten() {
-                if !keep.iter().any(|k| *k == *e.file_name().to_string_lossy()) {
-                    let _ = fs::remove_file(e.path());
+        collect_garbage(&self.dir, &self.manifest);
+    }
+}
+
+/// What [`IndexWriter::repair`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairReport {
+    /// The generation committed by the repair.
+    pub generation: u64,
+    /// How the manifest was recovered, when it was damaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
+    /// Segments dropped because they could not be read, with the documents lost.
+    pub dropped: Vec<SegmentDamage>,
+    /// Ids of the documents lost, sorted (ingest them again to have them back).
+    pub lost_documents: Vec<String>,
+    /// Documents lost whose ids are unknown (segments without a readable id list).
+    pub lost_unnamed: usize,
+    /// Everything else done, one line each (BM25 rebuilt, id lists written, sentence
+    /// vectors dropped, ANN files rebuilt, where damaged files were moved).
+    pub actions: Vec<String>,
+    /// Live documents after the repair.
+    pub documents: usize,
+}
+
+impl IndexWriter {
+    /// Repairs the index in `dir` so that every file it names can be read, and commits
+    /// the result as a new generation through the usual path (files synced, directories
+    /// synced, manifest renamed into place). Takes the writer lock.
+    ///
+    /// - A manifest that does not parse is recovered from the previous generation's and
+    ///   the segments written after it, or, with no previous generation, from the
+    ///   segments on disk made with the config `fallback` returns (`None`: an error).
+    /// - Segments whose files are missing, fail their checksum or do not decode are
+    ///   dropped (their files moved to `damaged/`), naming the documents lost; damaged
+    ///   sentence vectors are dropped (documents kept); missing id lists are written.
+    /// - A document live in several segments keeps its newest version.
+    /// - BM25 is rebuilt from the surviving documents, and the ANN files are checked
+    ///   and rebuilt where needed (with `ann`).
+    ///
+    /// Runs on a sound index too (rebuilding BM25). Afterwards [`crate::verify`] finds
+    /// nothing wrong, barring new damage.
+    pub fn repair(
+        dir: &Path,
+        fallback: &dyn Fn() -> Option<IndexConfig>,
+        ann_options: &AnnOptions,
+    ) -> Result<RepairReport, IndexError> {
+        let any = [crate::MANIFEST_FILE, crate::PREVIOUS_MANIFEST_FILE, "segments"];
+        if !any.iter().any(|f| dir.join(f).exists()) {
+            return Err(IndexError::NotFound {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let _lock = lock_dir(dir)?;
+        let (mut next, recovered) = match health::load_manifest(dir, None) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Err(IndexError::NotFound {
+                    dir: dir.to_path_buf(),
+                })
+            }
+            Err(e @ IndexError::Corrupt { .. }) => match fallback() {
+                Some(config) => health::load_manifest(dir, Some(&config))?
+                    .ok_or_else(|| IndexError::NotFound {
+                        dir: dir.to_path_buf(),
+                    })?,
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        let mut report = RepairReport {
+            manifest: recovered,
+            ..RepairReport::default()
+        };
+        let dim = next.config.dimension;
+        let damaged_dir = dir.join("damaged");
+        let move_away = |meta: &SegmentMeta, exts: &[&str], report: &mut RepairReport| {
+            let mut moved = Vec::new();
+            for ext in exts {
+                let from = segment_file(dir, &meta.name, ext);
+                if from.exists() && fs::create_dir_all(&damaged_dir).is_ok() {
+                    let name = format!("{}.{ext}", meta.name);
+                    if fs::rename(&from, damaged_dir.join(&name)).is_ok() {
+                        moved.push(name);
+                    }
                 }
             }
-            let _ = sync_dir(&ann_dir);
-        }
-        let seg_dir = self.dir.join("segments");
-        let Ok(rd) = fs::read_dir(&seg_dir) else {
-            return;
+            if !moved.is_empty() {
+                report
+                    .actions
+                    .push(format!("moved {} to damaged/", moved.join(", ")));
+            }
         };
-        let keep: BTreeSet<&str> = self
-            .manifest
-            .segments
+        // Surviving segments with their documents (in segment order).
+        let mut kept: Vec<(SegmentMeta, Vec<Document>)> = Vec::new();
+        for mut meta in std::mem::take(&mut next.segments) {
+            let docs = match read_segment(dir, &meta, dim) {
+                Ok((docs, _)) => docs,
+                Err(e) => {
+                    report
+                        .dropped
+                        .push(health::lost_of(dir, &meta, health::describe(&e)));
+                    move_away(&meta, &["docs", "vec", "svec", "ids"], &mut report);
+                    continue;
+                }
+            };
+            if meta.svec_hash.is_some() {
+                if let Err(e) = read_sentence_vectors(dir, &meta, &docs, dim) {
+                    meta.svec_hash = None;
+                    report.actions.push(format!(
+                        "dropped the sentence vectors of segment {} ({}); its documents are                          kept without them",
+                        meta.name,
+                        health::describe(&e)
+                    ));
+                    move_away(&meta, &["svec"], &mut report);
+                }
+            }
+            if read_segment_ids(dir, &meta).is_err() {
+                let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+                meta.ids_hash = Some(write_segment_ids(dir, &meta.name, &ids)?);
+                report
+                    .actions
+                    .push(format!("wrote the id list of segment {}", meta.name));
+            }
+            kept.push((meta, docs));
+        }
+        // Newest version of every document: older live versions become deleted.
+        let mut newest: HashMap<&str, usize> = HashMap::new();
+        for (si, (meta, docs)) in kept.iter().enumerate() {
+            for d in docs {
+                if meta.deleted.binary_search(&d.id).is_err() {
+                    newest.insert(d.id.as_str(), si);
+                }
+            }
+        }
+        let mut superseded: Vec<(usize, String)> = Vec::new();
+        for (si, (meta, docs)) in kept.iter().enumerate() {
+            for d in docs {
+                if meta.deleted.binary_search(&d.id).is_err() && newest[d.id.as_str()] != si {
+                    superseded.push((si, d.id.clone()));
+                }
+            }
+        }
+        drop(newest);
+        for (si, id) in superseded {
+            let deleted = &mut kept[si].0.deleted;
+            if let Err(pos) = deleted.binary_search(&id) {
+                deleted.insert(pos, id);
+            }
+        }
+        kept.retain(|(m, _)| m.deleted.len() < m.docs);
+        let live: Vec<&Document> = kept
             .iter()
-            .map(|m| m.name.as_str())
+            .flat_map(|(m, docs)| docs.iter().filter(|d| m.deleted.binary_search(&d.id).is_err()))
             .collect();
+        let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
+        for seg in &mut report.dropped {
+            seg.lost.retain(|id| !live_ids.contains(id.as_str()));
+        }
+        let lost: BTreeSet<String> = report
+            .dropped
+            .iter()
+            .flat_map(|s| s.lost.iter().cloned())
+            .collect();
+        report.lost_documents = lost.into_iter().collect();
+        report.lost_unnamed = report.dropped.iter().map(|s| s.lost_unnamed).sum();
+        report.documents = live.len();
+
+        // The new generation names its files above every generation on disk.
+        let generation = health::highest_generation(dir, &next) + 1;
+        next.generation = generation;
+        next.format = FORMAT_VERSION;
+        next.segments = kept.iter().map(|(m, _)| m.clone()).collect();
+
+        // ANN: sound files are kept, the rest rebuilt.
+        if let Some(stem) = next.ann.as_ref().map(|m| m.centroids.clone()) {
+            let sound: BTreeSet<String> = ann::check_files(dir, &next)
+                .into_iter()
+                .filter(|(_, problem)| problem.is_none())
+                .map(|(file, _)| file)
+                .collect();
+            if !sound.contains(&format!("{ANN_DIR}/{stem}.ivf")) {
+                next.ann = None;
+            } else if let Some(meta) = next.ann.as_mut() {
+                meta.assignments
+                    .retain(|seg, _| sound.contains(&format!("{ANN_DIR}/{seg}.{stem}.asg")));
+            }
+        }
+        let before = next.ann.clone();
+        next.ann = ann::update(dir, &next, generation, ann_options)?;
+        if next.ann != before {
+            report.actions.push(match &next.ann {
+                Some(m) => format!("rebuilt the ANN files ({} lists)", m.lists),
+                None => "dropped the ANN files (exact dense search)".into(),
+            });
+        }
+
+        // BM25 from scratch, tagged with the new generation.
+        let bm25_dir = dir.join("bm25");
+        if bm25_dir.exists() {
+            fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
+        }
+        let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
+        let mut tantivy: tantivy::IndexWriter<TantivyDocument> =
+            tindex.writer_with_num_threads(1, 64_000_000)?;
+        for d in &live {
+            bm25::add_document(&tantivy, fields, d, next.config.headers)?;
+        }
+        let mut prepared = tantivy.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        let _ = tantivy.wait_merging_threads();
+        report.actions.push(format!(
+            "rebuilt BM25 from {} documents",
+            report.documents
+        ));
+
+        // The commit point, as in `commit`.
+        for sub in ["segments", ANN_DIR] {
+            let d = dir.join(sub);
+            if d.is_dir() {
+                sync_dir(&d)?;
+            }
+        }
+        next.store(dir)?;
+        collect_garbage(dir, &next);
+        report.generation = generation;
+        Ok(report)
+    }
+}
+
+/// Takes the writer lock of `dir` (the file `LOCK`), or fails when another writer holds it.
+fn lock_dir(dir: &Path) -> Result<fs::File, IndexError> {
+    let lock_path = dir.join("LOCK");
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(IndexError::io("opening", &lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(fs::TryLockError::WouldBlock) => Err(IndexError::Locked {
+            dir: dir.to_path_buf(),
+            lock: lock_path,
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(IndexError::io("locking", &lock_path)(e)),
+    }
+}
+
+/// Removes the segment and ANN files of `dir` that `manifest` does not name.
+fn collect_garbage(dir: &Path, manifest: &Manifest) {
+    let ann_dir = dir.join(ANN_DIR);
+    if let Ok(rd) = fs::read_dir(&ann_dir) {
+        let keep = ann::file_names(manifest.ann.as_ref());
         for e in rd.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            let stem = name.split('.').next().unwrap_or("");
-            if !keep.contains(stem) {
+            if !keep.iter().any(|k| *k == *e.file_name().to_string_lossy()) {
                 let _ = fs::remove_file(e.path());
             }
         }
-        let _ = sync_dir(&seg_dir);
+        let _ = sync_dir(&ann_dir);
     }
+    let seg_dir = dir.join("segments");
+    let Ok(rd) = fs::read_dir(&seg_dir) else {
+        return;
+    };
+    let keep: BTreeSet<&str> = manifest.segments.iter().map(|m| m.name.as_str()).collect();
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let stem = name.split('.').next().unwrap_or("");
+        if !keep.contains(stem) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+    let _ = sync_dir(&seg_dir);
 }
 
 fn check_config(

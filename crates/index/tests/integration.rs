@@ -151,7 +151,8 @@ fn replace_and_delete_make_new_generations() {
     let files = std::fs::read_dir(dir.path().join("segments"))
         .unwrap()
         .count();
-    assert_eq!(files, 2);
+    // Documents, vectors, ids.
+    assert_eq!(files, 3);
     // Empty commit is a no-op.
     assert_eq!(w.commit().unwrap().generation, 2);
 }
@@ -230,7 +231,7 @@ fn bm25_ahead_of_manifest_is_rebuilt() {
         std::fs::read_dir(dir.path().join("segments"))
             .unwrap()
             .count(),
-        2
+        3
     );
 }
 
@@ -243,8 +244,12 @@ fn corrupt_segment_is_reported_not_panicked() {
     w.commit().unwrap();
     drop(w);
     flip_last_byte(dir.path(), "vec");
+    // Readers leave the segment out and name its documents; writers refuse.
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert!(s.documents().is_empty());
+    assert_eq!(s.damage().lost_documents(), ["a"]);
     assert!(matches!(
-        Snapshot::open(dir.path()),
+        IndexWriter::open(dir.path(), config()),
         Err(IndexError::Corrupt { .. })
     ));
 }
@@ -323,12 +328,12 @@ fn sentence_vectors_round_trip_per_document() {
     assert_eq!(snap.sentence_vector(ib, 1).unwrap(), &sb[DIM..2 * DIM]);
     assert_eq!(snap.stats().sentence_vectors, 2);
 
-    // A damaged sentence file is reported, not read.
+    // A damaged sentence file is reported, not read: its documents are read without.
     flip_last_byte(dir.path(), "svec");
-    assert!(matches!(
-        Snapshot::open(dir.path()),
-        Err(IndexError::Corrupt { .. })
-    ));
+    let snap = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(snap.damage().degraded.len(), 1, "{:?}", snap.damage());
+    assert!(snap.damage().lost_documents().is_empty());
+    assert_eq!(snap.sentence_vector(snap.doc_index("b").unwrap(), 1), None);
 }
 
 /// Flips every bit of the last byte of the first segment file with extension `ext`.

@@ -1,0 +1,546 @@
+//! Damage: what a reader could not read ([`Damage`]), the recovery of a manifest that
+//! does not parse, and the check of every file of an index ([`verify`]).
+//!
+//! Readers never fail wholesale on a damaged index: a segment whose files are missing or
+//! fail their checksum is left out and named, with the documents it held (from its id
+//! list, `<name>.ids`), and a manifest that does not parse is replaced in memory by the
+//! previous generation's plus the segments written after it. `IndexWriter::repair`
+//! makes the same choices durable.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::ann::{self, ANN_DIR};
+use crate::bm25::{self, Bm25Reader};
+use crate::segment::{self, read_segment, read_segment_ids, segment_file};
+use crate::{
+    IndexConfig, IndexError, Manifest, SegmentMeta, FORMAT_VERSION, MANIFEST_FILE,
+    PREVIOUS_MANIFEST_FILE,
+};
+
+/// A segment whose files could not be read, and the live documents lost with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentDamage {
+    /// The segment's name (file stem under `segments/`).
+    pub segment: String,
+    /// What is wrong (which file, and how).
+    pub problem: String,
+    /// Ids of the live documents that could not be read, sorted. Documents of the
+    /// segment live in another segment too (replaced versions) are not counted.
+    pub lost: Vec<String>,
+    /// Live documents lost whose ids are unknown (the segment has no readable id list).
+    pub lost_unnamed: usize,
+}
+
+/// What a reader could not read of an index: empty when the index is sound.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Damage {
+    /// The manifest did not parse: what is wrong, and what was read instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
+    /// Segments left out, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<SegmentDamage>,
+    /// Other files that could not be read, and what was done without them (sentence
+    /// vectors left out): no document is lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<String>,
+}
+
+impl Damage {
+    /// Whether nothing is damaged.
+    pub fn is_empty(&self) -> bool {
+        self.manifest.is_none() && self.segments.is_empty() && self.degraded.is_empty()
+    }
+
+    /// Ids of the live documents that could not be read, sorted.
+    pub fn lost_documents(&self) -> Vec<String> {
+        let set: BTreeSet<&String> = self.segments.iter().flat_map(|s| &s.lost).collect();
+        set.into_iter().cloned().collect()
+    }
+
+    /// Live documents lost whose ids are unknown.
+    pub fn lost_unnamed(&self) -> usize {
+        self.segments.iter().map(|s| s.lost_unnamed).sum()
+    }
+
+    /// One line per problem, for people: the manifest, each segment, each degraded file.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.manifest.iter().cloned().collect();
+        out.extend(self.segments.iter().map(|s| s.problem.clone()));
+        out.extend(self.degraded.iter().cloned());
+        out
+    }
+
+    /// A one-line summary of what is unavailable: the lost documents' ids (the first
+    /// `max_ids`, then how many more) and how many are unnamed.
+    pub fn summary(&self, max_ids: usize) -> String {
+        let lost = self.lost_documents();
+        let unnamed = self.lost_unnamed();
+        let total = lost.len() + unnamed;
+        if total == 0 {
+            return match &self.manifest {
+                Some(m) => m.clone(),
+                None => "no document is lost".into(),
+            };
+        }
+        let mut named: Vec<String> = lost.iter().take(max_ids).cloned().collect();
+        if lost.len() > max_ids {
+            named.push(format!("{} more", lost.len() - max_ids));
+        }
+        if unnamed > 0 {
+            named.push(format!("{unnamed} whose ids are unknown"));
+        }
+        format!(
+            "{total} document{} unavailable: {}",
+            if total == 1 { " is" } else { "s are" },
+            named.join(", ")
+        )
+    }
+}
+
+/// The live documents of a segment that cannot be read: from its id list, else only
+/// their number.
+pub(crate) fn lost_of(dir: &Path, meta: &SegmentMeta, problem: String) -> SegmentDamage {
+    let live = meta.docs.saturating_sub(meta.deleted.len());
+    match read_segment_ids(dir, meta) {
+        Ok(ids) => {
+            let mut lost: Vec<String> = ids
+                .into_iter()
+                .filter(|id| meta.deleted.binary_search(id).is_err())
+                .collect();
+            lost.sort();
+            lost.dedup();
+            SegmentDamage {
+                segment: meta.name.clone(),
+                problem,
+                lost,
+                lost_unnamed: 0,
+            }
+        }
+        Err(_) => SegmentDamage {
+            segment: meta.name.clone(),
+            problem,
+            lost: Vec::new(),
+            lost_unnamed: live,
+        },
+    }
+}
+
+/// The error of a segment read, in words (without the index directory).
+pub(crate) fn describe(e: &IndexError) -> String {
+    match e {
+        IndexError::Corrupt { detail, .. } => detail.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The generation a file name under `segments/` or `ann/` was written by (`g...` for
+/// segments, `c...` for centroids), if it has one.
+fn generation_of(file_name: &str) -> Option<u64> {
+    let stem = file_name.split('.').next()?;
+    let digits = stem.strip_prefix('g').or_else(|| stem.strip_prefix('c'))?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The highest generation any file of `dir` names (manifests, segments, ANN files): a
+/// new commit after a recovery must name its files above it.
+pub(crate) fn highest_generation(dir: &Path, manifest: &Manifest) -> u64 {
+    let mut g = manifest.generation;
+    if let Ok(Some(prev)) = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE) {
+        g = g.max(prev.generation);
+    }
+    for sub in ["segments", ANN_DIR] {
+        if let Ok(rd) = fs::read_dir(dir.join(sub)) {
+            for e in rd.flatten() {
+                if let Some(n) = generation_of(&e.file_name().to_string_lossy()) {
+                    g = g.max(n);
+                }
+            }
+        }
+    }
+    g
+}
+
+/// Reads the manifest of `dir`; `Ok(None)` when there is none. When it does not parse,
+/// recovers one in memory and says how (the `String`): the previous generation's
+/// ([`PREVIOUS_MANIFEST_FILE`]) plus the segments on disk written after it, or, with no
+/// previous generation, the segments on disk alone made with `fallback` (no fallback:
+/// an error). Documents deleted after the generation recovered from are live again;
+/// a document in several segments is read from the newest.
+pub(crate) fn load_manifest(
+    dir: &Path,
+    fallback: Option<&IndexConfig>,
+) -> Result<Option<(Manifest, Option<String>)>, IndexError> {
+    let problem = match Manifest::load(dir) {
+        Ok(Some(m)) => return Ok(Some((m, None))),
+        // A commit renames the previous manifest into place before the new one, so a
+        // previous generation without a current one means the current one was lost.
+        Ok(None) if dir.join(PREVIOUS_MANIFEST_FILE).exists() => "missing".to_string(),
+        Ok(None) => return Ok(None),
+        Err(IndexError::Corrupt { detail, .. }) => detail,
+        Err(e) => return Err(e),
+    };
+    let previous = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE).ok().flatten();
+    let (mut manifest, how) = match (previous, fallback) {
+        (Some(prev), _) => {
+            let how = format!(
+                "{MANIFEST_FILE} is damaged ({problem}); read from the previous generation \
+                 {} ({PREVIOUS_MANIFEST_FILE}) and the segments written after it",
+                prev.generation
+            );
+            (prev, how)
+        }
+        (None, Some(config)) => {
+            let how = format!(
+                "{MANIFEST_FILE} is damaged ({problem}) and no previous generation is on disk; \
+                 read from the segments on disk, with model {} and chunker {}",
+                config.model_id, config.chunker
+            );
+            let m = Manifest {
+                format: FORMAT_VERSION,
+                generation: 0,
+                config: config.clone(),
+                segments: Vec::new(),
+                ann: None,
+            };
+            (m, how)
+        }
+        (None, None) => {
+            return Err(IndexError::Corrupt {
+                dir: dir.to_path_buf(),
+                detail: format!("{problem}, and no previous generation is on disk"),
+            })
+        }
+    };
+    let named: BTreeSet<String> = manifest.segments.iter().map(|s| s.name.clone()).collect();
+    let mut stems: Vec<String> = fs::read_dir(dir.join("segments"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.strip_suffix(".docs").map(str::to_string)
+                })
+                .filter(|stem| {
+                    !named.contains(stem)
+                        && generation_of(stem).is_some_and(|g| g > manifest.generation)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    stems.sort();
+    for stem in stems {
+        if let Some(meta) = scan_segment(dir, &stem, manifest.config.dimension) {
+            manifest.generation = manifest.generation.max(generation_of(&stem).unwrap_or(0));
+            manifest.segments.push(meta);
+        }
+    }
+    Ok(Some((manifest, Some(how))))
+}
+
+/// The manifest entry of a segment on disk that no manifest names, when its files
+/// decode (its checksums are computed, not checked); `None` otherwise.
+fn scan_segment(dir: &Path, name: &str, dimension: usize) -> Option<SegmentMeta> {
+    let hash_of = |ext: &str| -> Option<String> {
+        let bytes = fs::read(segment_file(dir, name, ext)).ok()?;
+        Some(blake3::hash(&bytes).to_hex().to_string())
+    };
+    let mut meta = SegmentMeta {
+        name: name.to_string(),
+        docs: 0,
+        chunks: 0,
+        docs_hash: hash_of("docs")?,
+        vec_hash: hash_of("vec")?,
+        deleted: Vec::new(),
+        format: FORMAT_VERSION,
+        svec_hash: hash_of("svec"),
+        ids_hash: hash_of("ids"),
+    };
+    for format in [FORMAT_VERSION, 1] {
+        meta.format = format;
+        if let Ok((docs, _)) = read_segment(dir, &meta, dimension) {
+            meta.docs = docs.len();
+            meta.chunks = docs.iter().map(|d| d.chunks.len()).sum();
+            return Some(meta);
+        }
+    }
+    None
+}
+
+/// One file of an index and what is wrong with it (`None`: sound).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileCheck {
+    /// Path relative to the index directory.
+    pub file: String,
+    /// What is wrong, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// What [`verify`] found: every file checked, every problem, the documents that cannot
+/// be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// The index directory.
+    pub index: PathBuf,
+    /// The generation read (recovered, when the manifest is damaged); `None` when no
+    /// manifest could be read or recovered.
+    pub generation: Option<u64>,
+    /// Live documents that can be read.
+    pub documents: usize,
+    /// Every file checked, in order: manifest, segments, BM25, ANN.
+    pub files: Vec<FileCheck>,
+    /// What is wrong, one line each; empty when the index is sound.
+    pub problems: Vec<String>,
+    /// Ids of the live documents that cannot be read, sorted.
+    pub lost_documents: Vec<String>,
+    /// Live documents that cannot be read whose ids are unknown.
+    pub lost_unnamed: usize,
+}
+
+impl VerifyReport {
+    /// Whether nothing is wrong.
+    pub fn is_sound(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks a file against its BLAKE3; `None` when it matches.
+fn check_hash(path: &Path, hash: &str) -> Option<String> {
+    match fs::read(path) {
+        Ok(b) if blake3::hash(&b).to_hex().as_str() == hash => None,
+        Ok(_) => Some("checksum mismatch".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("missing".into()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Checks every file of the index in `dir`: the manifest parses; every segment file
+/// named by it exists and matches its checksum, and its documents decode; the BM25
+/// index passes tantivy's checksums, matches the manifest's generation and holds every
+/// live chunk; the ANN files named by the manifest match theirs. Reads everything, so
+/// it takes about as long as opening a snapshot. Damage is reported, never an error;
+/// errors are only for no index at all, or one of a format this build does not read.
+pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
+    let mut report = VerifyReport {
+        index: dir.to_path_buf(),
+        generation: None,
+        documents: 0,
+        files: Vec::new(),
+        problems: Vec::new(),
+        lost_documents: Vec::new(),
+        lost_unnamed: 0,
+    };
+    let current = match Manifest::load(dir) {
+        Ok(None) if dir.join(PREVIOUS_MANIFEST_FILE).exists() => Err(IndexError::Corrupt {
+            dir: dir.to_path_buf(),
+            detail: format!("{MANIFEST_FILE}: missing"),
+        }),
+        other => other,
+    };
+    let manifest = match current {
+        Ok(Some(m)) => {
+            report.files.push(FileCheck {
+                file: MANIFEST_FILE.into(),
+                problem: None,
+            });
+            m
+        }
+        Ok(None) => {
+            return Err(IndexError::NotFound {
+                dir: dir.to_path_buf(),
+            })
+        }
+        Err(IndexError::Corrupt { detail, .. }) => {
+            report.files.push(FileCheck {
+                file: MANIFEST_FILE.into(),
+                problem: Some(detail.clone()),
+            });
+            match load_manifest(dir, None) {
+                Ok(Some((m, how))) => {
+                    report.problems.push(how.unwrap_or(detail));
+                    m
+                }
+                _ => {
+                    report.problems.push(format!(
+                        "{detail}; no previous generation is on disk (repair reads the \
+                         segments with the configured model)"
+                    ));
+                    return Ok(report);
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    report.generation = Some(manifest.generation);
+    let dim = manifest.config.dimension;
+    let mut live: BTreeMap<String, usize> = BTreeMap::new();
+    let mut damaged_segments = false;
+    for meta in &manifest.segments {
+        let mut files = vec![
+            ("docs", Some(&meta.docs_hash)),
+            ("vec", Some(&meta.vec_hash)),
+        ];
+        files.push(("svec", meta.svec_hash.as_ref()));
+        files.push(("ids", meta.ids_hash.as_ref()));
+        let mut core_problem = None;
+        for (ext, hash) in files {
+            let Some(hash) = hash else { continue };
+            let file = format!("segments/{}.{ext}", meta.name);
+            let problem = check_hash(&segment_file(dir, &meta.name, ext), hash);
+            if let Some(p) = &problem {
+                let what = match ext {
+                    "docs" | "vec" => "its documents cannot be read",
+                    "svec" => "its documents are read without sentence vectors",
+                    _ => "its documents can be read, but not named if the segment is lost",
+                };
+                report.problems.push(format!("{file}: {p} ({what})"));
+                if matches!(ext, "docs" | "vec") && core_problem.is_none() {
+                    core_problem = Some(format!("{file}: {p}"));
+                }
+            }
+            report.files.push(FileCheck { file, problem });
+        }
+        if core_problem.is_none() {
+            match read_segment(dir, meta, dim) {
+                Ok((docs, _)) => {
+                    let svec_sound = meta.svec_hash.as_ref().is_none_or(|h| {
+                        check_hash(&segment_file(dir, &meta.name, "svec"), h).is_none()
+                    });
+                    if svec_sound {
+                        if let Err(e) = segment::read_sentence_vectors(dir, meta, &docs, dim) {
+                            report.problems.push(format!(
+                                "{} (its documents are read without sentence vectors)",
+                                describe(&e)
+                            ));
+                        }
+                    }
+                    for d in docs {
+                        if meta.deleted.binary_search(&d.id).is_err() {
+                            if live.insert(d.id.clone(), d.chunks.len()).is_some() {
+                                report.problems.push(format!(
+                                    "document {} is live in two segments (the newest is read)",
+                                    d.id
+                                ));
+                            }
+                        }
+                    }
+                }
+                Err(e) => core_problem = Some(describe(&e)),
+            }
+        }
+        if let Some(p) = core_problem {
+            damaged_segments = true;
+            let lost = lost_of(dir, meta, p.clone());
+            if !report.problems.iter().any(|q| q.starts_with(&p)) {
+                report.problems.push(p);
+            }
+            report.lost_documents.extend(lost.lost);
+            report.lost_unnamed += lost.lost_unnamed;
+        }
+    }
+    report.lost_documents.retain(|id| !live.contains_key(id));
+    report.lost_documents.sort();
+    report.lost_documents.dedup();
+    report.documents = live.len();
+    let chunks: usize = live.values().sum();
+    let bm25 = check_bm25(dir, manifest.generation, (!damaged_segments).then_some(chunks));
+    if let Some(p) = &bm25 {
+        report.problems.push(format!("bm25: {p}"));
+    }
+    report.files.push(FileCheck {
+        file: "bm25/".into(),
+        problem: bm25,
+    });
+    for (file, problem) in ann::check_files(dir, &manifest) {
+        if let Some(p) = &problem {
+            report.problems.push(format!("{file}: {p} (dense search is exact)"));
+        }
+        report.files.push(FileCheck { file, problem });
+    }
+    Ok(report)
+}
+
+/// What is wrong with the BM25 index of `dir` for generation `generation` holding
+/// `chunks` chunks (`None`: the count is not checked); `None` when it is sound.
+fn check_bm25(dir: &Path, generation: u64, chunks: Option<usize>) -> Option<String> {
+    let bm25_dir = dir.join("bm25");
+    let run = || -> Result<Option<String>, IndexError> {
+        let Some((index, fields)) = bm25::open_existing(&bm25_dir)? else {
+            return Ok(Some("missing (readers rebuild it in memory)".into()));
+        };
+        let damaged = index.validate_checksum()?;
+        if !damaged.is_empty() {
+            let mut names: Vec<String> = damaged
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            return Ok(Some(format!(
+                "{} file(s) fail their checksum ({}; readers rebuild it in memory)",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+        let committed = bm25::committed_generation(&index)?;
+        if committed != Some(generation) {
+            return Ok(Some(format!(
+                "committed for generation {}, the manifest is at {generation} (readers \
+                 rebuild it in memory)",
+                committed.map_or_else(|| "none".into(), |g| g.to_string())
+            )));
+        }
+        let reader = Bm25Reader::new(index, fields)?;
+        let held = usize::try_from(reader.num_chunks()).unwrap_or(usize::MAX);
+        match chunks {
+            Some(n) if n != held => Ok(Some(format!(
+                "holds {held} chunks, the segments {n} (readers rebuild it in memory)"
+            ))),
+            _ => Ok(None),
+        }
+    };
+    match crate::quiet::catch_quietly(run) {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => Some(format!("{e} (readers rebuild it in memory)")),
+        Err(_) => Some("the BM25 library failed reading it (readers rebuild it in memory)".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generations_come_from_segment_and_centroid_names() {
+        assert_eq!(generation_of("g0000000012.docs"), Some(12));
+        assert_eq!(generation_of("g0000000003.c0000000001.asg"), Some(3));
+        assert_eq!(generation_of("c0000000007.ivf"), Some(7));
+        assert_eq!(generation_of("LOCK"), None);
+        assert_eq!(generation_of("g.docs"), None);
+    }
+
+    #[test]
+    fn summary_names_the_first_ids_and_counts_the_rest() {
+        let d = Damage {
+            manifest: None,
+            segments: vec![SegmentDamage {
+                segment: "g1".into(),
+                problem: "x".into(),
+                lost: vec!["a".into(), "b".into(), "c".into()],
+                lost_unnamed: 2,
+            }],
+            degraded: vec![],
+        };
+        assert_eq!(
+            d.summary(2),
+            "5 documents are unavailable: a, b, 1 more, 2 whose ids are unknown"
+        );
+        assert!(!d.is_empty());
+        assert!(Damage::default().is_empty());
+    }
+}
