@@ -84,5 +84,6 @@ pub fn assemble(
         tokens: pieces.iter().map(|p| p.tokens).sum(),
         pieces,
         notes,
+        warnings: Vec::new(),
     })
 }

@@ -102,6 +102,10 @@ pub struct Context {
     /// What the strategy decided (e.g. `auto`'s chosen k), for people and logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the context may be missing through no choice of the strategy (documents of
+    /// a damaged index that could not be searched), for people and logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Everything a strategy reads for one query.

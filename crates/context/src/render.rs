@@ -79,6 +79,9 @@ pub fn render_markdown(ctx: &Context) -> String {
         ctx.tokens,
         ctx.budget
     ));
+    for w in &ctx.warnings {
+        s.push_str(&format!("\n> **Warning:** {w}\n"));
+    }
     if gs.is_empty() {
         s.push_str("\n*No relevant context found.*\n");
     }

@@ -90,6 +90,7 @@ fn empty_text_rendering() {
         pieces: vec![],
         order: Default::default(),
         notes: vec![],
+        warnings: vec![],
     };
     insta::assert_snapshot!("text_empty", render_text(&ctx, &RenderOptions::default()));
 }

@@ -7,7 +7,7 @@ use excerpt_embed::{
     resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder,
     RerankConfig,
 };
-use excerpt_index::Snapshot;
+use excerpt_index::{AnnOptions, IndexConfig, IndexWriter, RepairReport, Snapshot, VerifyReport};
 
 use crate::memo::VectorMemo;
 use crate::EngineError;
@@ -156,21 +156,54 @@ impl Engine {
     }
 
     /// The latest committed snapshot (cached; reopened when a newer generation exists).
+    /// A damaged index opens with what can be read ([`Snapshot::damage`] says what
+    /// cannot); a damaged manifest is recovered again at every call, never cached.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
-        let current = excerpt_index::Manifest::load(&self.options.index_dir)?
-            .map(|m| m.generation)
-            .ok_or_else(|| excerpt_index::IndexError::NotFound {
-                dir: self.options.index_dir.clone(),
-            })?;
+        let current = match excerpt_index::Manifest::load(&self.options.index_dir) {
+            Ok(Some(m)) => Some(m.generation),
+            // No index, or a damaged one: the snapshot says which (and recovers what it
+            // can of a damaged one).
+            Ok(None) | Err(excerpt_index::IndexError::Corrupt { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
         let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = guard.as_ref() {
-            if s.manifest().generation == current {
+        if let (Some(s), Some(current)) = (guard.as_ref(), current) {
+            if s.manifest().generation == current && s.damage().manifest.is_none() {
                 return Ok(s.clone());
             }
         }
-        let s = Arc::new(self.open_latest(current)?);
+        let s = Arc::new(self.open_latest(current.unwrap_or(0))?);
         *guard = Some(s.clone());
         Ok(s)
+    }
+
+    /// Checks every file of the index ([`excerpt_index::verify`]): what is damaged and
+    /// which documents cannot be read. Damage is in the report, not an error.
+    pub fn verify(&self) -> Result<VerifyReport, EngineError> {
+        Ok(excerpt_index::verify(&self.options.index_dir)?)
+    }
+
+    /// Repairs the index ([`IndexWriter::repair`]): drops what cannot be read (naming
+    /// the documents lost), rebuilds BM25 and the ANN files, and commits a consistent
+    /// generation. When the manifest is damaged and no previous generation is on disk,
+    /// the segments are read with this engine's model, chunker and headers (the model
+    /// is loaded only then).
+    pub fn repair(&self) -> Result<RepairReport, EngineError> {
+        let fallback = || -> Option<IndexConfig> {
+            let embedder = self.embedder().ok()?;
+            Some(IndexConfig {
+                model_id: embedder.model_id().to_string(),
+                dimension: embedder.dimension(),
+                chunker: self.options.chunker.unwrap_or_default(),
+                headers: self.options.headers.unwrap_or(true),
+                contextualizer: None,
+            })
+        };
+        let report =
+            IndexWriter::repair(&self.options.index_dir, &fallback, &AnnOptions::default())?;
+        // The cached snapshot names files the repair may have moved away.
+        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(report)
     }
 
     /// Opens the latest generation. A writer in another thread or process may commit
@@ -202,7 +235,8 @@ impl Engine {
         }
     }
 
-    /// Deletes documents by id; returns the ids that existed. One atomic commit.
+    /// Deletes documents by id; returns the ids that existed. One atomic commit. On a
+    /// damaged index, fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
     pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
         let snap = self.snapshot()?;
         let mut w =

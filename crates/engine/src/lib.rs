@@ -13,6 +13,9 @@
 //! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
 //!   server's `POST /v1/ingest`).
 //! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
+//! - [`Engine::verify`], [`Engine::repair`]: what is damaged in an index, and a
+//!   consistent index made of what can still be read. Queries on a damaged index answer
+//!   from the readable documents and name the others in [`Context::warnings`].
 //! - [`render()`]: a context in the format a front end was asked for (JSON, Markdown,
 //!   text), the same bytes from the CLI and the server.
 //! - [`QuerySpec`]: a query as users spell it (strategy, fusion and filter strings),
@@ -50,7 +53,9 @@ pub use excerpt_core::{
     MAX_ID_BYTES,
 };
 pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
-pub use excerpt_index::{IndexError, Snapshot};
+pub use excerpt_index::{
+    Damage, FileCheck, IndexError, RepairReport, SegmentDamage, Snapshot, VerifyReport,
+};
 pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 pub use excerpt_retrieve::{
     Filter, FusionMethod, MetaCondition, RetrieveError, MAX_CANDIDATES, MAX_QUERY_BYTES,

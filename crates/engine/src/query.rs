@@ -92,6 +92,31 @@ pub struct Retrieved {
     pub hits: Vec<Hit>,
 }
 
+/// Ids named in a query's damage warning before the rest are counted.
+const WARNING_IDS: usize = 20;
+
+/// What a query on `snapshot` may be missing: its damage in one line each.
+pub(crate) fn damage_warnings(snapshot: &Snapshot) -> Vec<String> {
+    let damage = snapshot.damage();
+    if damage.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Some(m) = &damage.manifest {
+        out.push(format!("the index manifest is damaged: {m}"));
+    }
+    if !damage.segments.is_empty() {
+        out.push(format!(
+            "the index is damaged, {}; run `excerpt repair`",
+            damage.summary(WARNING_IDS)
+        ));
+    } else if damage.manifest.is_some() {
+        out.push("run `excerpt repair`".into());
+    }
+    out.extend(damage.degraded.iter().cloned());
+    out
+}
+
 /// The snapshot seen through the strategies' read interface.
 struct SnapshotCorpus<'a>(&'a Snapshot);
 
@@ -164,7 +189,9 @@ impl Engine {
             tokens: tokens.as_ref(),
             embedder: memo.as_ref().map(|m| m as &dyn Embedder),
         };
-        Ok(assemble(strategy, &req)?)
+        let mut ctx = assemble(strategy, &req)?;
+        ctx.warnings = damage_warnings(&retrieved.snapshot);
+        Ok(ctx)
     }
 
     /// Retrieves and assembles: the whole query.

@@ -78,6 +78,7 @@ mod tests {
             pieces: Vec::new(),
             order: Default::default(),
             notes: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

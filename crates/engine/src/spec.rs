@@ -231,6 +231,21 @@ pub struct IndexStats {
     pub sentence_vectors: usize,
     /// Documents with stored sentence vectors.
     pub sentence_vector_documents: usize,
+    /// Whether some of the index cannot be read (`excerpt repair` fixes it).
+    pub damaged: bool,
+    /// What cannot be read, one line each (empty when not damaged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<String>,
+    /// Ids of the documents that cannot be read, sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_documents: Vec<String>,
+    /// Documents that cannot be read whose ids are unknown.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unavailable_unnamed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Engine {
@@ -263,6 +278,10 @@ impl Engine {
             headers: cfg.headers,
             sentence_vectors: s.sentence_vectors,
             sentence_vector_documents: s.sentence_vector_documents,
+            damaged: !s.damage.is_empty(),
+            damage: s.damage.problems(),
+            unavailable_documents: s.damage.lost_documents(),
+            unavailable_unnamed: s.damage.lost_unnamed(),
         })
     }
 }

@@ -505,3 +505,136 @@ fn readers_keep_answering_while_another_writer_commits() {
     let answered = reader.join().expect("the reader never failed");
     assert!(answered > 0);
 }
+
+/// An engine over an index of three documents, each committed alone (one segment each,
+/// in id order: `notes/a.txt` is in g1, `notes/b.txt` in g2, `notes/c.txt` in g3).
+fn three_segments(dir: &std::path::Path) -> Engine {
+    let engine = Engine::new(EngineOptions::new(dir));
+    for (name, text) in [
+        ("a", "The harbour crane lifts containers from the ships."),
+        ("b", "The lighthouse keeper lights the lamp at dusk."),
+        ("c", "The ferry crosses the bay twice an hour."),
+    ] {
+        let doc = excerpt::ParsedDocument {
+            id: format!("notes/{name}.txt"),
+            title: format!("Note {name}"),
+            source: None,
+            metadata: Default::default(),
+            text: text.into(),
+            sections: vec![],
+            atomic: vec![],
+        };
+        engine
+            .ingest_documents(vec![doc], &IngestOptions::default(), &NoProgress)
+            .unwrap();
+    }
+    engine
+}
+
+fn doc_ids(ctx: &excerpt::Context) -> Vec<String> {
+    let mut ids: Vec<String> = ctx.pieces.iter().map(|p| p.doc_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+#[test]
+fn damaged_index_answers_from_what_it_can_read_and_repairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    let engine = three_segments(&dir);
+    assert!(engine.verify().unwrap().is_sound());
+    assert!(!engine.stats().unwrap().damaged);
+    // The middle segment's documents file loses a byte in the middle.
+    let path = dir.join("segments/g0000000002.docs");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+    // A new engine (a snapshot read before the damage keeps answering from memory).
+    let engine = Engine::new(EngineOptions::new(&dir));
+
+    let report = engine.verify().unwrap();
+    assert!(!report.is_sound());
+    assert_eq!(report.lost_documents, ["notes/b.txt"]);
+
+    // Every mode answers from the two readable documents and names the third.
+    for mode in [Mode::Hybrid, Mode::Dense, Mode::Bm25] {
+        let mut req = QueryRequest::new("crane lighthouse ferry");
+        req.mode = mode;
+        let ctx = engine.query(&req).unwrap();
+        assert_eq!(doc_ids(&ctx), ["notes/a.txt", "notes/c.txt"], "{mode:?}");
+        assert!(
+            ctx.warnings
+                .iter()
+                .any(|w| w.contains("notes/b.txt") && w.contains("excerpt repair")),
+            "{:?}",
+            ctx.warnings
+        );
+    }
+    let stats = engine.stats().unwrap();
+    assert!(stats.damaged);
+    assert_eq!(stats.unavailable_documents, ["notes/b.txt"]);
+    assert_eq!(stats.documents, 2);
+
+    // Writes refuse with a corruption error until the index is repaired.
+    let err = engine.remove(&["notes/a.txt".into()]).unwrap_err();
+    assert!(
+        matches!(err, EngineError::Index(excerpt::IndexError::Corrupt { .. })),
+        "{err}"
+    );
+    let repaired = engine.repair().unwrap();
+    assert_eq!(repaired.lost_documents, ["notes/b.txt"]);
+    assert_eq!(repaired.documents, 2);
+    assert!(engine.verify().unwrap().is_sound());
+    let ctx = engine.query(&QueryRequest::new("ferry")).unwrap();
+    assert!(ctx.warnings.is_empty(), "{:?}", ctx.warnings);
+    assert!(!engine.stats().unwrap().damaged);
+
+    // Ingest and rm work again.
+    let again = three_segments(&dir);
+    let docs: Vec<String> = again.documents().unwrap().into_iter().map(|d| d.id).collect();
+    assert_eq!(docs, ["notes/a.txt", "notes/b.txt", "notes/c.txt"]);
+    assert_eq!(
+        again.remove(&["notes/a.txt".into()]).unwrap(),
+        ["notes/a.txt"]
+    );
+    assert!(again.verify().unwrap().is_sound());
+}
+
+#[test]
+fn truncated_manifest_is_recovered_by_readers_and_repair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    let engine = three_segments(&dir);
+    let manifest = dir.join("MANIFEST.json");
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() / 3]).unwrap();
+
+    let fresh = Engine::new(EngineOptions::new(&dir));
+    let mut req = QueryRequest::new("ferry lighthouse");
+    req.mode = Mode::Bm25;
+    let ctx = fresh.query(&req).unwrap();
+    assert_eq!(doc_ids(&ctx), ["notes/b.txt", "notes/c.txt"]);
+    assert!(
+        ctx.warnings.iter().any(|w| w.contains("manifest is damaged")),
+        "{:?}",
+        ctx.warnings
+    );
+    assert!(fresh.stats().unwrap().damaged);
+    assert!(!fresh.verify().unwrap().is_sound());
+    let err = engine
+        .ingest_documents(vec![], &IngestOptions::default(), &NoProgress)
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::Index(excerpt::IndexError::Corrupt { .. })),
+        "{err}"
+    );
+
+    let repaired = fresh.repair().unwrap();
+    assert!(repaired.manifest.is_some());
+    assert!(repaired.lost_documents.is_empty());
+    assert_eq!(repaired.documents, 3);
+    assert!(fresh.verify().unwrap().is_sound());
+    assert!(fresh.query(&req).unwrap().warnings.is_empty());
+}

@@ -210,6 +210,7 @@ mod tests {
             tokens: 0,
             order: Default::default(),
             notes: Vec::new(),
+            warnings: Vec::new(),
         };
         let p = answer_prompt("  When did the railway arrive? ", &context);
         let ctx_at = p.find("=== END OF DOCUMENT CONTEXT ===").unwrap();
