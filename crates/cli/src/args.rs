@@ -110,6 +110,29 @@ pub enum Command {
     },
     /// Show index statistics: documents, chunks, bytes, model, chunker, size on disk.
     Stats(FormatArgs),
+    /// Check every file of the index and say what is damaged.
+    ///
+    /// Reads the manifest, every segment file (against the checksum the manifest
+    /// holds), the BM25 index (its own checksums, the generation it was committed for,
+    /// its chunk count) and the ANN files, and lists each problem and the documents that
+    /// cannot be read. Nothing is changed. Queries on a damaged index still answer from
+    /// the documents that can be read, and say which cannot.
+    ///
+    /// Exit status: 0 the index is sound, 5 something is damaged (run `excerpt repair`),
+    /// 4 no index, 1 the check itself failed.
+    #[command(verbatim_doc_comment)]
+    Verify(FormatArgs),
+    /// Make a damaged index consistent again, keeping everything that can be read.
+    ///
+    /// Segments whose files are missing or damaged are dropped (their files moved to
+    /// INDEX/damaged/) and the documents lost with them are listed: ingest those again
+    /// to have them back. A damaged manifest is recovered from the previous generation's
+    /// (MANIFEST.prev.json) plus the segments written after it, or, when there is none,
+    /// from the segments alone, read with --model (deletions since then are undone).
+    /// BM25 and the ANN files are rebuilt from what survives, and the result is
+    /// committed like an ingest. `excerpt verify` is clean afterwards.
+    #[command(verbatim_doc_comment)]
+    Repair(FormatArgs),
     /// Compare context strategies on an evaluation set (corpus + queries with gold
     /// evidence spans), writing results files, a report and a recall-vs-budget chart.
     ///

@@ -26,6 +26,8 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_NOTHING_INGESTED: u8 = 3;
 /// Exit code for "not found" (no index, unknown document).
 const EXIT_NOT_FOUND: u8 = 4;
+/// Exit code of `excerpt verify` when the index is damaged.
+const EXIT_DAMAGED: u8 = 5;
 
 /// Marker error: exit with a given code after the message.
 #[derive(Debug)]
@@ -104,7 +106,24 @@ pub fn message(e: &anyhow::Error) -> String {
         _ => e.downcast_ref::<EngineError>(),
     };
     let hint = engine.and_then(flag_hint).unwrap_or_default();
-    format!("{e:#}{hint}")
+    format!("{}{hint}", chain(e))
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text the message
+/// before it already ends with (errors that print their source themselves).
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// The flags that fix an engine error, for the errors some flag fixes.
@@ -115,6 +134,9 @@ fn flag_hint(e: &EngineError) -> Option<String> {
         IndexError::Format { .. } => Some(
             ": use the excerpt version that wrote it, or re-ingest into a new --index directory",
         ),
+        IndexError::Corrupt { .. } => {
+            Some("; run `excerpt verify` to see what is damaged, `excerpt repair` to fix it")
+        }
         _ => None,
     };
     let hint = match e {
@@ -179,6 +201,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Docs(a) => docs(&cli.global, a),
         Command::Rm { ids } => rm(&cli.global, ids),
         Command::Stats(a) => stats(&cli.global, a),
+        Command::Verify(a) => verify(&cli.global, a),
+        Command::Repair(a) => repair(&cli.global, a),
         Command::Eval(a) => eval(&cli.global, a),
         Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
         Command::Serve(a) => serve(&cli.global, a),
@@ -352,15 +376,32 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         .to_request()
         .map_err(|e| Exit(EXIT_USAGE, message(&e.into())))?;
     let ctx = engine.query(&req)?;
+    // Shown whatever the format and --quiet: the answer may be missing documents.
+    for w in &ctx.warnings {
+        eprintln!("warning: {w}");
+    }
     let out = render(&req.text, &ctx, a.format.into(), a.instruction);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{out}")?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// Says on stderr that the index is damaged, what cannot be read, and what to run.
+fn warn_damage(snap: &excerpt::Snapshot) {
+    let damage = snap.damage();
+    if !damage.is_empty() {
+        eprintln!(
+            "warning: the index is damaged, {}; run `excerpt verify` for details, \
+             `excerpt repair` to fix it",
+            damage.summary(20)
+        );
+    }
+}
+
 fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
     let snap = engine.snapshot()?;
+    warn_damage(&snap);
     let mut stdout = std::io::stdout().lock();
     if a.json {
         let list: Vec<excerpt::DocumentSummary> = snap
@@ -448,7 +489,110 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
             s.disk_bytes as f64 / 1048576.0,
             s.segments
         )?;
+        if s.damage.is_empty() {
+            writeln!(stdout, "damaged     no")?;
+        } else {
+            writeln!(
+                stdout,
+                "damaged     yes, {}; run `excerpt repair`",
+                s.damage.summary(20)
+            )?;
+            for p in s.damage.problems() {
+                writeln!(stdout, "            {}", printable(&p))?;
+            }
+        }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let engine = engine(g, None, None);
+    let report = engine.verify()?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        let generation = report
+            .generation
+            .map_or_else(|| "unknown".to_string(), |g| g.to_string());
+        writeln!(
+            stdout,
+            "index {}: generation {generation}, {} readable documents, {} files checked",
+            g.index.display(),
+            report.documents,
+            report.files.len()
+        )?;
+        if report.is_sound() {
+            writeln!(stdout, "no problems found")?;
+        } else {
+            writeln!(stdout, "{} problem(s):", report.problems.len())?;
+            for p in &report.problems {
+                writeln!(stdout, "  {}", printable(p))?;
+            }
+            let lost = report.lost_documents.len() + report.lost_unnamed;
+            if lost > 0 {
+                writeln!(stdout, "{lost} document(s) cannot be read:")?;
+                for id in &report.lost_documents {
+                    writeln!(stdout, "  {}", printable(id))?;
+                }
+                if report.lost_unnamed > 0 {
+                    writeln!(stdout, "  ({} whose ids are unknown)", report.lost_unnamed)?;
+                }
+            }
+            writeln!(stdout, "run `excerpt repair` to fix the index")?;
+        }
+    }
+    Ok(if report.is_sound() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DAMAGED)
+    })
+}
+
+fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let engine = engine(g, None, None);
+    let report = engine.repair()?;
+    if a.json {
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&report)?
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some(m) = &report.manifest {
+        writeln!(out, "manifest: {}", printable(m))?;
+    }
+    for d in &report.dropped {
+        // The problem names the segment and the file.
+        writeln!(out, "dropped {}", printable(&d.problem))?;
+    }
+    for action in &report.actions {
+        writeln!(out, "{}", printable(action))?;
+    }
+    let lost = report.lost_documents.len() + report.lost_unnamed;
+    if lost == 0 {
+        writeln!(out, "no document was lost")?;
+    } else {
+        writeln!(
+            out,
+            "{lost} document(s) lost (ingest them again to have them back):"
+        )?;
+        for id in &report.lost_documents {
+            writeln!(out, "  {}", printable(id))?;
+        }
+        if report.lost_unnamed > 0 {
+            writeln!(out, "  ({} whose ids are unknown)", report.lost_unnamed)?;
+        }
+    }
+    writeln!(
+        out,
+        "index {}: {} documents (generation {})",
+        g.index.display(),
+        report.documents,
+        report.generation
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

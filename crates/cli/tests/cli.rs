@@ -747,3 +747,159 @@ fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
         assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
     }
 }
+
+/// How many times `needle` occurs in `hay`.
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn verify_and_repair_a_damaged_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("idx");
+    let files = [
+        (
+            "a.md",
+            "# Cranes\n\nThe harbour crane lifts containers from the ships.\n",
+        ),
+        (
+            "b.md",
+            "# Lights\n\nThe lighthouse keeper lights the lamp at dusk.\n",
+        ),
+        (
+            "c.md",
+            "# Ferries\n\nThe ferry crosses the bay twice an hour.\n",
+        ),
+    ];
+    // One ingest, one commit, one segment per file: b.md is in the middle one.
+    for (name, text) in files {
+        write_file(&tmp.path().join("docs"), name, text.as_bytes());
+        let path = tmp.path().join("docs").join(name);
+        let out = run(&index, &["ingest", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = run(&index, &["verify"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no problems found"));
+
+    std::fs::remove_file(index.join("segments/g0000000002.vec")).unwrap();
+
+    // verify names the file and the document, exit 5.
+    let out = run(&index, &["verify"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stdout}");
+    assert!(
+        stdout.contains("segments/g0000000002.vec: missing"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("b.md") && stdout.contains("excerpt repair"),
+        "{stdout}"
+    );
+    let out = run(&index, &["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["lost_documents"], serde_json::json!(["b.md"]));
+
+    // Queries answer from the other two and say which document is unavailable.
+    let out = run(
+        &index,
+        &["query", "crane lighthouse ferry", "--format", "json"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ctx = json(&out);
+    let mut ids: Vec<&str> = ctx["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["doc_id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids, ["a.md", "c.md"]);
+    assert!(
+        ctx["warnings"][0].as_str().unwrap().contains("b.md"),
+        "{ctx}"
+    );
+    assert!(
+        stderr.contains("warning:") && stderr.contains("b.md"),
+        "{stderr}"
+    );
+    let out = run(&index, &["stats"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("damaged     yes") && stdout.contains("excerpt repair"),
+        "{stdout}"
+    );
+    assert_eq!(json(&run(&index, &["stats", "--json"]))["damaged"], true);
+
+    // Writes fail with one error line that says what to run.
+    write_file(
+        &tmp.path().join("docs"),
+        "d.md",
+        b"# Docks\n\nShips moor at the docks.\n",
+    );
+    let d = tmp.path().join("docs/d.md");
+    for args in [&["rm", "a.md"][..], &["ingest", d.to_str().unwrap()]] {
+        let out = run(&index, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(count(&stderr, "error:"), 1, "{stderr}");
+        assert_eq!(count(&stderr, "g0000000002.vec: missing"), 1, "{stderr}");
+        assert_eq!(count(&stderr, "missing"), 1, "{stderr}");
+        assert!(stderr.contains("excerpt repair"), "{stderr}");
+    }
+
+    // repair drops b.md and says so; verify is clean; ingest and rm work again.
+    let out = run(&index, &["repair"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("1 document(s) lost") && stdout.contains("  b.md"),
+        "{stdout}"
+    );
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    let b = tmp.path().join("docs/b.md");
+    assert!(run(
+        &index,
+        &["ingest", b.to_str().unwrap(), d.to_str().unwrap()]
+    )
+    .status
+    .success());
+    assert!(run(&index, &["rm", "d.md"]).status.success());
+    let docs = json(&run(&index, &["docs", "--json"]));
+    let ids: Vec<&str> = docs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a.md", "b.md", "c.md"]);
+    check_index(&index);
+
+    // A truncated manifest: queries answer from the previous generation, repair
+    // recovers it, verify is clean again.
+    let manifest = index.join("MANIFEST.json");
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() / 2]).unwrap();
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(5));
+    let out = run(&index, &["query", "ferry"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("manifest is damaged"));
+    let out = run(&index, &["repair", "--json"]);
+    let report = json(&out);
+    assert!(report["manifest"]
+        .as_str()
+        .unwrap()
+        .contains("previous generation"));
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    check_index(&index);
+}

@@ -593,7 +593,12 @@ fn damaged_index_answers_from_what_it_can_read_and_repairs() {
 
     // Ingest and rm work again.
     let again = three_segments(&dir);
-    let docs: Vec<String> = again.documents().unwrap().into_iter().map(|d| d.id).collect();
+    let docs: Vec<String> = again
+        .documents()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
     assert_eq!(docs, ["notes/a.txt", "notes/b.txt", "notes/c.txt"]);
     assert_eq!(
         again.remove(&["notes/a.txt".into()]).unwrap(),
@@ -617,7 +622,9 @@ fn truncated_manifest_is_recovered_by_readers_and_repair() {
     let ctx = fresh.query(&req).unwrap();
     assert_eq!(doc_ids(&ctx), ["notes/b.txt", "notes/c.txt"]);
     assert!(
-        ctx.warnings.iter().any(|w| w.contains("manifest is damaged")),
+        ctx.warnings
+            .iter()
+            .any(|w| w.contains("manifest is damaged")),
         "{:?}",
         ctx.warnings
     );

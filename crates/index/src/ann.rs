@@ -339,10 +339,7 @@ pub(crate) fn check_files(dir: &Path, manifest: &Manifest) -> Vec<(String, Optio
     let mut out = Vec::with_capacity(manifest.segments.len() + 1);
     let centroids = read(&ivf_path(dir, &meta.centroids), &meta.centroids_hash)
         .and_then(|b| decode_centroids(&b, dim, meta.lists).map(|_| ()));
-    out.push((
-        format!("{ANN_DIR}/{}.ivf", meta.centroids),
-        centroids.err(),
-    ));
+    out.push((format!("{ANN_DIR}/{}.ivf", meta.centroids), centroids.err()));
     for seg in &manifest.segments {
         let file = format!("{ANN_DIR}/{}.{}.asg", seg.name, meta.centroids);
         let problem = match meta.assignments.get(&seg.name) {

@@ -186,7 +186,9 @@ pub(crate) fn load_manifest(
         Err(IndexError::Corrupt { detail, .. }) => detail,
         Err(e) => return Err(e),
     };
-    let previous = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE).ok().flatten();
+    let previous = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE)
+        .ok()
+        .flatten();
     let (mut manifest, how) = match (previous, fallback) {
         (Some(prev), _) => {
             let how = format!(
@@ -449,7 +451,11 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
     report.lost_documents.dedup();
     report.documents = live.len();
     let chunks: usize = live.values().sum();
-    let bm25 = check_bm25(dir, manifest.generation, (!damaged_segments).then_some(chunks));
+    let bm25 = check_bm25(
+        dir,
+        manifest.generation,
+        (!damaged_segments).then_some(chunks),
+    );
     if let Some(p) = &bm25 {
         report.problems.push(format!("bm25: {p}"));
     }
@@ -459,7 +465,9 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
     });
     for (file, problem) in ann::check_files(dir, &manifest) {
         if let Some(p) = &problem {
-            report.problems.push(format!("{file}: {p} (dense search is exact)"));
+            report
+                .problems
+                .push(format!("{file}: {p} (dense search is exact)"));
         }
         report.files.push(FileCheck { file, problem });
     }

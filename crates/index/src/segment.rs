@@ -218,11 +218,10 @@ pub(crate) fn read_segment(
     };
     // A file that cannot be read is damage like a wrong checksum: both say which file.
     let read = |ext: &str| {
-        fs::read(segment_file(dir, &meta.name, ext))
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => corrupt(format!("{}.{ext}: missing", meta.name)),
-                _ => corrupt(format!("{}.{ext}: {e}", meta.name)),
-            })
+        fs::read(segment_file(dir, &meta.name, ext)).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => corrupt(format!("{}.{ext}: missing", meta.name)),
+            _ => corrupt(format!("{}.{ext}: {e}", meta.name)),
+        })
     };
     let doc_bytes = read("docs")?;
     let vec_bytes = read("vec")?;

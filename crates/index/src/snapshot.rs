@@ -484,8 +484,7 @@ impl Snapshot {
         k: usize,
         allowed: Option<&[&str]>,
     ) -> Result<Vec<(String, u32, f32)>, IndexError> {
-        crate::quiet::catch_quietly(|| reader.search(text, k, allowed))
-        .unwrap_or_else(|_| {
+        crate::quiet::catch_quietly(|| reader.search(text, k, allowed)).unwrap_or_else(|_| {
             Err(IndexError::Corrupt {
                 dir: self.dir.join("bm25"),
                 detail: "the BM25 index failed while searching (damaged files)".into(),

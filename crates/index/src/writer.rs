@@ -409,7 +409,11 @@ impl IndexWriter {
         fallback: &dyn Fn() -> Option<IndexConfig>,
         ann_options: &AnnOptions,
     ) -> Result<RepairReport, IndexError> {
-        let any = [crate::MANIFEST_FILE, crate::PREVIOUS_MANIFEST_FILE, "segments"];
+        let any = [
+            crate::MANIFEST_FILE,
+            crate::PREVIOUS_MANIFEST_FILE,
+            "segments",
+        ];
         if !any.iter().any(|f| dir.join(f).exists()) {
             return Err(IndexError::NotFound {
                 dir: dir.to_path_buf(),
@@ -424,10 +428,11 @@ impl IndexWriter {
                 })
             }
             Err(e @ IndexError::Corrupt { .. }) => match fallback() {
-                Some(config) => health::load_manifest(dir, Some(&config))?
-                    .ok_or_else(|| IndexError::NotFound {
+                Some(config) => health::load_manifest(dir, Some(&config))?.ok_or_else(|| {
+                    IndexError::NotFound {
                         dir: dir.to_path_buf(),
-                    })?,
+                    }
+                })?,
                 None => return Err(e),
             },
             Err(e) => return Err(e),
@@ -515,7 +520,10 @@ impl IndexWriter {
         kept.retain(|(m, _)| m.deleted.len() < m.docs);
         let live: Vec<&Document> = kept
             .iter()
-            .flat_map(|(m, docs)| docs.iter().filter(|d| m.deleted.binary_search(&d.id).is_err()))
+            .flat_map(|(m, docs)| {
+                docs.iter()
+                    .filter(|d| m.deleted.binary_search(&d.id).is_err())
+            })
             .collect();
         let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
         for seg in &mut report.dropped {
@@ -574,10 +582,9 @@ impl IndexWriter {
         prepared.set_payload(&generation.to_string());
         prepared.commit()?;
         let _ = tantivy.wait_merging_threads();
-        report.actions.push(format!(
-            "rebuilt BM25 from {} documents",
-            report.documents
-        ));
+        report
+            .actions
+            .push(format!("rebuilt BM25 from {} documents", report.documents));
 
         // The commit point, as in `commit`.
         for sub in ["segments", ANN_DIR] {

@@ -134,7 +134,12 @@ fn damaged_then_repaired(dir: &Path, lost: &[&str], readable: &[&str], problem: 
     assert_eq!(ids(&s), readable);
     assert_eq!(s.damage().lost_documents(), lost);
     assert!(!s.damage().is_empty());
-    assert!(s.stats().damage.problems().iter().any(|p| p.contains(problem)));
+    assert!(s
+        .stats()
+        .damage
+        .problems()
+        .iter()
+        .any(|p| p.contains(problem)));
     let all = "apples bananas cherries dates elderberries";
     assert_eq!(bm25_ids(&s, all), readable);
     let hits = s.dense_search(&[1.0, 0.0, 0.0, 0.0], 50, None);
@@ -261,7 +266,11 @@ fn truncated_manifest_is_read_from_the_previous_generation() {
 
     let report = verify(dir.path()).unwrap();
     assert!(!report.is_sound());
-    assert!(report.problems[0].contains("previous generation 2"), "{:?}", report.problems);
+    assert!(
+        report.problems[0].contains("previous generation 2"),
+        "{:?}",
+        report.problems
+    );
     assert!(report.lost_documents.is_empty());
     // Generation 2's manifest plus the third segment: nothing is lost.
     let s = Snapshot::open(dir.path()).unwrap();
@@ -315,7 +324,10 @@ fn garbled_manifest_without_a_previous_generation_needs_a_config() {
     ));
     // With the settings of the index, the segments are read back.
     let repaired = IndexWriter::repair(dir.path(), &|| Some(config()), &ann()).unwrap();
-    assert!(repaired.manifest.unwrap().contains("read from the segments"));
+    assert!(repaired
+        .manifest
+        .unwrap()
+        .contains("read from the segments"));
     assert_eq!(repaired.documents, 2);
     assert!(verify(dir.path()).unwrap().is_sound());
     assert_eq!(ids(&Snapshot::open(dir.path()).unwrap()), ["a", "b"]);
@@ -346,7 +358,10 @@ fn damaged_sentence_vectors_keep_their_documents() {
     let repaired = IndexWriter::repair(dir.path(), &|| None, &AnnOptions::default()).unwrap();
     assert!(repaired.lost_documents.is_empty());
     assert!(
-        repaired.actions.iter().any(|a| a.contains("sentence vectors")),
+        repaired
+            .actions
+            .iter()
+            .any(|a| a.contains("sentence vectors")),
         "{:?}",
         repaired.actions
     );
