@@ -423,13 +423,12 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
                         }
                     }
                     for d in docs {
-                        if meta.deleted.binary_search(&d.id).is_err() {
-                            if live.insert(d.id.clone(), d.chunks.len()).is_some() {
-                                report.problems.push(format!(
-                                    "document {} is live in two segments (the newest is read)",
-                                    d.id
-                                ));
-                            }
+                        let is_live = meta.deleted.binary_search(&d.id).is_err();
+                        if is_live && live.insert(d.id.clone(), d.chunks.len()).is_some() {
+                            report.problems.push(format!(
+                                "document {} is live in two segments (the newest is read)",
+                                d.id
+                            ));
                         }
                     }
                 }
