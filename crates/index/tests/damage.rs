@@ -367,3 +367,39 @@ fn damaged_sentence_vectors_keep_their_documents() {
     );
     assert!(verify(dir.path()).unwrap().is_sound());
 }
+
+#[test]
+fn deleted_manifest_is_read_from_the_previous_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    std::fs::remove_file(dir.path().join("MANIFEST.json")).unwrap();
+    // A previous generation without a current one: the current one was lost, not never
+    // written.
+    let report = verify(dir.path()).unwrap();
+    assert!(!report.is_sound());
+    assert!(
+        report.problems[0].contains("missing"),
+        "{:?}",
+        report.problems
+    );
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(ids(&s), ["a", "b", "c", "d", "e"]);
+    assert!(s.damage().manifest.is_some());
+    let repaired = IndexWriter::repair(dir.path(), &|| None, &ann()).unwrap();
+    assert_eq!(repaired.documents, 5);
+    assert!(verify(dir.path()).unwrap().is_sound());
+    // An empty directory is no index at all, for readers, verify and repair alike.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        Snapshot::open(empty.path()),
+        Err(IndexError::NotFound { .. })
+    ));
+    assert!(matches!(
+        verify(empty.path()),
+        Err(IndexError::NotFound { .. })
+    ));
+    assert!(matches!(
+        IndexWriter::repair(empty.path(), &|| None, &ann()),
+        Err(IndexError::NotFound { .. })
+    ));
+}
