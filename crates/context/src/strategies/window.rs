@@ -160,6 +160,43 @@ fn budget_spent(sel: &Selection<'_>) -> bool {
     sel.remaining() == 0 || (sel.remaining() < MIN_USEFUL_TOKENS && !sel.is_empty())
 }
 
+/// The window grown around sentence `seed` of a document of `len` sentences: at most
+/// `max_expand` sentences each side, each accepted while it stays similar to the window's
+/// edge (and to the query, with `query_threshold`), or unconditionally with
+/// `expand = fixed`. A sentence without a vector stops the growth on its side.
+fn grow<'v>(
+    p: &WindowParams,
+    seed: usize,
+    len: usize,
+    query: &[f32],
+    vec_of: impl Fn(usize) -> Option<&'v [f32]>,
+) -> (usize, usize) {
+    let accept = |edge: usize, nb: usize| -> bool {
+        if p.expand == WindowExpand::Fixed {
+            return true;
+        }
+        let (Some(ve), Some(vn)) = (vec_of(edge), vec_of(nb)) else {
+            return false;
+        };
+        cosine(vn, ve) >= p.threshold && p.query_threshold.is_none_or(|qt| cosine(vn, query) >= qt)
+    };
+    let mut left = seed;
+    for _ in 0..p.max_expand {
+        if left == 0 || !accept(left, left - 1) {
+            break;
+        }
+        left -= 1;
+    }
+    let mut right = seed;
+    for _ in 0..p.max_expand {
+        if right + 1 >= len || !accept(right, right + 1) {
+            break;
+        }
+        right += 1;
+    }
+    (left, right)
+}
+
 fn window(
     p: &WindowParams,
     hits: &[RHit],
@@ -309,30 +346,9 @@ fn window(
                     seed = i;
                 }
             }
-            let accept = |edge: usize, nb: usize| -> bool {
-                if p.expand == WindowExpand::Fixed {
-                    return true;
-                }
-                let (Some(ve), Some(vn)) = (vec_of(d, edge), vec_of(d, nb)) else {
-                    return false;
-                };
-                cosine(vn, ve) >= p.threshold
-                    && p.query_threshold.is_none_or(|qt| cosine(vn, &query) >= qt)
-            };
-            let mut left = seed;
-            for _ in 0..p.max_expand {
-                if left == 0 || !accept(left, left - 1) {
-                    break;
-                }
-                left -= 1;
-            }
-            let mut right = seed;
-            for _ in 0..p.max_expand {
-                if right + 1 >= doc.sentences.len() || !accept(right, right + 1) {
-                    break;
-                }
-                right += 1;
-            }
+            let (left, right) = grow(p, seed, doc.sentences.len(), &query, |i| {
+                vec_of(d, i).map(Vec::as_slice)
+            });
             grown += (seed - left) + (right - seed);
             let range = doc.sentences[left].cover(&doc.sentences[right]);
             sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
@@ -410,31 +426,9 @@ fn sentence_seeded(
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
-        let vec_of = |i: usize| req.corpus.sentence_vector(d, i);
-        let accept = |edge: usize, nb: usize| -> bool {
-            if p.expand == WindowExpand::Fixed {
-                return true;
-            }
-            let (Some(ve), Some(vn)) = (vec_of(edge), vec_of(nb)) else {
-                return false;
-            };
-            cosine(vn, ve) >= p.threshold
-                && p.query_threshold.is_none_or(|qt| cosine(vn, &query) >= qt)
-        };
-        let mut left = seed;
-        for _ in 0..p.max_expand {
-            if left == 0 || !accept(left, left - 1) {
-                break;
-            }
-            left -= 1;
-        }
-        let mut right = seed;
-        for _ in 0..p.max_expand {
-            if right + 1 >= doc.sentences.len() || !accept(right, right + 1) {
-                break;
-            }
-            right += 1;
-        }
+        let (left, right) = grow(p, seed, doc.sentences.len(), &query, |i| {
+            req.corpus.sentence_vector(d, i)
+        });
         expanded += 1;
         grown += right - left;
         let range = doc.sentences[left].cover(&doc.sentences[right]);
