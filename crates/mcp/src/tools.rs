@@ -246,9 +246,6 @@ impl std::fmt::Debug for ExcerptMcp {
     }
 }
 
-/// A tool's failure as the model reads it.
-type ToolResult<T> = Result<Json<T>, String>;
-
 /// What a model is told when a call fails: the engine's message, with what to do when
 /// the index does not exist yet.
 fn tool_error(e: EngineError) -> String {
@@ -271,6 +268,9 @@ where
         .map_err(|e| format!("internal error: the tool's worker failed: {e}"))?
 }
 
+// Tools answer `Result<Json<T>, String>`, spelled out: the macro reads the return type to
+// give the tool its output schema. An `Err` is a tool error (`isError: true`) whose text
+// the model reads.
 #[tool_router]
 impl ExcerptMcp {
     /// A server over `engine`; `ingest` is offered only when `options.allow_writes`.
@@ -309,7 +309,7 @@ metadata conditions; raise budget for broad questions.",
     pub async fn search(
         &self,
         Parameters(p): Parameters<SearchParams>,
-    ) -> ToolResult<SearchResult> {
+    ) -> Result<Json<SearchResult>, String> {
         let spec = QuerySpec {
             query: p.query,
             mode: p.mode,
@@ -366,7 +366,7 @@ around a search piece (e.g. start-1000..end+1000) or to read a short document in
     pub async fn get_document(
         &self,
         Parameters(p): Parameters<GetDocumentParams>,
-    ) -> ToolResult<DocumentText> {
+    ) -> Result<Json<DocumentText>, String> {
         let engine = self.engine.clone();
         let doc = blocking(move || {
             let snap = engine.snapshot().map_err(tool_error)?;
@@ -425,7 +425,7 @@ answers: use search for that.",
     pub async fn list_documents(
         &self,
         Parameters(p): Parameters<ListDocumentsParams>,
-    ) -> ToolResult<DocumentList> {
+    ) -> Result<Json<DocumentList>, String> {
         let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT);
         if limit == 0 || limit > MAX_LIST_LIMIT {
             return Err(format!(
@@ -495,7 +495,7 @@ as format \"markdown\" so its headings become sections.",
     pub async fn ingest(
         &self,
         Parameters(p): Parameters<IngestParams>,
-    ) -> ToolResult<IngestResult> {
+    ) -> Result<Json<IngestResult>, String> {
         if !self.options.allow_writes {
             return Err("this server does not allow writes".into());
         }
