@@ -29,6 +29,26 @@ question; cite pieces by doc_id and start/end. Use `get_document` to read more a
 piece (pass start/end to read a range) or a whole document, and `list_documents` to see \
 which documents exist.";
 
+/// An optional whole number that may also come as a string of digits: some clients
+/// (and models) send every argument as a string.
+fn lenient_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Count {
+        Number(usize),
+        Text(String),
+    }
+    match Option::<Count>::deserialize(d)? {
+        None => Ok(None),
+        Some(Count::Number(n)) => Ok(Some(n)),
+        Some(Count::Text(t)) => {
+            t.trim().parse().map(Some).map_err(|_| {
+                serde::de::Error::custom(format!("expected a whole number, got {t:?}"))
+            })
+        }
+    }
+}
+
 /// Arguments of `search`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,7 +57,7 @@ pub struct SearchParams {
     pub query: String,
     /// How many LLM tokens of context to return at most (default 2000; 1 to 100000).
     /// Smaller budgets return fewer, more focused passages.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub budget: Option<usize>,
     /// How passages are assembled. "auto" (default) picks per question; "rse" returns
     /// the best contiguous segments; "topk" the best chunks; "section" whole sections;
@@ -112,10 +132,10 @@ pub struct GetDocumentParams {
     pub id: String,
     /// First character to return (default 0). Offsets count Unicode characters, as
     /// search pieces' start/end do.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub start: Option<usize>,
     /// Character offset to stop at, exclusive (default: the end of the document).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub end: Option<usize>,
 }
 
@@ -158,10 +178,10 @@ pub struct ListDocumentsParams {
     pub prefix: Option<String>,
     /// Documents to skip, for paging (default 0; use the previous answer's
     /// next_offset).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub offset: Option<usize>,
     /// Documents to return (default 50, at most 500).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_count")]
     pub limit: Option<usize>,
 }
 
@@ -560,5 +580,27 @@ impl ServerHandler for ExcerptMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("excerpt", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_may_come_as_strings_of_digits() {
+        let p: SearchParams =
+            serde_json::from_value(serde_json::json!({"query": "q", "budget": "300"})).unwrap();
+        assert_eq!(p.budget, Some(300));
+        let p: GetDocumentParams =
+            serde_json::from_value(serde_json::json!({"id": "a", "start": 5, "end": null}))
+                .unwrap();
+        assert_eq!((p.start, p.end), (Some(5), None));
+        let e = serde_json::from_value::<ListDocumentsParams>(serde_json::json!({"limit": "ten"}))
+            .unwrap_err();
+        assert!(e.to_string().contains("ten"), "{e}");
+        let e = serde_json::from_value::<SearchParams>(serde_json::json!({"query": "q", "k": 1}))
+            .unwrap_err();
+        assert!(e.to_string().contains('k'), "{e}");
     }
 }
