@@ -140,7 +140,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Serve the index over HTTP (JSON API mirroring query, ingest, docs, rm, stats).
     ///
-    /// Routes: POST /v1/query, POST /v1/ingest, GET /v1/documents,
+    /// Routes: POST /v1/query, POST /v1/ask (with --llm-url and --llm-model),
+    /// POST /v1/ingest, GET /v1/documents,
     /// GET|DELETE /v1/documents/{id}, GET /v1/stats, GET /healthz. Prints the bound
     /// address on stdout once the model is loaded, one line per request on stderr,
     /// and stops gracefully on Ctrl-C or SIGTERM.
@@ -208,6 +209,10 @@ pub struct ServeArgs {
     /// level comes from RUST_LOG (default info; --quiet: warnings only).
     #[arg(long, env = "EXCERPT_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// The chat endpoint of POST /v1/ask (without --llm-url and --llm-model the route
+    /// answers 501). With --token, asking needs the token even with --public-reads.
+    #[command(flatten)]
+    pub llm: LlmArgs,
 }
 
 #[derive(Debug, Args)]

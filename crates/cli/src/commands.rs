@@ -16,7 +16,7 @@ use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
     AnswerArgs, AskArgs, AskFormat, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global,
-    IngestArgs, LogFormat, McpArgs, QueryArgs, RetrievalArgs, ServeArgs,
+    IngestArgs, LlmArgs, LogFormat, McpArgs, QueryArgs, RetrievalArgs, ServeArgs,
 };
 use crate::progress::Bar;
 
@@ -387,8 +387,19 @@ fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The answering endpoint `--llm-url` and `--llm-model` name (`None` unless both are
+/// given).
+fn llm_config(g: &Global, a: &LlmArgs) -> Option<ChatConfig> {
+    let (url, model) = (a.llm_url.as_deref()?, a.llm_model.as_deref()?);
+    let mut chat = chat_config(g, url, model, a.llm_api_key_env.as_deref());
+    chat.max_tokens = a.llm_max_tokens;
+    chat.timeout = Duration::from_secs(a.llm_timeout);
+    chat.max_retries = a.llm_retries;
+    Some(chat)
+}
+
 fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
-    let (Some(url), Some(model)) = (a.llm.llm_url.as_deref(), a.llm.llm_model.as_deref()) else {
+    let Some(chat) = llm_config(g, &a.llm) else {
         return Err(Exit(
             EXIT_USAGE,
             "ask needs an OpenAI-compatible chat endpoint: pass --llm-url URL and --llm-model \
@@ -397,10 +408,6 @@ fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
         )
         .into());
     };
-    let mut chat = chat_config(g, url, model, a.llm.llm_api_key_env.as_deref());
-    chat.max_tokens = a.llm.llm_max_tokens;
-    chat.timeout = Duration::from_secs(a.llm.llm_timeout);
-    chat.max_retries = a.llm.llm_retries;
     let mut opts = excerpt::AskOptions::new(chat);
     opts.stream = !a.no_stream;
     let engine = engine(g, None, None);
@@ -650,6 +657,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: a.allow_hosts,
         max_concurrent: a.max_concurrent,
         request_timeout: Duration::from_secs(a.request_timeout),
+        ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };
     let index = g.index.display().to_string();
