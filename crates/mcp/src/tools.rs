@@ -85,7 +85,7 @@ pub struct SearchParams {
 /// One passage of a search result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchPiece {
-    /// The piece's number in this result, from 1, as in the rendered context ([1], [2]…).
+    /// The piece's position in this result, from 1.
     pub n: usize,
     /// The document the passage comes from (pass it to get_document).
     pub doc_id: String,
@@ -117,8 +117,8 @@ pub struct SearchResult {
     pub tokens: usize,
     /// The passages, in the order they should be read (empty: nothing relevant found).
     pub pieces: Vec<SearchPiece>,
-    /// The same context rendered as text for a prompt: pieces grouped by document, with
-    /// headers naming document, section and character range.
+    /// The same context rendered as text for a prompt: pieces grouped by document, each
+    /// headed by title, section and relevance.
     pub context: String,
     /// Remarks of the strategy (e.g. why auto chose it).
     pub notes: Vec<String>,
@@ -539,6 +539,14 @@ as format \"markdown\" so its headings become sections.",
                 .map_err(|e| format!("document {:?}: {e}", p.id))?;
             let mut warnings = loaded.warnings;
             let mut docs = loaded.documents;
+            if docs.is_empty() {
+                let why = if warnings.is_empty() {
+                    "it has no text".to_string()
+                } else {
+                    warnings.join("; ")
+                };
+                return Err(format!("document {:?} was not ingested: {why}", p.id));
+            }
             if let Some(t) = p.title.filter(|t| !t.trim().is_empty()) {
                 for d in &mut docs {
                     d.title = t.clone();
