@@ -100,6 +100,21 @@ pub enum Command {
     Ingest(IngestArgs),
     /// Retrieve context for a query and print it.
     Query(QueryArgs),
+    /// Answer a question from the index with an LLM, citing the context's pieces.
+    ///
+    /// Retrieves context as `query` does (same options), numbers its pieces [1], [2]…
+    /// in a prompt asking an OpenAI-compatible chat model (--llm-url, --llm-model) for
+    /// claims cited by those numbers, or to say the context does not answer, and
+    /// streams the answer to the terminal. Then lists the sources (document id, title,
+    /// section, character range) and flags every unsupported citation: a number naming
+    /// no piece, or a quoted phrase not in the piece it cites. Token usage and timings
+    /// go to stderr.
+    ///
+    ///   excerpt ask "how do I work offline?" --llm-url http://localhost:11434/v1 \
+    ///       --llm-model llama3.1
+    ///   excerpt ask "..." --format json | jq .citations
+    #[command(verbatim_doc_comment)]
+    Ask(AskArgs),
     /// List the indexed documents.
     Docs(FormatArgs),
     /// Remove documents by id.
@@ -148,12 +163,25 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Serve the index over HTTP (JSON API mirroring query, ingest, docs, rm, stats).
     ///
-    /// Routes: POST /v1/query, POST /v1/ingest, GET /v1/documents,
+    /// Routes: POST /v1/query, POST /v1/ask (with --llm-url and --llm-model),
+    /// POST /v1/ingest, GET /v1/documents,
     /// GET|DELETE /v1/documents/{id}, GET /v1/stats, GET /healthz. Prints the bound
     /// address on stdout once the model is loaded, one line per request on stderr,
     /// and stops gracefully on Ctrl-C or SIGTERM.
     #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
+    /// Serve the index to an AI agent over the Model Context Protocol (stdio).
+    ///
+    /// For MCP hosts (Claude Desktop, Cursor, Zed, ...): the host starts this command
+    /// and speaks MCP on its stdin/stdout. Tools: search (query, budget, strategy,
+    /// filters → numbered pieces with exact offsets and the rendered context),
+    /// get_document (exact text, whole or a character range), list_documents (prefix,
+    /// paging), and ingest (one document) only with --allow-writes. Host configuration:
+    ///   {"mcpServers": {"excerpt": {"command": "excerpt",
+    ///     "args": ["--index", "/path/to/.excerpt", "mcp"]}}}
+    /// Logs go to stderr; stdout carries the protocol only.
+    #[command(verbatim_doc_comment)]
+    Mcp(McpArgs),
     /// Fetch or check the default embedding model.
     Model(crate::model::ModelArgs),
 }
@@ -204,6 +232,27 @@ pub struct ServeArgs {
     /// level comes from RUST_LOG (default info; --quiet: warnings only).
     #[arg(long, env = "EXCERPT_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// The chat endpoint of POST /v1/ask (without --llm-url and --llm-model the route
+    /// answers 501). With --token, asking needs the token even with --public-reads.
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Offer the `ingest` tool, so the agent can add and replace documents (off by
+    /// default: the agent only reads).
+    #[arg(long, env = "EXCERPT_MCP_ALLOW_WRITES")]
+    pub allow_writes: bool,
+    /// Chunker of a new index created by the ingest tool (see `excerpt ingest --help`).
+    #[arg(long, env = "EXCERPT_CHUNKER")]
+    pub chunker: Option<excerpt::ChunkerConfig>,
+    /// No chunk headers in a new index created by the ingest tool.
+    #[arg(long, env = "EXCERPT_NO_HEADERS")]
+    pub no_headers: bool,
+    /// Do not load the model before answering (the first search loads it).
+    #[arg(long, env = "EXCERPT_NO_WARMUP")]
+    pub no_warmup: bool,
 }
 
 /// How `excerpt serve` writes its log.
@@ -413,6 +462,25 @@ impl From<Format> for excerpt::RenderFormat {
 pub struct QueryArgs {
     /// The query.
     pub text: String,
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+    /// Output format.
+    #[arg(
+        long,
+        short,
+        env = "EXCERPT_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub format: Format,
+    /// Closing instruction of the text format ("" for none).
+    #[arg(long, env = "EXCERPT_INSTRUCTION")]
+    pub instruction: Option<String>,
+}
+
+/// How a context is retrieved and assembled: `query` and `ask` take the same options.
+#[derive(Debug, Args)]
+pub struct RetrievalArgs {
     /// Context strategy: auto (the default: a planner that sends questions about what
     /// was said, discussed or decided, and requests to summarise or explain, to rse, and
     /// other questions to section when the documents have headings, else topk; its
@@ -450,22 +518,79 @@ pub struct QueryArgs {
     /// must hold).
     #[arg(long = "where", value_name = "COND")]
     pub conditions: Vec<String>,
-    /// Output format.
-    #[arg(
-        long,
-        short,
-        env = "EXCERPT_FORMAT",
-        value_enum,
-        default_value = "text"
-    )]
-    pub format: Format,
     /// Rerank the best N fused candidates with the configured reranker (--reranker or
     /// --rerank-url); off by default.
     #[arg(long = "rerank", value_name = "N", env = "EXCERPT_RERANK", value_parser = count)]
     pub rerank: Option<usize>,
-    /// Closing instruction of the text format ("" for none).
-    #[arg(long, env = "EXCERPT_INSTRUCTION")]
-    pub instruction: Option<String>,
+}
+
+/// `excerpt ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question.
+    pub text: String,
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    /// Output: the answer as it streams, then its sources (text), or one JSON value
+    /// {question, answer, no_answer, citations, unsupported, pieces, usage, ...} (json).
+    #[arg(
+        long,
+        short,
+        env = "EXCERPT_ASK_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub format: AskFormat,
+    /// Wait for the whole answer instead of streaming it as it is written.
+    #[arg(long, env = "EXCERPT_NO_STREAM")]
+    pub no_stream: bool,
+    /// Exit with status 6 when a citation is flagged as unsupported (the answer and
+    /// its flags are printed all the same).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// The chat endpoint `ask` sends the question and context to.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Answering LLM")]
+pub struct LlmArgs {
+    /// OpenAI-compatible chat endpoint (e.g. https://api.openai.com,
+    /// http://localhost:11434/v1 for Ollama, a vLLM or llama.cpp server).
+    #[arg(long, env = "EXCERPT_LLM_URL", value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Chat model name sent to --llm-url.
+    #[arg(long, env = "EXCERPT_LLM_MODEL", value_name = "NAME")]
+    pub llm_model: Option<String>,
+    /// Environment variable holding the API key for --llm-url (default: OPENAI_API_KEY
+    /// for https://api.openai.com, else no key is sent).
+    #[arg(long, env = "EXCERPT_LLM_API_KEY_ENV", value_name = "VAR")]
+    pub llm_api_key_env: Option<String>,
+    /// Cap on the answer's tokens (default: the server's).
+    #[arg(long, env = "EXCERPT_LLM_MAX_TOKENS", value_name = "N")]
+    pub llm_max_tokens: Option<u32>,
+    /// Seconds one chat request may take, generation included.
+    #[arg(long, env = "EXCERPT_LLM_TIMEOUT", value_name = "SECS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub llm_timeout: u64,
+    /// Retries on 429, 5xx and connection errors before the answer streams.
+    #[arg(
+        long,
+        env = "EXCERPT_LLM_RETRIES",
+        value_name = "N",
+        default_value_t = 5
+    )]
+    pub llm_retries: u32,
+}
+
+/// Output of `excerpt ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AskFormat {
+    /// The answer as it arrives, then the sources and any flagged citation.
+    Text,
+    /// One JSON value at the end.
+    Json,
 }
 
 #[derive(Debug, Args)]

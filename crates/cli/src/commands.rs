@@ -7,16 +7,16 @@ use std::time::Duration;
 use anyhow::Result;
 use excerpt::{
     parse_fusion, render, ChatConfig, ContextualizeOptions, EmbedderSpec, Engine, EngineError,
-    EngineOptions, ErrorKind, FilterSpec, IndexError, IngestOptions, QuerySpec, RerankConfig,
-    RerankerSpec, RetrieveError,
+    EngineOptions, ErrorKind, FilterSpec, IndexError, IngestOptions, QueryRequest, QuerySpec,
+    RerankConfig, RerankerSpec, RetrieveError,
 };
 use excerpt_embed::RemoteConfig;
 use excerpt_eval::EvalError;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
-    AnswerArgs, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global, IngestArgs,
-    LogFormat, QueryArgs, ServeArgs,
+    AnswerArgs, AskArgs, AskFormat, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global,
+    IngestArgs, LlmArgs, LogFormat, McpArgs, QueryArgs, RetrievalArgs, ServeArgs,
 };
 use crate::progress::Bar;
 
@@ -28,6 +28,8 @@ const EXIT_NOTHING_INGESTED: u8 = 3;
 const EXIT_NOT_FOUND: u8 = 4;
 /// Exit code of `excerpt verify` when the index is damaged.
 const EXIT_DAMAGED: u8 = 5;
+/// Exit code of `ask --strict` when a citation is unsupported.
+const EXIT_UNSUPPORTED: u8 = 6;
 
 /// Marker error: exit with a given code after the message.
 #[derive(Debug)]
@@ -198,6 +200,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Ingest(a) => ingest(&cli.global, a),
         Command::Query(a) => query(&cli.global, a),
+        Command::Ask(a) => ask(&cli.global, a),
         Command::Docs(a) => docs(&cli.global, a),
         Command::Rm { ids } => rm(&cli.global, ids),
         Command::Stats(a) => stats(&cli.global, a),
@@ -206,6 +209,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(a) => eval(&cli.global, a),
         Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
         Command::Serve(a) => serve(&cli.global, a),
+        Command::Mcp(a) => mcp(&cli.global, a),
         Command::Model(a) => crate::model::run(a, cli.global.quiet),
     }
 }
@@ -353,11 +357,12 @@ fn contextualize_options(g: &Global, a: &ContextualizeArgs) -> Option<Contextual
     Some(opts)
 }
 
-fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
-    let engine = engine(g, None, None);
-    // The same spelling, parsed the same way, as the server's POST /v1/query.
+/// The request the retrieval options spell: the same spelling, parsed the same way, as
+/// the server's POST /v1/query. Every error of the spelling (a bad --where, --fusion or
+/// --strategy) is a usage error.
+fn query_request(text: String, a: RetrievalArgs) -> Result<QueryRequest> {
     let spec = QuerySpec {
-        query: a.text,
+        query: text,
         mode: Some(a.mode),
         strategy: Some(a.strategy),
         budget: Some(a.budget),
@@ -371,10 +376,14 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         },
         rerank: a.rerank,
     };
-    // Every error of the spelling (a bad --where, --fusion or --strategy) is a usage error.
-    let req = spec
+    Ok(spec
         .to_request()
-        .map_err(|e| Exit(EXIT_USAGE, message(&e.into())))?;
+        .map_err(|e| Exit(EXIT_USAGE, message(&e.into())))?)
+}
+
+fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
+    let engine = engine(g, None, None);
+    let req = query_request(a.text, a.retrieval)?;
     let ctx = engine.query(&req)?;
     // Shown whatever the format and --quiet: the answer may be missing documents.
     for w in &ctx.warnings {
@@ -396,6 +405,144 @@ fn warn_damage(snap: &excerpt::Snapshot) {
             damage.summary(20)
         );
     }
+}
+
+
+/// `s` with control characters other than newlines and tabs escaped: a model's answer
+/// goes to the terminal, and must not be able to drive it.
+fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        std::borrow::Cow::Owned(
+            s.chars()
+                .map(|c| {
+                    if c.is_control() && c != '\n' && c != '\t' {
+                        c.escape_default().collect()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// The answering endpoint `--llm-url` and `--llm-model` name (`None` unless both are
+/// given).
+fn llm_config(g: &Global, a: &LlmArgs) -> Option<ChatConfig> {
+    let (url, model) = (a.llm_url.as_deref()?, a.llm_model.as_deref()?);
+    let mut chat = chat_config(g, url, model, a.llm_api_key_env.as_deref());
+    chat.max_tokens = a.llm_max_tokens;
+    chat.timeout = Duration::from_secs(a.llm_timeout);
+    chat.max_retries = a.llm_retries;
+    Some(chat)
+}
+
+fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
+    let Some(chat) = llm_config(g, &a.llm) else {
+        return Err(Exit(
+            EXIT_USAGE,
+            "ask needs an OpenAI-compatible chat endpoint: pass --llm-url URL and --llm-model \
+             NAME (or set EXCERPT_LLM_URL and EXCERPT_LLM_MODEL)"
+                .into(),
+        )
+        .into());
+    };
+    let mut opts = excerpt::AskOptions::new(chat);
+    opts.stream = !a.no_stream;
+    let engine = engine(g, None, None);
+    let req = query_request(a.text, a.retrieval)?;
+    let text = a.format == AskFormat::Text;
+    let mut stdout = std::io::stdout().lock();
+    let mut write_error: Option<std::io::Error> = None;
+    let answer = engine.ask(&req, &opts, &mut |delta| {
+        if text && write_error.is_none() {
+            let r = stdout
+                .write_all(terminal_safe(delta).as_bytes())
+                .and_then(|()| stdout.flush());
+            write_error = r.err();
+        }
+    });
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    let answer = answer?;
+    if text {
+        writeln!(stdout)?;
+        print_sources(&mut stdout, &answer)?;
+    } else {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&answer)?)?;
+    }
+    drop(stdout);
+    if !g.quiet {
+        let u = &answer.usage;
+        let tokens = match (u.prompt_tokens, u.completion_tokens) {
+            (Some(p), Some(c)) => format!("{p} prompt + {c} completion tokens"),
+            _ if answer.pieces.is_empty() => "no LLM call (empty context)".into(),
+            _ => "token usage not reported".into(),
+        };
+        let first = u
+            .first_token_seconds
+            .map(|f| format!(", first text after {f:.2}s"))
+            .unwrap_or_default();
+        eprintln!(
+            "{}: {tokens}; retrieval {:.2}s, answer {:.2}s{first}",
+            answer.model, u.retrieval_seconds, u.answer_seconds
+        );
+        if answer.finish_reason.as_deref() == Some("length") {
+            eprintln!("warning: the answer was cut at the token limit");
+        }
+    }
+    if a.strict && !answer.unsupported.is_empty() {
+        return Ok(ExitCode::from(EXIT_UNSUPPORTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The end of `ask`'s text output: the cited sources, then the flagged citations.
+fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Result<()> {
+    let line = |out: &mut dyn Write, n: usize, p: (&str, &str, &str, usize, usize)| {
+        let (doc, title, section, start, end) = p;
+        let section = if section.is_empty() {
+            String::new()
+        } else {
+            format!(" › {}", printable(section))
+        };
+        writeln!(
+            out,
+            "  [{n}] {} — {}{section} (characters {start}–{end})",
+            printable(doc),
+            printable(title)
+        )
+    };
+    if !answer.citations.is_empty() {
+        writeln!(out, "\nSources:")?;
+        for c in &answer.citations {
+            line(out, c.n, (&c.doc_id, &c.title, &c.section, c.start, c.end))?;
+        }
+    } else if !answer.pieces.is_empty() {
+        writeln!(out, "\nContext (no piece cited):")?;
+        for (i, p) in answer.pieces.iter().enumerate() {
+            line(
+                out,
+                i + 1,
+                (&p.doc_id, &p.title, &p.section, p.start, p.end),
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "\nNo context: nothing in the index matched the question."
+        )?;
+    }
+    if !answer.unsupported.is_empty() {
+        writeln!(out, "\nUnsupported citations:")?;
+        for u in &answer.unsupported {
+            writeln!(out, "  {}", printable(&u.to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
@@ -655,6 +802,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: a.allow_hosts,
         max_concurrent: a.max_concurrent,
         request_timeout: Duration::from_secs(a.request_timeout),
+        ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };
     let index = g.index.display().to_string();
@@ -677,6 +825,35 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
     if !g.quiet {
         eprintln!("stopped");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
+    let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
+    if !a.no_warmup {
+        let t = std::time::Instant::now();
+        excerpt_server::warm_up(&engine)?;
+        if !g.quiet {
+            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
+        }
+    }
+    if !g.quiet {
+        let writes = if a.allow_writes {
+            "; the ingest tool is on"
+        } else {
+            ""
+        };
+        eprintln!(
+            "serving index {} over MCP on stdio{writes}",
+            g.index.display()
+        );
+    }
+    let options = excerpt_mcp::McpOptions {
+        allow_writes: a.allow_writes,
+        ingest: excerpt::IngestOptions::default(),
+    };
+    excerpt_mcp::serve_stdio_blocking(engine, options)
+        .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

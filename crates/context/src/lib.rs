@@ -37,6 +37,6 @@ pub use segments::{
 };
 pub use strategies::{
     AdjacentParams, AutoParams, RseParams, RsePreset, RseUnit, SectionParams, Strategy,
-    StrategyConfig, TopkParams, TopkUnit, WindowParams,
+    StrategyConfig, TopkParams, TopkUnit, WindowExpand, WindowParams, WindowSeeds,
 };
 pub use tokens::TiktokenCounter;

@@ -399,18 +399,15 @@ pub(crate) fn lead_in(doc: &Document, i: usize, window: usize) -> Option<usize> 
 }
 
 /// Tokens of a text for lexical matching: lower-cased alphanumeric runs without English
-/// function words, with a plural `s` dropped.
+/// function words, reduced to their Snowball (Porter 2) English stems, so that
+/// "disclosure" meets "disclosed" and "terminates" meets "termination".
 pub(crate) fn terms(text: &str) -> Vec<String> {
+    let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .filter(|w| !STOP.contains(&w.as_str()))
-        .map(|mut w| {
-            if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
-                w.pop();
-            }
-            w
-        })
+        .map(|w| stemmer.stem(&w).into_owned())
         .collect()
 }
 
@@ -505,10 +502,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn terms_drop_function_words_and_plurals() {
+    fn terms_drop_function_words_and_stem() {
         assert_eq!(
             terms("The Receiving Party shall return all documents."),
-            vec!["receiving", "party", "return", "document"]
+            vec!["receiv", "parti", "return", "document"]
         );
     }
 

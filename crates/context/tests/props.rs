@@ -107,6 +107,12 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
     }
     v.push((StrategyConfig::Window(WindowParams::default()), true));
     v.push((
+        "window:seeds=sentence,expand=fixed,max_expand=1"
+            .parse()
+            .expect("known"),
+        true,
+    ));
+    v.push((
         StrategyConfig::Window(WindowParams {
             threshold: 0.0,
             query_threshold: Some(0.1),

@@ -437,6 +437,58 @@ fn window_grows_by_sentences_and_merges_overlaps_in_one_embed_call() {
     );
 }
 
+#[test]
+fn window_sentence_seeds_and_fixed_windows() {
+    // The best sentence for the query sits in a chunk retrieval ranked low, beside two
+    // same-topic sentences; the retrieved chunk holds nothing like the query.
+    let specs = [
+        chunk(&["iota kappa lambda. ", "red blue green. "]),
+        chunk(&[
+            "zeta eta theta. ",
+            "alpha beta gamma. ",
+            "alpha beta delta. ",
+        ]),
+        chunk(&["omicron pi rho. ", "sigma tau upsilon. "]),
+    ];
+    let c = TestCorpus::new(vec![build_doc("w.md", "W", &specs)]).with_sentence_vectors();
+    let emb = HashEmbedder::default();
+    let qv = emb.vector("alpha beta gamma");
+    let hits = [hit(0, 0, 0.9)];
+    let run = |spec: &str, corpus: &TestCorpus| {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &req(corpus, &hits, 9, Some(&emb), Some(&qv))).unwrap();
+        check_invariants(&ctx, corpus, &hits, 9, &WordTokens, true).unwrap();
+        ctx
+    };
+    // Chunk seeds start from the retrieved chunk; sentence seeds find the sentence itself
+    // and grow into its similar neighbour, not into the other topic before it.
+    let chunk_seeded = run("window:threshold=0.5", &c);
+    assert!(
+        chunk_seeded.pieces[0].text.contains("iota"),
+        "{chunk_seeded:#?}"
+    );
+    let ctx = run("window:seeds=sentence,threshold=0.5", &c);
+    assert_eq!(ctx.pieces[0].text, "alpha beta gamma. alpha beta delta. ");
+    assert!(
+        ctx.pieces[0].hits.is_empty(),
+        "the window overlaps no retrieved chunk"
+    );
+    // A fixed window takes one sentence on each side whatever it says.
+    let ctx = run("window:seeds=sentence,expand=fixed,max_expand=1", &c);
+    assert_eq!(
+        ctx.pieces[0].text,
+        "zeta eta theta. alpha beta gamma. alpha beta delta. "
+    );
+    // Without stored sentence vectors, sentence seeds fall back to chunk seeds and say so.
+    let plain = TestCorpus::new(vec![build_doc("w.md", "W", &specs)]);
+    let ctx = run("window:seeds=sentence,threshold=0.5", &plain);
+    assert!(ctx
+        .notes
+        .iter()
+        .any(|n| n.contains("need stored sentence vectors")));
+    assert_eq!(ctx.pieces, run("window:threshold=0.5", &plain).pieces);
+}
+
 /// Sections: Intro (0-1), Methods (2) with subsection Detail (3), Results (4); chunk 5
 /// outside? No: a preamble chunk before Intro.
 fn sectioned() -> TestCorpus {

@@ -66,6 +66,16 @@ pub enum EngineError {
         #[source]
         source: excerpt_core::EmbedError,
     },
+    /// The chat model answering a question failed after retries (or could not be set
+    /// up).
+    #[error("asking LLM {model}: {source}")]
+    Answer {
+        /// The chat model.
+        model: String,
+        /// What the chat client reported.
+        #[source]
+        source: excerpt_core::EmbedError,
+    },
     /// The engine broke one of its own invariants (a bug).
     #[error("{0}")]
     Internal(String),
@@ -86,7 +96,9 @@ impl EngineError {
             EngineError::Ingest(e) => e.kind(),
             EngineError::Context(e) => e.kind(),
             EngineError::Retrieve(e) => e.kind(),
-            EngineError::Contextualize { source, .. } => source.kind(),
+            EngineError::Contextualize { source, .. } | EngineError::Answer { source, .. } => {
+                source.kind()
+            }
             EngineError::BadRequest(_)
             | EngineError::ContextsRequired { .. }
             | EngineError::ContextsRefused { .. }

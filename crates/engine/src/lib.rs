@@ -12,6 +12,8 @@
 //!   to the latest snapshot, returning a [`Context`] every front end renders.
 //! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
 //!   server's `POST /v1/ingest`).
+//! - [`Engine::ask`]: a query's context numbered in a prompt, an LLM's streamed answer
+//!   with its citations checked against the pieces ([`ask`]).
 //! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
 //! - [`Engine::verify`], [`Engine::repair`]: what is damaged in an index, and a
 //!   consistent index made of what can still be read. Queries on a damaged index answer
@@ -28,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ask;
 pub mod contextualize;
 mod engine;
 mod error;
@@ -38,6 +41,7 @@ mod render;
 mod report;
 mod spec;
 
+pub use ask::{Answer, AskOptions};
 pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;

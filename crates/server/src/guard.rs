@@ -108,7 +108,8 @@ pub(crate) async fn check_origin(State(g): State<Guard>, req: Request, next: Nex
     next.run(req).await
 }
 
-/// POST routes that only read (a query's options do not fit in a URL).
+/// POST routes that only read (a query's options do not fit in a URL). `/v1/ask` is not
+/// one of them: it spends the chat endpoint's tokens, so it is guarded like a write.
 const READ_POSTS: &[&str] = &["/v1/query"];
 
 /// Whether a request may change the index: anything but GET, HEAD, OPTIONS and the

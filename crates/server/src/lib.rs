@@ -4,6 +4,7 @@
 //! | route | what it does | CLI twin |
 //! |---|---|---|
 //! | `POST /v1/query` | context for a query ([`excerpt::QuerySpec`] fields, plus `format`) | `excerpt query --format json` |
+//! | `POST /v1/ask` | an LLM's answer with checked citations (JSON, or server-sent events with `"stream": true`) | `excerpt ask --format json` |
 //! | `POST /v1/ingest` | add or replace documents sent as JSON | `excerpt ingest --json` |
 //! | `GET /v1/documents` | list documents | `excerpt docs --json` |
 //! | `GET /v1/documents/{id}` | one document: summary, sections, text | |
@@ -31,6 +32,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ask;
 mod error;
 mod extract;
 mod guard;
@@ -46,7 +48,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
-use excerpt::{Engine, EngineError, IngestOptions};
+use excerpt::{ChatConfig, Engine, EngineError, IngestOptions};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tower_http::trace::TraceLayer;
 
@@ -89,6 +91,10 @@ pub struct ServerOptions {
     pub header_timeout: Duration,
     /// Time shutdown waits for requests in flight.
     pub shutdown_timeout: Duration,
+    /// The chat endpoint of `POST /v1/ask` (`None`: the route answers 501). Asking
+    /// spends the endpoint's tokens, so with a token set it needs the token like a
+    /// write, even with `public_reads`.
+    pub ask: Option<ChatConfig>,
 }
 
 impl Default for ServerOptions {
@@ -105,6 +111,7 @@ impl Default for ServerOptions {
             request_timeout: Duration::from_secs(300),
             header_timeout: Duration::from_secs(10),
             shutdown_timeout: Duration::from_secs(30),
+            ask: None,
         }
     }
 }
@@ -135,6 +142,7 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
     };
     let api = Router::new()
         .route("/v1/query", post(handlers::query))
+        .route("/v1/ask", post(ask::ask))
         .route("/v1/ingest", post(handlers::ingest))
         .route("/v1/documents", get(handlers::list_documents))
         .route(

@@ -84,3 +84,58 @@ pub fn authorization(headers: &HeaderMap) -> Option<String> {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
 }
+
+/// A streamed chat completion as the server-sent events of the chat-completions
+/// protocol (`"stream": true`): a first chunk with the assistant role, one chunk per
+/// delta of `deltas`, a chunk with finish reason `stop`, a last chunk with empty
+/// `choices` and the `usage` when given (as `stream_options.include_usage` asks), then
+/// `data: [DONE]`.
+pub fn chat_stream_events(model: &Value, deltas: &[&str], usage: Option<Usage>) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        })
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    events.extend(
+        deltas
+            .iter()
+            .map(|d| chunk(json!({ "content": d }), Value::Null)),
+    );
+    events.push(chunk(json!({}), json!("stop")));
+    if let Some(u) = usage {
+        events.push(json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": u.prompt,
+                "completion_tokens": u.completion,
+                "total_tokens": u.prompt + u.completion
+            }
+        }));
+    }
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// An HTTP response carrying server-sent events (`text/event-stream`).
+pub fn event_stream(body: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}

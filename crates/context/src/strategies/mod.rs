@@ -36,7 +36,7 @@ pub use auto::AutoParams;
 pub use rse::{RseParams, RsePreset, RseUnit};
 pub use section::SectionParams;
 pub use topk::{TopkParams, TopkUnit};
-pub use window::WindowParams;
+pub use window::{WindowExpand, WindowParams, WindowSeeds};
 
 /// Generates [`Strategy`], [`StrategyConfig`] and their name, default and dispatch
 /// functions from one list of `Variant(Params) = "name"` arms (documentation comments

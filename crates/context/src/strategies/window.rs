@@ -58,6 +58,38 @@ pub struct WindowParams {
     pub max_hits: usize,
     /// Without an embedder: chunks taken on each side of a hit, as `adjacent` (default 1).
     pub fallback_window: usize,
+    /// Where windows start: `chunk` (default: the best sentence of each retrieved chunk)
+    /// or `sentence` (sentences retrieved directly: every sentence of the documents of the
+    /// best hits ranked by its stored vector's similarity to the query; needs
+    /// `ingest --sentence-vectors`, else falls back to `chunk` with a note).
+    pub seeds: WindowSeeds,
+    /// How windows grow: `similarity` (default: while neighbours stay similar) or `fixed`
+    /// (exactly `max_expand` sentences each side, no test: `max_expand=1` is the fixed
+    /// 3-sentence window the design compares against).
+    pub expand: WindowExpand,
+}
+
+/// Where `window` starts its windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSeeds {
+    /// The sentence of each retrieved chunk most similar to the query.
+    #[default]
+    Chunk,
+    /// Sentences ranked directly by similarity to the query.
+    Sentence,
+}
+
+/// How `window` grows its windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowExpand {
+    /// While the neighbour stays similar to the window's edge (and to the query, with
+    /// `query_threshold`).
+    #[default]
+    Similarity,
+    /// A fixed number of sentences on each side.
+    Fixed,
 }
 
 impl Default for WindowParams {
@@ -68,6 +100,8 @@ impl Default for WindowParams {
             max_expand: 3,
             max_hits: 100,
             fallback_window: 1,
+            seeds: WindowSeeds::Chunk,
+            expand: WindowExpand::Similarity,
         }
     }
 }
@@ -105,6 +139,12 @@ impl Assembler for WindowParams {
         sel: &mut Selection<'_>,
         notes: &mut Vec<String>,
     ) -> Result<(), ContextError> {
+        if self.seeds == WindowSeeds::Sentence
+            && (req.query_vector.is_some() || req.embedder.is_some())
+            && sentence_seeded(self, hits, req, sel, notes)?
+        {
+            return Ok(());
+        }
         window(self, hits, req, sel, notes)
     }
 }
@@ -118,6 +158,43 @@ const MIN_USEFUL_TOKENS: usize = 8;
 /// something has been taken.
 fn budget_spent(sel: &Selection<'_>) -> bool {
     sel.remaining() == 0 || (sel.remaining() < MIN_USEFUL_TOKENS && !sel.is_empty())
+}
+
+/// The window grown around sentence `seed` of a document of `len` sentences: at most
+/// `max_expand` sentences each side, each accepted while it stays similar to the window's
+/// edge (and to the query, with `query_threshold`), or unconditionally with
+/// `expand = fixed`. A sentence without a vector stops the growth on its side.
+fn grow<'v>(
+    p: &WindowParams,
+    seed: usize,
+    len: usize,
+    query: &[f32],
+    vec_of: impl Fn(usize) -> Option<&'v [f32]>,
+) -> (usize, usize) {
+    let accept = |edge: usize, nb: usize| -> bool {
+        if p.expand == WindowExpand::Fixed {
+            return true;
+        }
+        let (Some(ve), Some(vn)) = (vec_of(edge), vec_of(nb)) else {
+            return false;
+        };
+        cosine(vn, ve) >= p.threshold && p.query_threshold.is_none_or(|qt| cosine(vn, query) >= qt)
+    };
+    let mut left = seed;
+    for _ in 0..p.max_expand {
+        if left == 0 || !accept(left, left - 1) {
+            break;
+        }
+        left -= 1;
+    }
+    let mut right = seed;
+    for _ in 0..p.max_expand {
+        if right + 1 >= len || !accept(right, right + 1) {
+            break;
+        }
+        right += 1;
+    }
+    (left, right)
 }
 
 fn window(
@@ -269,27 +346,9 @@ fn window(
                     seed = i;
                 }
             }
-            let accept = |edge: usize, nb: usize| -> bool {
-                let (Some(ve), Some(vn)) = (vec_of(d, edge), vec_of(d, nb)) else {
-                    return false;
-                };
-                cosine(vn, ve) >= p.threshold
-                    && p.query_threshold.is_none_or(|qt| cosine(vn, &query) >= qt)
-            };
-            let mut left = seed;
-            for _ in 0..p.max_expand {
-                if left == 0 || !accept(left, left - 1) {
-                    break;
-                }
-                left -= 1;
-            }
-            let mut right = seed;
-            for _ in 0..p.max_expand {
-                if right + 1 >= doc.sentences.len() || !accept(right, right + 1) {
-                    break;
-                }
-                right += 1;
-            }
+            let (left, right) = grow(p, seed, doc.sentences.len(), &query, |i| {
+                vec_of(d, i).map(Vec::as_slice)
+            });
             grown += (seed - left) + (right - seed);
             let range = doc.sentences[left].cover(&doc.sentences[right]);
             sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
@@ -301,4 +360,99 @@ fn window(
         p.max_expand,
     ));
     Ok(())
+}
+
+/// How many documents of the best hits `seeds = sentence` searches.
+const SEED_DOCS: usize = 10;
+
+/// `seeds = sentence`: every sentence of the documents of the best hits (at most
+/// [`SEED_DOCS`]) ranked by its stored vector's similarity to the query; the best
+/// `max_hits` grow into windows in that order (a seed inside an earlier window adds
+/// nothing: windows merge). `false` (nothing added) when a sentence of those documents
+/// has no stored vector.
+fn sentence_seeded(
+    p: &WindowParams,
+    hits: &[RHit],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    notes: &mut Vec<String>,
+) -> Result<bool, ContextError> {
+    let mut docs: Vec<u32> = Vec::new();
+    for h in hits {
+        if docs.len() == SEED_DOCS {
+            break;
+        }
+        if !docs.contains(&h.key.doc) {
+            docs.push(h.key.doc);
+        }
+    }
+    let query: Vec<f32> = match (req.query_vector, req.embedder) {
+        (Some(q), _) => q.to_vec(),
+        (None, Some(e)) => e.embed_query(req.query)?,
+        (None, None) => return Ok(false),
+    };
+    // (similarity, doc, sentence), every sentence of the candidate documents.
+    let mut seeds: Vec<(f32, u32, usize)> = Vec::new();
+    for &d in &docs {
+        let Some(doc) = req.corpus.document(d) else {
+            continue;
+        };
+        for i in 0..doc.sentences.len() {
+            match req.corpus.sentence_vector(d, i) {
+                Some(v) if v.len() == query.len() => seeds.push((cosine(v, &query), d, i)),
+                Some(v) => {
+                    return Err(ContextError::DimensionMismatch {
+                        what: "stored sentence vector",
+                        expected: query.len(),
+                        got: v.len(),
+                    })
+                }
+                None => {
+                    notes.push(
+                        "window: sentence seeds need stored sentence vectors (ingest --sentence-vectors); seeded from chunks instead".into(),
+                    );
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    seeds.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut grown = 0usize;
+    let mut expanded = 0usize;
+    for &(sim, d, seed) in seeds.iter().take(p.max_hits) {
+        if budget_spent(sel) {
+            break;
+        }
+        let Some(doc) = req.corpus.document(d) else {
+            continue;
+        };
+        let (left, right) = grow(p, seed, doc.sentences.len(), &query, |i| {
+            req.corpus.sentence_vector(d, i)
+        });
+        expanded += 1;
+        grown += right - left;
+        let range = doc.sentences[left].cover(&doc.sentences[right]);
+        // The retrieved chunks the window overlaps are its hits.
+        let overlapped: Vec<u32> = hits
+            .iter()
+            .filter(|h| h.key.doc == d)
+            .map(|h| h.key.ordinal)
+            .filter(|&o| {
+                let c = doc.chunks[o as usize].range;
+                c.byte_start < range.byte_end && range.byte_start < c.byte_end
+            })
+            .collect();
+        let relevance = sim.clamp(0.0, 1.0);
+        sel.try_add(d, doc, range, sim, relevance, &overlapped);
+    }
+    notes.push(format!(
+        "window: {expanded} sentence seed(s) of {} in {} document(s), {} growth, windows grew by {grown} sentence(s)",
+        seeds.len(),
+        docs.len(),
+        match p.expand {
+            WindowExpand::Similarity => "similarity",
+            WindowExpand::Fixed => "fixed",
+        }
+    ));
+    Ok(true)
 }

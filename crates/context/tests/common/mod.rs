@@ -110,6 +110,8 @@ pub fn build_doc(id: &str, title: &str, specs: &[ChunkSpec]) -> Document {
 pub struct TestCorpus {
     pub docs: Vec<Document>,
     pub vectors: BTreeMap<ChunkKey, Vec<f32>>,
+    /// Stored sentence vectors (none unless [`TestCorpus::with_sentence_vectors`]).
+    pub sentence_vectors: BTreeMap<(u32, usize), Vec<f32>>,
 }
 
 impl TestCorpus {
@@ -124,7 +126,23 @@ impl TestCorpus {
                 );
             }
         }
-        TestCorpus { docs, vectors }
+        TestCorpus {
+            docs,
+            vectors,
+            sentence_vectors: BTreeMap::new(),
+        }
+    }
+
+    /// Stores a hash-embedder vector for every sentence, as `ingest --sentence-vectors`.
+    pub fn with_sentence_vectors(mut self) -> Self {
+        let e = HashEmbedder::default();
+        for (d, doc) in self.docs.iter().enumerate() {
+            for (i, s) in doc.sentences.iter().enumerate() {
+                self.sentence_vectors
+                    .insert((d as u32, i), e.vector(s.slice(&doc.text)));
+            }
+        }
+        self
     }
 }
 
@@ -134,6 +152,11 @@ impl Corpus for TestCorpus {
     }
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
         self.vectors.get(&key).map(Vec::as_slice)
+    }
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+        self.sentence_vectors
+            .get(&(doc, sentence))
+            .map(Vec::as_slice)
     }
 }
 

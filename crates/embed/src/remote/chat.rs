@@ -1,5 +1,6 @@
 //! A blocking client for OpenAI-compatible chat-completion endpoints, used to generate
-//! answers or judgements from assembled context.
+//! answers or judgements from assembled context, whole or streamed as server-sent
+//! events.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -89,6 +90,33 @@ struct Request<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     stream: bool,
+    /// With `stream`: ask for the usage in a last chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One `data:` event of a streamed completion.
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<ChoiceMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -179,10 +207,8 @@ impl ChatClient {
         &self.config
     }
 
-    /// Sends one conversation: an optional system message and a user message. Returns
-    /// the first choice's text and the reported token usage. A response without
-    /// choices or without text content fails with [`EmbedError::Remote`].
-    pub fn complete(&self, system: Option<&str>, user: &str) -> Result<ChatResponse, EmbedError> {
+    /// The request body of one conversation.
+    fn request<'a>(&'a self, system: Option<&'a str>, user: &'a str, stream: bool) -> Request<'a> {
         let mut messages = Vec::with_capacity(2);
         if let Some(system) = system {
             messages.push(Message {
@@ -194,26 +220,75 @@ impl ChatClient {
             role: "user",
             content: user,
         });
-        let body = Request {
+        Request {
             model: self.config.model.trim(),
             messages,
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
-            stream: false,
-        };
-        let policy = http::RetryPolicy {
+            stream,
+            stream_options: stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        }
+    }
+
+    fn policy(&self) -> http::RetryPolicy {
+        http::RetryPolicy {
             max_retries: self.config.max_retries,
             initial_backoff: self.config.initial_backoff,
-        };
-        let response: Response = http::with_retries(&self.endpoint, policy, || {
-            http::post_json(
+        }
+    }
+
+    /// Sends one conversation like [`ChatClient::complete`], asking the server to
+    /// stream the answer (`"stream": true`, server-sent events): `on_delta` is called
+    /// with each piece of text as it arrives, and the whole answer is returned at the
+    /// end with the usage the server reported in its last chunk (`stream_options.
+    /// include_usage`; servers that ignore it report none).
+    ///
+    /// Failures before the stream starts (429, 5xx, connection errors) are retried as
+    /// for [`ChatClient::complete`]; once text has been handed to `on_delta` a failure
+    /// is final. A server that answers a plain JSON completion instead of a stream is
+    /// read as one, its text handed to `on_delta` at once.
+    pub fn complete_streaming(
+        &self,
+        system: Option<&str>,
+        user: &str,
+        on_delta: &mut dyn FnMut(&str),
+    ) -> Result<ChatResponse, EmbedError> {
+        let body = self.request(system, user, true);
+        let response = http::with_retries(&self.endpoint, self.policy(), || {
+            http::post(
                 &self.agent,
                 &self.endpoint.url,
                 self.api_key.as_deref(),
                 &body,
-                MAX_RESPONSE_BYTES,
             )
         })?;
+        let is_json = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        let reader = response
+            .into_body()
+            .into_with_config()
+            .limit(MAX_RESPONSE_BYTES)
+            .reader();
+        if is_json {
+            let whole: Response = serde_json::from_reader(reader).map_err(|e| {
+                self.endpoint
+                    .error(Some(200), format!("malformed response: {e}"))
+            })?;
+            let answer = self.first_choice(whole)?;
+            on_delta(&answer.text);
+            return Ok(answer);
+        }
+        read_stream(std::io::BufReader::new(reader), on_delta)
+            .map_err(|message| self.endpoint.error(Some(200), message))
+    }
+
+    /// The answer of a whole (not streamed) response.
+    fn first_choice(&self, response: Response) -> Result<ChatResponse, EmbedError> {
         let invalid = |message: &str| self.endpoint.error(Some(200), message);
         let choice = response
             .choices
@@ -233,6 +308,24 @@ impl ChatClient {
             completion_tokens,
             finish_reason: choice.finish_reason,
         })
+    }
+
+    /// Sends one conversation: an optional system message and a user message. Returns
+    /// the first choice's text and the reported token usage. A response without
+    /// choices or without text content fails with [`EmbedError::Remote`].
+    pub fn complete(&self, system: Option<&str>, user: &str) -> Result<ChatResponse, EmbedError> {
+        let body = self.request(system, user, false);
+        let policy = self.policy();
+        let response: Response = http::with_retries(&self.endpoint, policy, || {
+            http::post_json(
+                &self.agent,
+                &self.endpoint.url,
+                self.api_key.as_deref(),
+                &body,
+                MAX_RESPONSE_BYTES,
+            )
+        })?;
+        self.first_choice(response)
     }
 
     /// Sends many conversations `(system, user)` with at most `concurrency` requests
@@ -298,5 +391,137 @@ impl ChatClient {
                 })
             })
             .collect()
+    }
+}
+
+/// Reads a streamed completion: server-sent events whose `data:` payloads are chunks
+/// (`choices[0].delta.content`, `finish_reason`, and `usage` in a last chunk), ending
+/// with `data: [DONE]` or the end of the body. Hands each text delta to `on_delta`.
+/// Fails on an `error` event, a payload that is not a chunk, or a body that breaks
+/// off with no `[DONE]` and no finish reason.
+fn read_stream(
+    reader: impl std::io::BufRead,
+    on_delta: &mut dyn FnMut(&str),
+) -> Result<ChatResponse, String> {
+    let mut answer = ChatResponse {
+        text: String::new(),
+        prompt_tokens: None,
+        completion_tokens: None,
+        finish_reason: None,
+    };
+    let mut data = String::new();
+    let mut done = false;
+    let mut dispatch = |data: &str, answer: &mut ChatResponse| -> Result<bool, String> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(false);
+        }
+        if data == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|e| format!("malformed stream event ({e}): {}", snippet(data)))?;
+        if let Some(error) = chunk.error {
+            return Err(format!(
+                "the stream reported an error: {}",
+                snippet(&error.to_string())
+            ));
+        }
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            if let Some(text) = choice.delta.and_then(|d| d.content) {
+                if !text.is_empty() {
+                    on_delta(&text);
+                    answer.text.push_str(&text);
+                }
+            }
+            if choice.finish_reason.is_some() {
+                answer.finish_reason = choice.finish_reason;
+            }
+        }
+        if let Some(u) = chunk.usage {
+            answer.prompt_tokens = u.prompt_tokens.or(answer.prompt_tokens);
+            answer.completion_tokens = u.completion_tokens.or(answer.completion_tokens);
+        }
+        Ok(false)
+    };
+    for line in reader.lines() {
+        let line = line.map_err(|e| format!("the stream broke off: {e}"))?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line.is_empty() {
+            // A blank line ends an event.
+            done = dispatch(&data, &mut answer)?;
+            data.clear();
+            if done {
+                break;
+            }
+        } else if let Some(value) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(value.strip_prefix(' ').unwrap_or(value));
+        }
+        // Comments (`:`), `event:`, `id:` and `retry:` lines carry nothing we need.
+    }
+    if !done && !data.is_empty() {
+        done = dispatch(&data, &mut answer)?;
+    }
+    if !done && answer.finish_reason.is_none() {
+        return Err("the stream ended before the answer was complete (no [DONE])".into());
+    }
+    Ok(answer)
+}
+
+/// The start of a long text, for error messages.
+fn snippet(s: &str) -> String {
+    let mut out: String = s.chars().take(200).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_stream;
+
+    fn read(body: &str) -> (Result<super::ChatResponse, String>, Vec<String>) {
+        let mut deltas = Vec::new();
+        let r = read_stream(body.as_bytes(), &mut |d| deltas.push(d.to_string()));
+        (r, deltas)
+    }
+
+    #[test]
+    fn deltas_are_handed_over_in_order_and_usage_comes_last() {
+        let body = concat!(
+            ": keep-alive\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\r\n\r\n",
+            "event: message\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo [1]\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3}}\n\n",
+            "data: [DONE]\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"ignored\"}}]}\n\n",
+        );
+        let (r, deltas) = read(body);
+        let r = r.unwrap();
+        assert_eq!(deltas, ["Hel", "lo [1]"]);
+        assert_eq!(r.text, "Hello [1]");
+        assert_eq!((r.prompt_tokens, r.completion_tokens), (Some(12), Some(3)));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn a_stream_that_breaks_off_or_reports_an_error_fails() {
+        let (r, deltas) = read("data: {\"choices\":[{\"delta\":{\"content\":\"Hal\"}}]}\n\n");
+        assert!(r.unwrap_err().contains("[DONE]"));
+        assert_eq!(deltas, ["Hal"]);
+        let (r, _) = read("data: {\"error\":{\"message\":\"overloaded\"}}\n\n");
+        assert!(r.unwrap_err().contains("overloaded"));
+        let (r, _) = read("data: not json\n\n");
+        assert!(r.unwrap_err().contains("malformed"));
+        // A finish reason without [DONE] is a complete answer (some servers stop there).
+        let (r, _) = read(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"x\"},\"finish_reason\":\"length\"}]}",
+        );
+        assert_eq!(r.unwrap().finish_reason.as_deref(), Some("length"));
     }
 }

@@ -151,6 +151,32 @@ pub(crate) fn post_json<B: Serialize, R: DeserializeOwned>(
     body: &B,
     max_response_bytes: u64,
 ) -> Result<R, Failure> {
+    let mut response = post(agent, url, api_key, body)?;
+    let status = response.status().as_u16();
+    response
+        .body_mut()
+        .with_config()
+        .limit(max_response_bytes)
+        .read_json::<R>()
+        .map_err(|e| Failure {
+            status: Some(status),
+            message: format!("malformed response: {e}"),
+            // A truncated body is a transport problem; bad JSON is not.
+            retryable: matches!(e, ureq::Error::Io(_) | ureq::Error::Timeout(_)),
+            retry_after: None,
+        })
+}
+
+/// One POST of `body` as JSON to `url` (with the key as for [`post_json`]), answering
+/// the response of a 2xx status with its body unread, for callers that read it as it
+/// arrives (server-sent events); other statuses and transport errors are failures
+/// classified as [`post_json`] classifies them.
+pub(crate) fn post<B: Serialize>(
+    agent: &ureq::Agent,
+    url: &str,
+    api_key: Option<&str>,
+    body: &B,
+) -> Result<ureq::http::Response<ureq::Body>, Failure> {
     let mut request = agent.post(url);
     if let Some(key) = api_key {
         request = request.header("Authorization", format!("Bearer {key}"));
@@ -202,18 +228,7 @@ pub(crate) fn post_json<B: Serialize, R: DeserializeOwned>(
             retry_after,
         });
     }
-    response
-        .body_mut()
-        .with_config()
-        .limit(max_response_bytes)
-        .read_json::<R>()
-        .map_err(|e| Failure {
-            status: Some(status),
-            message: format!("malformed response: {e}"),
-            // A truncated body is a transport problem; bad JSON is not.
-            retryable: matches!(e, ureq::Error::Io(_) | ureq::Error::Timeout(_)),
-            retry_after: None,
-        })
+    Ok(response)
 }
 
 /// When and how often to retry.

@@ -12,6 +12,7 @@ use excerpt::{ChunkerConfig, Engine, EngineOptions, QuerySpec};
 use excerpt_server::{Server, ServerOptions};
 use serde_json::{json, Value};
 
+mod ask;
 mod guards;
 
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.

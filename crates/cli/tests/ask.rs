@@ -1,0 +1,321 @@
+//! `excerpt ask` end to end: the real binary and model on a real on-disk index, against
+//! a fake OpenAI-compatible chat server on 127.0.0.1 that speaks the chat-completions
+//! protocol, streaming (server-sent events) or not, and answers like a model that cites
+//! the numbered pieces of its prompt.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use excerpt_testkit::axum::extract::State;
+use excerpt_testkit::axum::response::{IntoResponse, Response};
+use excerpt_testkit::axum::routing::post;
+use excerpt_testkit::axum::{Json, Router};
+use excerpt_testkit::fixtures::write_file;
+use excerpt_testkit::openai::{self, Usage};
+use excerpt_testkit::{Fail, FakeServer, Script};
+use serde_json::Value;
+
+/// The request bodies the fake received, and its scripted failures.
+#[derive(Clone, Default)]
+struct Fake {
+    seen: Arc<Mutex<Vec<Value>>>,
+    script: Arc<Script>,
+}
+
+/// The number the prompt gives the first piece of document `doc` (`[n] doc — ...`).
+fn piece_number(user: &str, doc: &str) -> Option<usize> {
+    user.lines().find_map(|l| {
+        let rest = l.strip_prefix('[')?;
+        let (n, after) = rest.split_once("] ")?;
+        after
+            .starts_with(&format!("{doc} — "))
+            .then(|| n.parse().ok())?
+    })
+}
+
+/// What the fake model answers: it cites the kettle piece for kettle questions (with a
+/// misquote and a piece that does not exist when asked to "misquote"), and says the
+/// context does not answer when it holds nothing about the question.
+fn reply(user: &str) -> Vec<String> {
+    let question = user.rsplit_once("\nQuestion: ").map_or("", |(_, q)| q);
+    let kettle = piece_number(user, "kettle.md");
+    match kettle {
+        Some(n) if question.contains("misquote") => vec![
+            "It whistles at ".into(),
+            format!("\"ninety degrees\" [{n}]. "),
+            "Herons fly south [42].".into(),
+        ],
+        Some(n) if question.contains("kettle") => vec![
+            "The kettle whistles ".into(),
+            "at \u{201c}exactly ninety-eight ".into(),
+            format!("degrees\u{201d} [{n}]."),
+        ],
+        _ => vec!["The context does not answer this question.".into()],
+    }
+}
+
+async fn complete(State(fake): State<Fake>, Json(body): Json<Value>) -> Response {
+    fake.seen.lock().unwrap().push(body.clone());
+    if let Some(fail) = fake.script.next_failure() {
+        return fail;
+    }
+    let user = openai::message(&body, "user").unwrap_or_default();
+    let deltas = reply(&user);
+    let usage = Some(Usage {
+        prompt: 321,
+        completion: 12,
+    });
+    if body["stream"] == true {
+        let deltas: Vec<&str> = deltas.iter().map(String::as_str).collect();
+        openai::event_stream(openai::chat_stream_events(&body["model"], &deltas, usage))
+    } else {
+        Json(openai::chat_completion(
+            &body["model"],
+            &deltas.concat(),
+            usage,
+        ))
+        .into_response()
+    }
+}
+
+fn fake_chat() -> (FakeServer, Fake) {
+    let fake = Fake::default();
+    let app = Router::new()
+        .route(openai::CHAT_PATH, post(complete))
+        .with_state(fake.clone());
+    (FakeServer::start(app), fake)
+}
+
+fn build_index(dir: &Path) -> PathBuf {
+    write_file(
+        dir,
+        "docs/kettle.md",
+        b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
+    );
+    write_file(
+        dir,
+        "docs/heron.md",
+        b"# Herons\n\nThe grey heron nests in tall alder trees by the river.\n",
+    );
+    let index = dir.join("idx");
+    let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .arg("--index")
+        .arg(&index)
+        .args(["--quiet", "ingest"])
+        .arg(dir.join("docs"))
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
+fn ask(index: &Path, server: &FakeServer, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .env_remove("EXCERPT_INDEX")
+        .env("EXCERPT_QUIET", "false")
+        .arg("--index")
+        .arg(index)
+        .arg("ask")
+        .args(["--llm-url", &server.url(), "--llm-model", "fake-model"])
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn ask_streams_a_cited_answer_and_lists_its_sources() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let (server, fake) = fake_chat();
+
+    let out = ask(
+        &index,
+        &server,
+        &["what temperature does the kettle whistle at?"],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("The kettle whistles at \u{201c}exactly ninety-eight degrees\u{201d} ["),
+        "{text}"
+    );
+    assert!(text.contains("\nSources:\n  ["), "{text}");
+    assert!(
+        text.contains("kettle.md — Kettle › Kettle (characters "),
+        "{text}"
+    );
+    assert!(!text.contains("Unsupported"), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("321 prompt + 12 completion tokens"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("first text after"), "{stderr}");
+
+    // The request: streamed, with usage asked for, the numbered pieces and the
+    // instructions to cite and to say when the context has no answer.
+    let seen = fake.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let body = &seen[0];
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"]["include_usage"], true);
+    assert_eq!(body["model"], "fake-model");
+    let system = openai::message(body, "system").unwrap();
+    assert!(
+        system.contains("[1]") && system.contains("does not answer"),
+        "{system}"
+    );
+    let user = openai::message(body, "user").unwrap();
+    assert!(user.contains("ninety-eight degrees"), "{user}");
+
+    // JSON, without streaming: the same answer, citations with the quote located in
+    // the document, nothing unsupported, the pieces and the usage.
+    let out = ask(
+        &index,
+        &server,
+        &[
+            "what temperature does the kettle whistle at?",
+            "--no-stream",
+            "--format",
+            "json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(fake.seen.lock().unwrap()[1]["stream"], false);
+    assert_eq!(v["no_answer"], false);
+    assert_eq!(v["unsupported"], serde_json::json!([]));
+    let c = &v["citations"][0];
+    assert_eq!(c["doc_id"], "kettle.md");
+    let n = c["n"].as_u64().unwrap() as usize;
+    assert_eq!(v["pieces"][n - 1]["doc_id"], "kettle.md");
+    assert_eq!(c["text"], v["pieces"][n - 1]["text"]);
+    let quote = &c["quotes"][0];
+    assert_eq!(quote["text"], "exactly ninety-eight degrees");
+    let doc = std::fs::read_to_string(tmp.path().join("docs/kettle.md")).unwrap();
+    let (s, e) = (
+        quote["start"].as_u64().unwrap() as usize,
+        quote["end"].as_u64().unwrap() as usize,
+    );
+    let located: String = doc.chars().skip(s).take(e - s).collect();
+    assert_eq!(located, "exactly ninety-eight degrees");
+    assert_eq!(v["usage"]["prompt_tokens"], 321);
+    assert_eq!(v["usage"]["completion_tokens"], 12);
+}
+
+#[test]
+fn unsupported_citations_are_flagged_and_strict_fails_on_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let (server, _fake) = fake_chat();
+
+    // A quote that is not in its piece, and a piece number that names no piece.
+    let question = "misquote what the kettle does";
+    let out = ask(&index, &server, &[question, "--format", "json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let unsupported = v["unsupported"].as_array().unwrap();
+    assert_eq!(unsupported.len(), 2, "{v}");
+    assert_eq!(unsupported[0]["reason"], "quote_not_in_piece");
+    assert_eq!(unsupported[0]["quote"], "ninety degrees");
+    assert_eq!(unsupported[1]["reason"], "no_such_piece");
+    assert_eq!(unsupported[1]["n"], serde_json::json!([42]));
+
+    let out = ask(&index, &server, &[question]);
+    let text = stdout(&out);
+    assert!(text.contains("\nUnsupported citations:\n"), "{text}");
+    assert!(
+        text.contains("the quote \"ninety degrees\" is not in the cited text"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[42]: no such piece in the context"),
+        "{text}"
+    );
+
+    let strict = ask(&index, &server, &[question, "--strict"]);
+    assert_eq!(strict.status.code(), Some(6));
+}
+
+#[test]
+fn no_answer_empty_context_rate_limits_and_missing_endpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let (server, fake) = fake_chat();
+
+    // The context holds no answer: the model says so, and the output says it.
+    let out = ask(
+        &index,
+        &server,
+        &["how many penguins live in the zoo?", "-f", "json"],
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["no_answer"], true);
+    assert_eq!(v["answer"], "The context does not answer this question.");
+    assert_eq!(v["citations"], serde_json::json!([]));
+    assert!(!v["pieces"].as_array().unwrap().is_empty());
+    let asked = fake.seen.lock().unwrap().len();
+
+    // An empty context (the filter matches nothing): no model is asked.
+    let out = ask(
+        &index,
+        &server,
+        &["kettle?", "--prefix", "nothing/", "-f", "json"],
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["no_answer"], true);
+    assert_eq!(v["pieces"], serde_json::json!([]));
+    assert_eq!(fake.seen.lock().unwrap().len(), asked);
+    let out = ask(&index, &server, &["kettle?", "--prefix", "nothing/"]);
+    assert!(stdout(&out).contains("No context"));
+
+    // 429 with Retry-After, then success: retried, answered once.
+    fake.script.push([Fail::RateLimited {
+        retry_after_secs: 0,
+    }]);
+    let out = ask(
+        &index,
+        &server,
+        &["what temperature does the kettle whistle at?"],
+    );
+    assert!(stdout(&out).contains("ninety-eight degrees"));
+    assert_eq!(fake.seen.lock().unwrap().len(), asked + 2);
+
+    // A failing endpoint is an error naming it, after the retries asked for.
+    fake.script.set_always(Fail::Status(500));
+    let out = ask(&index, &server, &["kettle?", "--llm-retries", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fake-model") && stderr.contains("500"),
+        "{stderr}"
+    );
+
+    // No endpoint configured: a usage error saying what to pass.
+    let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .env_remove("EXCERPT_LLM_URL")
+        .env_remove("EXCERPT_LLM_MODEL")
+        .arg("--index")
+        .arg(&index)
+        .args(["ask", "kettle?"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--llm-url") && stderr.contains("--llm-model"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,239 @@
+//! `excerpt mcp` end to end: the real binary on a real on-disk index, driven by the
+//! official Rust MCP client (rmcp) over the child process's stdin and stdout.
+
+use std::path::Path;
+use std::process::Command;
+
+use excerpt_testkit::fixtures::write_file;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// Builds an index of two Markdown files with the real binary.
+fn build_index(dir: &Path) -> std::path::PathBuf {
+    write_file(
+        dir,
+        "docs/install.md",
+        b"# Install\n\nRun the setup script to fetch the embedding model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n",
+    );
+    write_file(
+        dir,
+        "docs/kettle.md",
+        b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
+    );
+    let index = dir.join("idx");
+    let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .arg("--index")
+        .arg(&index)
+        .args(["--quiet", "ingest"])
+        .arg(dir.join("docs"))
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
+/// Starts `excerpt --index INDEX mcp EXTRA...` and connects the rmcp client to it.
+async fn connect(index: &Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_excerpt")).configure(|c| {
+        c.env_remove("EXCERPT_INDEX")
+            .env("EXCERPT_QUIET", "true")
+            .arg("--index")
+            .arg(index)
+            .arg("mcp")
+            .args(extra);
+    });
+    let transport = TokioChildProcess::new(cmd).expect("spawn excerpt mcp");
+    ().serve(transport).await.expect("MCP handshake")
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("calling {tool}: {e}"))
+}
+
+/// The structured answer of a successful call.
+fn ok(result: &CallToolResult) -> &Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result
+        .structured_content
+        .as_ref()
+        .expect("structured content")
+}
+
+/// The text of a failed call.
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_searches_reads_and_lists_documents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let client = connect(&index, &[]).await;
+
+    // Read-only by default: three tools, each with a description and an input schema
+    // naming its arguments.
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["get_document", "list_documents", "search"]);
+    let search_tool = tools.iter().find(|t| t.name == "search").unwrap();
+    assert!(search_tool
+        .description
+        .as_deref()
+        .is_some_and(|d| d.contains("doc_id")));
+    let schema = serde_json::to_value(&*search_tool.input_schema).unwrap();
+    for arg in ["query", "budget", "strategy", "prefixes", "where"] {
+        assert!(schema["properties"].get(arg).is_some(), "{arg}: {schema}");
+    }
+    assert_eq!(schema["required"], json!(["query"]));
+    assert!(search_tool.output_schema.is_some());
+
+    // search: pieces with exact offsets into the documents, and the rendered context.
+    let found = call(
+        &client,
+        "search",
+        json!({"query": "what temperature does the kettle whistle at?", "budget": 300}),
+    )
+    .await;
+    let found = ok(&found);
+    let pieces = found["pieces"].as_array().expect("pieces");
+    assert!(!pieces.is_empty(), "{found}");
+    let first = &pieces[0];
+    assert_eq!(first["n"], 1);
+    assert_eq!(first["doc_id"], "kettle.md");
+    assert!(first["text"]
+        .as_str()
+        .unwrap()
+        .contains("ninety-eight degrees"));
+    assert!(found["context"]
+        .as_str()
+        .unwrap()
+        .contains("ninety-eight degrees"));
+
+    // get_document: the piece's range is exactly the piece's text.
+    let (start, end) = (
+        first["start"].as_u64().unwrap(),
+        first["end"].as_u64().unwrap(),
+    );
+    let doc = call(
+        &client,
+        "get_document",
+        json!({"id": "kettle.md", "start": start, "end": end}),
+    )
+    .await;
+    let doc = ok(&doc);
+    assert_eq!(doc["text"], first["text"]);
+    assert_eq!(doc["title"], "Kettle");
+    let whole = call(&client, "get_document", json!({"id": "install.md"})).await;
+    let whole = ok(&whole);
+    assert!(whole["text"].as_str().unwrap().starts_with("# Install"));
+    assert_eq!(
+        whole["chars"].as_u64(),
+        Some(whole["text"].as_str().unwrap().chars().count() as u64)
+    );
+    let paths: Vec<&str> = whole["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["Install", "Install > Offline"]);
+
+    // Errors are tool errors the model can read, and the server keeps serving.
+    let missing = call(&client, "get_document", json!({"id": "nope.md"})).await;
+    assert!(error_text(&missing).contains("nope.md"));
+    let bad_range = call(
+        &client,
+        "get_document",
+        json!({"id": "kettle.md", "start": 5, "end": 100000}),
+    )
+    .await;
+    assert!(error_text(&bad_range).contains("characters"));
+    let bad_strategy = call(&client, "search", json!({"query": "x", "strategy": "nope"})).await;
+    assert!(error_text(&bad_strategy).contains("nope"));
+
+    // list_documents: prefix and paging.
+    let page = call(&client, "list_documents", json!({"limit": 1})).await;
+    let page = ok(&page);
+    assert_eq!(page["total"], 2);
+    assert_eq!(page["documents"][0]["id"], "install.md");
+    assert_eq!(page["next_offset"], 1);
+    let next = call(&client, "list_documents", json!({"offset": 1, "limit": 1})).await;
+    let next = ok(&next);
+    assert_eq!(next["documents"][0]["id"], "kettle.md");
+    assert!(next.get("next_offset").is_none(), "{next}");
+    let none = call(&client, "list_documents", json!({"prefix": "zzz"})).await;
+    assert_eq!(ok(&none)["total"], 0);
+
+    // No ingest without --allow-writes: not listed, and a call is refused.
+    let refused = client
+        .call_tool(
+            CallToolRequestParams::new("ingest").with_arguments(
+                json!({"id": "x.md", "text": "hello"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await;
+    match refused {
+        Err(_) => {}
+        Ok(r) => assert!(error_text(&r).contains("ingest"), "{r:?}"),
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_allow_writes_an_mcp_client_ingests_and_finds_the_document() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let client = connect(&index, &["--allow-writes"]).await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "ingest"));
+
+    let added = call(
+        &client,
+        "ingest",
+        json!({
+            "id": "notes/heron.md",
+            "format": "markdown",
+            "text": "# Herons\n\nThe grey heron nests in tall alder trees by the river.\n"
+        }),
+    )
+    .await;
+    let added = ok(&added);
+    assert_eq!(added["status"], "added");
+    assert_eq!(added["documents"], 3);
+
+    let found = call(
+        &client,
+        "search",
+        json!({"query": "where does the heron nest?", "prefixes": ["notes/"]}),
+    )
+    .await;
+    let found = ok(&found);
+    assert_eq!(found["pieces"][0]["doc_id"], "notes/heron.md");
+    assert_eq!(found["pieces"][0]["section"], "Herons");
+
+    let bad = call(&client, "ingest", json!({"id": "", "text": "x"})).await;
+    assert!(!error_text(&bad).is_empty());
+    client.cancel().await.expect("close");
+}

@@ -1,0 +1,105 @@
+//! `POST /v1/ask`: an answer with checked citations ([`excerpt::Engine::ask`]), as one
+//! JSON value or as server-sent events while the model writes.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use excerpt::{AskOptions, QuerySpec};
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::extract::{blocking, JsonBody};
+use crate::{ApiError, AppState};
+
+/// The events of a streamed answer, read from the channel the engine's callback fills.
+struct Events(mpsc::UnboundedReceiver<Event>);
+
+impl futures_core::Stream for Events {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|e| e.map(Ok))
+    }
+}
+
+/// An SSE event whose data is `value` as JSON.
+fn event(name: &str, value: &Value) -> Event {
+    Event::default().event(name).data(value.to_string())
+}
+
+/// `POST /v1/ask`: the body of `POST /v1/query` (a [`QuerySpec`]) plus `stream`
+/// (default false). Needs a chat endpoint configured on the server
+/// ([`crate::ServerOptions::ask`]).
+///
+/// Without `stream` it answers the [`excerpt::Answer`] as JSON (what `excerpt ask
+/// --format json` prints). With `"stream": true` it answers `text/event-stream`: a
+/// `delta` event `{"text"}` for each piece of the answer as the model writes it, then
+/// one `answer` event with the whole [`excerpt::Answer`], or an `error` event
+/// `{"error": {"code", "message"}}` when retrieval or the model fails once the stream
+/// has begun (a bad body is still a 400 before it).
+pub(crate) async fn ask(
+    State(st): State<AppState>,
+    JsonBody(mut body): JsonBody<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    let stream = match body.remove("stream") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "stream must be true or false, not {other}"
+            )))
+        }
+    };
+    let Some(chat) = st.options.ask.clone() else {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "no_llm",
+            "this server has no chat endpoint configured for answers",
+        ));
+    };
+    let spec: QuerySpec = serde_json::from_value(Value::Object(body))
+        .map_err(|e| ApiError::bad_request(format!("invalid question: {e}")))?;
+    let req = spec.to_request()?;
+    let mut opts = AskOptions::new(chat);
+    opts.stream = stream;
+    let engine = st.engine.clone();
+    if !stream {
+        let answer = blocking(move || Ok(engine.ask(&req, &opts, &mut |_| {})?)).await?;
+        return Ok(Json(answer).into_response());
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::task::spawn_blocking(move || {
+        let deltas = tx.clone();
+        let result = engine.ask(&req, &opts, &mut |d| {
+            // A client that went away stops reading; the answer still completes.
+            let _ = deltas.send(event("delta", &json!({ "text": d })));
+        });
+        let last = match result {
+            Ok(answer) => serde_json::to_value(&answer)
+                .map(|v| event("answer", &v))
+                .unwrap_or_else(|e| {
+                    event(
+                        "error",
+                        &json!({"error": {"code": "internal", "message": e.to_string()}}),
+                    )
+                }),
+            Err(e) => {
+                let e = ApiError::from(e);
+                event(
+                    "error",
+                    &json!({"error": {"code": e.code, "message": e.message}}),
+                )
+            }
+        };
+        let _ = tx.send(last);
+    });
+    Ok(Sse::new(Events(rx))
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}

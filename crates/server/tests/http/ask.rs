@@ -1,0 +1,114 @@
+//! `POST /v1/ask` against a fake OpenAI-compatible chat server on 127.0.0.1: one JSON
+//! answer, a stream of server-sent events, and the route without an endpoint.
+
+use excerpt::ChatConfig;
+use excerpt_server::ServerOptions;
+use excerpt_testkit::axum::response::{IntoResponse, Response};
+use excerpt_testkit::axum::routing::post as route_post;
+use excerpt_testkit::axum::{Json, Router};
+use excerpt_testkit::openai;
+use excerpt_testkit::FakeServer;
+use serde_json::{json, Value};
+
+use super::{assert_error, ingest_body, post, start_with, TestServer};
+
+/// A chat model that cites the first piece, quoting the runbook.
+async fn complete(Json(body): Json<Value>) -> Response {
+    let deltas = [
+        "Drain the primary ",
+        "first, \"then restart each replica\" [1].",
+    ];
+    if body["stream"] == true {
+        openai::event_stream(openai::chat_stream_events(&body["model"], &deltas, None))
+    } else {
+        Json(openai::chat_completion(
+            &body["model"],
+            &deltas.concat(),
+            None,
+        ))
+        .into_response()
+    }
+}
+
+fn server_with_llm(index: &std::path::Path, chat: &FakeServer) -> TestServer {
+    let server = start_with(
+        index,
+        ServerOptions {
+            log_requests: false,
+            ask: Some(ChatConfig::new(chat.url(), "fake-model")),
+            ..ServerOptions::default()
+        },
+    );
+    let (status, _) = post(&server, "/v1/ingest", &ingest_body());
+    assert_eq!(status, 200);
+    server
+}
+
+#[test]
+fn ask_answers_json_and_server_sent_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chat = FakeServer::start(Router::new().route(openai::CHAT_PATH, route_post(complete)));
+    let server = server_with_llm(tmp.path(), &chat);
+    let question = json!({"query": "how do I restart the database cluster?", "budget": 300,
+                          "filter": {"prefixes": ["infra/"]}});
+
+    // JSON: the answer, its citation checked against the pieces.
+    let (status, v) = post(&server, "/v1/ask", &question);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["model"], "fake-model");
+    assert_eq!(v["unsupported"], json!([]));
+    assert_eq!(v["citations"][0]["n"], 1);
+    assert_eq!(v["citations"][0]["doc_id"], v["pieces"][0]["doc_id"]);
+    let first = v["pieces"][0]["text"].as_str().unwrap();
+    assert!(first.contains("then restart each replica"), "{first}");
+    assert_eq!(
+        v["citations"][0]["quotes"][0]["text"],
+        "then restart each replica"
+    );
+
+    // Streamed: delta events as the model writes, then the whole answer.
+    let mut streamed = question.clone();
+    streamed["stream"] = json!(true);
+    let mut r = ureq::post(format!("{}/v1/ask", server.base))
+        .send_json(&streamed)
+        .expect("the server answers");
+    assert_eq!(r.status().as_u16(), 200);
+    let kind = r.headers().get("content-type").unwrap().to_str().unwrap();
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    let body = r.body_mut().read_to_string().unwrap();
+    let events: Vec<(String, Value)> = body
+        .split("\n\n")
+        .filter_map(|block| {
+            let name = block.lines().find_map(|l| l.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((name.to_string(), serde_json::from_str(data).unwrap()))
+        })
+        .collect();
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["delta", "delta", "answer"], "{body}");
+    assert_eq!(events[0].1["text"], "Drain the primary ");
+    let answer = &events[2].1;
+    assert_eq!(
+        answer["answer"],
+        "Drain the primary first, \"then restart each replica\" [1]."
+    );
+    assert_eq!(answer["unsupported"], json!([]));
+
+    // A bad body is a 400 before any stream.
+    assert_error(
+        post(&server, "/v1/ask", &json!({"query": "x", "stream": "yes"})),
+        400,
+        "stream",
+    );
+}
+
+#[test]
+fn ask_without_an_endpoint_is_not_implemented() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = super::start(tmp.path());
+    assert_error(
+        post(&server, "/v1/ask", &json!({"query": "anything"})),
+        501,
+        "chat endpoint",
+    );
+}
