@@ -407,7 +407,6 @@ fn warn_damage(snap: &excerpt::Snapshot) {
     }
 }
 
-
 /// `s` with control characters other than newlines and tabs escaped: a model's answer
 /// goes to the terminal, and must not be able to drive it.
 fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
