@@ -241,6 +241,7 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
             if sizes.is_empty() {
                 cur.y = ch.origin_y().map(|p| p.value).unwrap_or(0.0);
                 cur.bold = ch.font_is_bold_reenforced()
+                    || ch.font_name().contains("Bold")
                     || matches!(
                         ch.font_weight(),
                         Some(
@@ -455,7 +456,7 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
             let mut i = 0;
             while i < p.len() {
                 let l = &p[i];
-                if !kept(pi, i) || l.size < body * 1.15 || !l.text.chars().any(char::is_alphabetic) {
+                if !kept(pi, i) || l.size < body * 1.12 || !l.text.chars().any(char::is_alphabetic) {
                     i += 1;
                     continue;
                 }
@@ -638,19 +639,19 @@ mod tests {
         let page = |n: usize| {
             vec![
                 line("ACME Annual Report", 8.0, 800.0),
-                line(&format!("{n} Section {n}"), 14.0, 760.0),
+                line(&format!("{n} {}", ["Alpha", "Beta", "Gamma", "Delta"][n - 1]), 14.0, 760.0),
                 line("Body text that is long enough to be the body of the page, and", 10.0, 740.0),
                 line("continues here with a hyphen-", 10.0, 728.0),
-                line("ated word.", 10.0, 716.0),
+                line(&format!("ated word, {}.", ["one", "two", "three", "four"][n - 1]), 10.0, 716.0),
                 line(&format!("{n}"), 8.0, 40.0),
             ]
         };
         let pages: Vec<Vec<Line>> = (1..=4).map(page).collect();
         let a = assemble(&pages, &[]);
         assert!(!a.text.contains("ACME"), "{}", a.text);
-        assert!(a.text.contains("hyphenated word."), "{}", a.text);
+        assert!(a.text.contains("hyphenated word, two."), "{}", a.text);
         assert_eq!(a.headings.len(), 4);
-        assert_eq!(a.headings[1].text, "2 Section 2");
+        assert_eq!(a.headings[1].text, "2 Beta");
         assert_eq!(a.headings[1].level, 1);
         assert_eq!(a.pages[0].0, 0);
         assert_eq!(a.pages.last().unwrap().1, a.text.len());
@@ -659,7 +660,7 @@ mod tests {
         }
         assert!(!a.text.contains("\n4\n"));
         let h = &a.headings[2];
-        assert!(a.text[h.start..].starts_with("3 Section 3\n\n"));
+        assert!(a.text[h.start..].starts_with("3 Gamma\n\n"));
     }
 
     #[test]
