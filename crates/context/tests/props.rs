@@ -106,7 +106,12 @@ fn configs() -> Vec<(StrategyConfig, bool)> {
         v.push((spec.parse().expect("known"), true));
     }
     v.push((StrategyConfig::Window(WindowParams::default()), true));
-    v.push(("window:seeds=sentence,expand=fixed,max_expand=1".parse().expect("known"), true));
+    v.push((
+        "window:seeds=sentence,expand=fixed,max_expand=1"
+            .parse()
+            .expect("known"),
+        true,
+    ));
     v.push((
         StrategyConfig::Window(WindowParams {
             threshold: 0.0,

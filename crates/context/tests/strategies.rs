@@ -443,7 +443,11 @@ fn window_sentence_seeds_and_fixed_windows() {
     // same-topic sentences; the retrieved chunk holds nothing like the query.
     let specs = [
         chunk(&["iota kappa lambda. ", "red blue green. "]),
-        chunk(&["zeta eta theta. ", "alpha beta gamma. ", "alpha beta delta. "]),
+        chunk(&[
+            "zeta eta theta. ",
+            "alpha beta gamma. ",
+            "alpha beta delta. ",
+        ]),
         chunk(&["omicron pi rho. ", "sigma tau upsilon. "]),
     ];
     let c = TestCorpus::new(vec![build_doc("w.md", "W", &specs)]).with_sentence_vectors();
@@ -459,10 +463,16 @@ fn window_sentence_seeds_and_fixed_windows() {
     // Chunk seeds start from the retrieved chunk; sentence seeds find the sentence itself
     // and grow into its similar neighbour, not into the other topic before it.
     let chunk_seeded = run("window:threshold=0.5", &c);
-    assert!(chunk_seeded.pieces[0].text.contains("iota"), "{chunk_seeded:#?}");
+    assert!(
+        chunk_seeded.pieces[0].text.contains("iota"),
+        "{chunk_seeded:#?}"
+    );
     let ctx = run("window:seeds=sentence,threshold=0.5", &c);
     assert_eq!(ctx.pieces[0].text, "alpha beta gamma. alpha beta delta. ");
-    assert!(ctx.pieces[0].hits.is_empty(), "the window overlaps no retrieved chunk");
+    assert!(
+        ctx.pieces[0].hits.is_empty(),
+        "the window overlaps no retrieved chunk"
+    );
     // A fixed window takes one sentence on each side whatever it says.
     let ctx = run("window:seeds=sentence,expand=fixed,max_expand=1", &c);
     assert_eq!(
@@ -472,7 +482,10 @@ fn window_sentence_seeds_and_fixed_windows() {
     // Without stored sentence vectors, sentence seeds fall back to chunk seeds and say so.
     let plain = TestCorpus::new(vec![build_doc("w.md", "W", &specs)]);
     let ctx = run("window:seeds=sentence,threshold=0.5", &plain);
-    assert!(ctx.notes.iter().any(|n| n.contains("need stored sentence vectors")));
+    assert!(ctx
+        .notes
+        .iter()
+        .any(|n| n.contains("need stored sentence vectors")));
     assert_eq!(ctx.pieces, run("window:threshold=0.5", &plain).pieces);
 }
 

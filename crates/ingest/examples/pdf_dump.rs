@@ -42,8 +42,7 @@ fn main() {
                     if let Some(dir) = &out_dir {
                         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
                         std::fs::create_dir_all(dir).expect("output directory");
-                        std::fs::write(dir.join(format!("{stem}.md")), markdown(d))
-                            .expect("write");
+                        std::fs::write(dir.join(format!("{stem}.md")), markdown(d)).expect("write");
                     }
                 }
             }

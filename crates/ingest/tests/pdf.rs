@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
-use excerpt_testkit::fixtures::{pdf, PdfLine};
+use excerpt_testkit::fixtures::{pdf, report_pdf as report};
 
 fn pdfium_present() {
     let lib = excerpt_ingest::pdfium_library_path();
@@ -13,74 +13,6 @@ fn pdfium_present() {
         "PDFium is missing at {}: run scripts/fetch-pdfium.sh",
         lib.display()
     );
-}
-
-fn body(text: &str) -> PdfLine<'_> {
-    PdfLine {
-        bold: false,
-        size: 11.0,
-        text,
-    }
-}
-
-fn head(size: f32, text: &str) -> PdfLine<'_> {
-    PdfLine {
-        bold: true,
-        size,
-        text,
-    }
-}
-
-/// Three pages: a title, numbered headings at two sizes, a running header and page
-/// numbers on every page.
-pub fn report() -> Vec<u8> {
-    let furniture = |n: &'static str, mut lines: Vec<PdfLine<'static>>| {
-        let mut page = vec![PdfLine {
-            bold: false,
-            size: 8.0,
-            text: "Lighthouse Keeping Annual Report",
-        }];
-        page.append(&mut lines);
-        page.push(PdfLine {
-            bold: false,
-            size: 8.0,
-            text: n,
-        });
-        page
-    };
-    pdf(&[
-        furniture(
-            "1",
-            vec![
-                head(20.0, "Lighthouse Maintenance"),
-                head(15.0, "1 Introduction"),
-                body("The lamp room is inspected every morning by the keeper on duty."),
-                body("Brass fittings are polished weekly and the lens is cleaned with"),
-                body("alcohol. Keepers record the weather in the station log."),
-                head(12.5, "1.1 Fuel supply"),
-                body("Kerosene arrives by boat twice a month and is stored in the oil"),
-                body("house, away from the tower."),
-            ],
-        ),
-        furniture(
-            "2",
-            vec![
-                head(15.0, "2 Fog signals"),
-                body("When visibility drops below two nautical miles the foghorn is"),
-                body("sounded every thirty seconds until the fog lifts completely."),
-                head(12.5, "2.1 Compressed air"),
-                body("The compressor engine must be started twenty minutes before use."),
-            ],
-        ),
-        furniture(
-            "3",
-            vec![
-                head(15.0, "3 Staffing"),
-                body("Three keepers rotate through four-week shifts at the station,"),
-                body("with relief arriving by the supply boat in calm weather."),
-            ],
-        ),
-    ])
 }
 
 #[test]
@@ -118,8 +50,13 @@ fn generated_report_has_pages_sections_and_no_furniture() {
         ]
     );
     let page_of = |needle: &str| {
-        let at = d.text.find(needle).unwrap_or_else(|| panic!("{needle} in {}", d.text));
-        d.pages.iter().position(|p| p.byte_start <= at && at < p.byte_end)
+        let at = d
+            .text
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {}", d.text));
+        d.pages
+            .iter()
+            .position(|p| p.byte_start <= at && at < p.byte_end)
     };
     assert_eq!(page_of("2.1 Compressed air"), Some(1));
     assert_eq!(page_of("Three keepers"), Some(2));
@@ -133,10 +70,18 @@ fn bad_pdfs_are_skipped_with_a_reason() {
     pdfium_present();
     let good = report();
     let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("truncated.pdf", good[..good.len() / 3].to_vec(), "truncated"),
+        (
+            "truncated.pdf",
+            good[..good.len() / 3].to_vec(),
+            "truncated",
+        ),
         ("garbage.pdf", b"%PDF-1.4\nnot really".to_vec(), "corrupt"),
         ("zero.pdf", pdf(&[]), "zero pages"),
-        ("scan.pdf", pdf(&[vec![], vec![]]), "no text layer on pages 1–2; OCR is not built in"),
+        (
+            "scan.pdf",
+            pdf(&[vec![], vec![]]),
+            "no text layer on pages 1–2; OCR is not built in",
+        ),
     ];
     for (name, bytes, reason) in cases {
         let err = load_bytes(DocFormat::Pdf, name, &bytes).expect_err(name);
@@ -180,6 +125,9 @@ fn unstructured_hard_cases_load_or_skip() {
         }
     }
     assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert!(skipped[0].contains("password.pdf: skipped: encrypted"), "{skipped:?}");
+    assert!(
+        skipped[0].contains("password.pdf: skipped: encrypted"),
+        "{skipped:?}"
+    );
     assert_eq!(ok, files.len() - 1);
 }

@@ -41,8 +41,10 @@ pub fn pdf(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
     objects.push(format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes());
     for font in ["Helvetica", "Helvetica-Bold"] {
         objects.push(
-            format!("<< /Type /Font /Subtype /Type1 /BaseFont /{font} /Encoding /WinAnsiEncoding >>")
-                .into_bytes(),
+            format!(
+                "<< /Type /Font /Subtype /Type1 /BaseFont /{font} /Encoding /WinAnsiEncoding >>"
+            )
+            .into_bytes(),
         );
     }
     for (i, lines) in pages.iter().enumerate() {
@@ -88,7 +90,9 @@ pub fn pdf(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
         out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
@@ -100,4 +104,72 @@ pub fn pdf(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+fn body(text: &str) -> PdfLine<'_> {
+    PdfLine {
+        bold: false,
+        size: 11.0,
+        text,
+    }
+}
+
+fn head(size: f32, text: &str) -> PdfLine<'_> {
+    PdfLine {
+        bold: true,
+        size,
+        text,
+    }
+}
+
+/// A three-page report for PDF tests: a title, numbered headings at two sizes (bold),
+/// body text in Helvetica 11, a running header and page numbers on every page.
+pub fn report_pdf() -> Vec<u8> {
+    let furniture = |n: &'static str, mut lines: Vec<PdfLine<'static>>| {
+        let mut page = vec![PdfLine {
+            bold: false,
+            size: 8.0,
+            text: "Lighthouse Keeping Annual Report",
+        }];
+        page.append(&mut lines);
+        page.push(PdfLine {
+            bold: false,
+            size: 8.0,
+            text: n,
+        });
+        page
+    };
+    pdf(&[
+        furniture(
+            "1",
+            vec![
+                head(20.0, "Lighthouse Maintenance"),
+                head(15.0, "1 Introduction"),
+                body("The lamp room is inspected every morning by the keeper on duty."),
+                body("Brass fittings are polished weekly and the lens is cleaned with"),
+                body("alcohol. Keepers record the weather in the station log."),
+                head(12.5, "1.1 Fuel supply"),
+                body("Kerosene arrives by boat twice a month and is stored in the oil"),
+                body("house, away from the tower."),
+            ],
+        ),
+        furniture(
+            "2",
+            vec![
+                head(15.0, "2 Fog signals"),
+                body("When visibility drops below two nautical miles the foghorn is"),
+                body("sounded every thirty seconds until the fog lifts completely."),
+                head(12.5, "2.1 Compressed air"),
+                body("The compressor engine must be started twenty minutes before use."),
+            ],
+        ),
+        furniture(
+            "3",
+            vec![
+                head(15.0, "3 Staffing"),
+                body("Three keepers rotate through four-week shifts at the station,"),
+                body("with relief arriving by the supply boat in calm weather."),
+            ],
+        ),
+    ])
 }

@@ -157,7 +157,8 @@ pub(crate) fn load(
             doc.title = h.text.clone();
         }
     }
-    doc.metadata.insert("pages".into(), serde_json::Value::from(n));
+    doc.metadata
+        .insert("pages".into(), serde_json::Value::from(n));
     let invalid = |source| IngestError::Invalid {
         doc_id: doc.id.clone(),
         source,
@@ -383,7 +384,10 @@ fn numbering_depth(s: &str) -> Option<u8> {
     let ok = parts.iter().enumerate().all(|(i, p)| {
         !p.is_empty()
             && (p.chars().all(|c| c.is_ascii_digit()) && p.len() <= 3
-                || i == 0 && p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()) && parts.len() > 1)
+                || i == 0
+                    && p.len() == 1
+                    && p.chars().all(|c| c.is_ascii_uppercase())
+                    && parts.len() > 1)
     });
     ok.then(|| parts.len().min(6) as u8)
 }
@@ -413,7 +417,8 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
         };
         let mut count: HashMap<String, usize> = HashMap::new();
         for p in pages {
-            let keys: HashSet<String> = edge(p).iter().map(|&i| furniture_key(&p[i].text)).collect();
+            let keys: HashSet<String> =
+                edge(p).iter().map(|&i| furniture_key(&p[i].text)).collect();
             for k in keys {
                 *count.entry(k).or_default() += 1;
             }
@@ -421,7 +426,10 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
         let threshold = with_text.div_ceil(2).max(3);
         for (pi, p) in pages.iter().enumerate() {
             for i in edge(p) {
-                if count.get(&furniture_key(&p[i].text)).is_some_and(|&c| c >= threshold) {
+                if count
+                    .get(&furniture_key(&p[i].text))
+                    .is_some_and(|&c| c >= threshold)
+                {
                     drop.insert((pi, i));
                 }
             }
@@ -456,7 +464,8 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
             let mut i = 0;
             while i < p.len() {
                 let l = &p[i];
-                if !kept(pi, i) || l.size < body * 1.12 || !l.text.chars().any(char::is_alphabetic) {
+                if !kept(pi, i) || l.size < body * 1.12 || !l.text.chars().any(char::is_alphabetic)
+                {
                     i += 1;
                     continue;
                 }
@@ -464,7 +473,10 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
                 while j < p.len() && kept(pi, j) && (p[j].size - l.size).abs() < 0.25 {
                     j += 1;
                 }
-                let joined = (i..j).map(|k| p[k].text.trim()).collect::<Vec<_>>().join(" ");
+                let joined = (i..j)
+                    .map(|k| p[k].text.trim())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 if j - i <= 3 && heading_like(&joined) {
                     sized.push((pi, i, j - i, l.size));
                 }
@@ -479,8 +491,8 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
                 .iter()
                 .position(|&s| s == (size * 2.0).round() as i32)
                 .unwrap_or(0);
-            let level = numbering_depth(pages[pi][i].text.trim())
-                .unwrap_or((rank + 1).min(6) as u8);
+            let level =
+                numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
             heads.insert((pi, i), (level, n));
         }
         // Numbered headings in bold at about the body size.
@@ -639,10 +651,22 @@ mod tests {
         let page = |n: usize| {
             vec![
                 line("ACME Annual Report", 8.0, 800.0),
-                line(&format!("{n} {}", ["Alpha", "Beta", "Gamma", "Delta"][n - 1]), 14.0, 760.0),
-                line("Body text that is long enough to be the body of the page, and", 10.0, 740.0),
+                line(
+                    &format!("{n} {}", ["Alpha", "Beta", "Gamma", "Delta"][n - 1]),
+                    14.0,
+                    760.0,
+                ),
+                line(
+                    "Body text that is long enough to be the body of the page, and",
+                    10.0,
+                    740.0,
+                ),
                 line("continues here with a hyphen-", 10.0, 728.0),
-                line(&format!("ated word, {}.", ["one", "two", "three", "four"][n - 1]), 10.0, 716.0),
+                line(
+                    &format!("ated word, {}.", ["one", "two", "three", "four"][n - 1]),
+                    10.0,
+                    716.0,
+                ),
                 line(&format!("{n}"), 8.0, 40.0),
             ]
         };
