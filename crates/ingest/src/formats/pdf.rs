@@ -436,7 +436,6 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
         }
     }
     let kept = |pi: usize, i: usize| !drop.contains(&(pi, i));
-
     // Body size: the most common size, weighted by characters.
     let mut weight: HashMap<i32, usize> = HashMap::new();
     for (pi, p) in pages.iter().enumerate() {
@@ -457,20 +456,41 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
     if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
         heads = from_outline;
     } else {
-        // Font size: lines clearly larger than the body; runs of up to three lines of
-        // the same size make one heading.
+        // Font size: lines clearly larger than the body, or bold and a little larger,
+        // or bold and standing alone (a blank line's height above and below); runs of
+        // up to three lines of the same size make one heading.
         let mut sized: Vec<(usize, usize, usize, f32)> = Vec::new();
         for (pi, p) in pages.iter().enumerate() {
             let mut i = 0;
             while i < p.len() {
                 let l = &p[i];
-                if !kept(pi, i) || l.size < body * 1.12 || !l.text.chars().any(char::is_alphabetic)
-                {
+                let alone = |k: usize| {
+                    let before = (0..k).rev().find(|&j| kept(pi, j)).map(|j| p[j].y - p[k].y);
+                    let after = (k + 1..p.len())
+                        .find(|&j| kept(pi, j))
+                        .map(|j| p[k].y - p[j].y);
+                    let far = |g: Option<f32>| g.is_none_or(|g| g < 0.0 || g > 1.8 * p[k].size);
+                    far(before) && far(after)
+                };
+                let candidate = kept(pi, i)
+                    && l.text.chars().any(char::is_alphabetic)
+                    && (l.size >= body * 1.12
+                        || l.bold && l.size >= body * 1.05
+                        || l.bold
+                            && l.size >= body * 0.95
+                            && l.text.chars().count() <= 80
+                            && alone(i));
+                if !candidate {
                     i += 1;
                     continue;
                 }
                 let mut j = i + 1;
-                while j < p.len() && kept(pi, j) && (p[j].size - l.size).abs() < 0.25 {
+                while j < p.len()
+                    && kept(pi, j)
+                    && (p[j].size - l.size).abs() < 0.25
+                    && p[j].bold == l.bold
+                    && l.size >= body * 1.05
+                {
                     j += 1;
                 }
                 let joined = (i..j)
