@@ -86,6 +86,8 @@ pub(crate) struct Line {
     pub bold: bool,
     /// Baseline of its first visible character (points from the bottom of the page).
     pub y: f32,
+    /// Set in a fixed-pitch face at its first visible character (code, never a heading).
+    pub mono: bool,
 }
 
 /// A bookmark of the outline: title, depth (1 = top) and the page it points to.
@@ -241,6 +243,7 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
         if !c.is_whitespace() {
             if sizes.is_empty() {
                 cur.y = ch.origin_y().map(|p| p.value).unwrap_or(0.0);
+                cur.mono = ch.font_is_fixed_pitch();
                 cur.bold = ch.font_is_bold_reenforced()
                     || ch.font_name().contains("Bold")
                     || matches!(
@@ -368,13 +371,18 @@ fn match_key(s: &str) -> String {
         .collect()
 }
 
-/// The depth of a heading number ("3" → 1, "3.2" → 2, "A.1" → 2), when `s` starts with
-/// one followed by a space and a capital letter.
+/// The depth of a heading number ("3" → 1, "3.2" → 2, "A.1" → 2, "(2)" → 2), when `s`
+/// starts with one followed by a space and a letter that is not lowercase (a capital, or
+/// a letter of a script without case).
 fn numbering_depth(s: &str) -> Option<u8> {
     let (num, rest) = s.split_once(' ')?;
-    let rest = rest.trim_start();
-    if !rest.chars().next().is_some_and(char::is_uppercase) {
+    let first = rest.trim_start().chars().next()?;
+    if first.is_lowercase() || first.is_ascii_digit() || first.is_whitespace() {
         return None;
+    }
+    if let Some(inner) = num.strip_prefix('(').and_then(|n| n.strip_suffix(')')) {
+        let ok = (1..=2).contains(&inner.len()) && inner.chars().all(|c| c.is_ascii_digit());
+        return ok.then_some(2);
     }
     let num = num.trim_end_matches('.');
     if num.is_empty() || num.len() > 12 {
@@ -473,6 +481,7 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
                     far(before) && far(after)
                 };
                 let candidate = kept(pi, i)
+                    && !l.mono
                     && l.text.chars().any(char::is_alphabetic)
                     && (l.size >= body * 1.12
                         || l.bold && l.size >= body * 1.05
@@ -515,14 +524,14 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
                 numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
             heads.insert((pi, i), (level, n));
         }
-        // Numbered headings in bold at about the body size.
+        // Numbered headings in bold at about the body size, or a little larger.
         for (pi, p) in pages.iter().enumerate() {
             for (i, l) in p.iter().enumerate() {
                 let t = l.text.trim();
                 if kept(pi, i)
+                    && !l.mono
                     && !heads.contains_key(&(pi, i))
-                    && l.bold
-                    && l.size >= body * 0.95
+                    && (l.bold && l.size >= body * 0.95 || l.size >= body * 1.05)
                     && t.chars().count() <= 100
                     && heading_like(t)
                 {
@@ -663,6 +672,7 @@ mod tests {
             size,
             bold: false,
             y,
+            mono: false,
         }
     }
 
@@ -741,6 +751,8 @@ mod tests {
         assert_eq!(numbering_depth("A.1 Proofs"), Some(2));
         assert_eq!(numbering_depth("2019 was a year"), None);
         assert_eq!(numbering_depth("3 results"), None);
+        assert_eq!(numbering_depth("(2) 감독당국의"), Some(2));
+        assert_eq!(numbering_depth("1 들어가며"), Some(1));
         assert_eq!(page_list(&[0, 1, 2, 6]), "1–3, 7");
         assert_eq!(furniture_key("Page 12 of 40"), "page # of #");
         let mut s = String::new();
