@@ -165,7 +165,8 @@ fn parse_document(
 }
 
 /// `POST /v1/ingest`: `{documents: [{id, title?, text, metadata?, format?}]}` with
-/// `format` one of `text` (default), `markdown`, `html`. Every document is checked
+/// `format` one of `text` (default), `markdown`, `html`, `pdf` (the file base64-encoded
+/// in `text`). Every document is checked
 /// first; one bad document refuses the whole request (400). Answers the report
 /// `excerpt ingest --json` prints; when nothing at all could be ingested, 400.
 pub(crate) async fn ingest(
