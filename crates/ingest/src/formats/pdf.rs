@@ -122,13 +122,23 @@ pub(crate) fn load(
         return Err(fail("the PDF has zero pages".into()));
     }
     let mut pages = Vec::with_capacity(n);
+    let mut unreadable = Vec::new();
     for i in 0..n {
         let lines = pdf
             .pages()
             .get(i as _)
-            .and_then(|page| page.text().map(|t| page_lines(&t)))
-            .map_err(|e| fail(format!("page {} cannot be read ({e:?})", i + 1)))?;
-        pages.push(lines);
+            .and_then(|page| page.text().map(|t| page_lines(&t)));
+        pages.push(lines.unwrap_or_else(|_| {
+            unreadable.push(i);
+            Vec::new()
+        }));
+    }
+    if !unreadable.is_empty() && unreadable.len() < n {
+        warnings.push(format!(
+            "{}: PDFium cannot read {}; left out",
+            path.display(),
+            pages_phrase(&unreadable)
+        ));
     }
     let outline = outline(&pdf);
     drop(pdf);
@@ -136,16 +146,24 @@ pub(crate) fn load(
         .filter(|&i| pages[i].iter().all(|l| l.text.trim().is_empty()))
         .collect();
     if no_text.len() == n {
-        return Err(fail(format!(
-            "no text layer on pages {}; OCR is not built in",
-            page_list(&no_text)
-        )));
+        return Err(fail(if unreadable.len() == n {
+            "corrupt PDF: PDFium cannot read any of its pages".to_string()
+        } else {
+            format!(
+                "no text layer on {}; OCR is not built in",
+                pages_phrase(&no_text)
+            )
+        }));
     }
-    if !no_text.is_empty() {
+    let scanned: Vec<usize> = no_text
+        .into_iter()
+        .filter(|i| !unreadable.contains(i))
+        .collect();
+    if !scanned.is_empty() {
         warnings.push(format!(
-            "{}: no text layer on pages {} (of {n}); OCR is not built in, those pages are left out",
+            "{}: no text layer on {} (of {n}); OCR is not built in, left out",
             path.display(),
-            page_list(&no_text)
+            pages_phrase(&scanned)
         ));
     }
     let a = assemble(&pages, &outline);
@@ -191,6 +209,12 @@ fn open_reason(e: &PdfiumError) -> String {
         ) => "corrupt or truncated PDF (PDFium cannot parse it)".into(),
         other => format!("PDFium cannot open it ({other:?})"),
     }
+}
+
+/// "page 4" or "pages 1–3, 7" for 0-based pages.
+fn pages_phrase(pages: &[usize]) -> String {
+    let word = if pages.len() == 1 { "page" } else { "pages" };
+    format!("{word} {}", page_list(pages))
 }
 
 /// "1–3, 7" for the 0-based pages [0, 1, 2, 6].
