@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(load_text load_markdown load_html load_jsonl query_spec manifest segment)
+[ ${#targets[@]} -gt 0 ] || targets=(load_text load_markdown load_html load_jsonl load_pdf query_spec manifest segment)
 rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
 cargo +nightly fuzz --version >/dev/null 2>&1 || cargo +nightly install --locked cargo-fuzz
 status=0

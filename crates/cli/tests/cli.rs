@@ -902,4 +902,83 @@ fn verify_and_repair_a_damaged_index() {
         .contains("previous generation"));
     assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
     check_index(&index);
+
+/// A generated three-page PDF through the real binary, PDFium and model: pieces carry
+/// their pages and section paths, their text is the document's text at their offsets,
+/// and the text context names the pages; a bad PDF next to it is skipped with its
+/// reason while the rest ingests.
+#[test]
+fn pdf_ingest_and_query_report_pages_and_sections() {
+    let lib = excerpt_ingest::pdfium_library_path();
+    assert!(
+        lib.is_file(),
+        "PDFium missing at {}: run scripts/fetch-pdfium.sh",
+        lib.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let index = tmp.path().join("idx");
+    write_file(&docs, "report.pdf", excerpt_testkit::fixtures::report_pdf());
+    write_file(&docs, "broken.pdf", b"%PDF-1.7\n1 0 obj\n<<");
+    let r = json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));
+    assert_eq!(r["added"], 1, "{r:#}");
+    let skipped = r["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{r:#}");
+    assert!(
+        skipped[0]["reason"].as_str().unwrap().contains("corrupt"),
+        "{r:#}"
+    );
+
+    let s = check_index(&index);
+    let doc = &s.documents()[0];
+    assert_eq!(doc.id, "report.pdf");
+    assert_eq!(doc.pages.len(), 3);
+    let q = json(&run(
+        &index,
+        &[
+            "query",
+            "how often is the foghorn sounded in fog?",
+            "--strategy",
+            "topk",
+            "--format",
+            "json",
+            "--budget",
+            "60",
+        ],
+    ));
+    let pieces = q["pieces"].as_array().unwrap();
+    assert!(!pieces.is_empty(), "{q:#}");
+    let top = &pieces[0];
+    assert_eq!(top["doc_id"], "report.pdf");
+    assert_eq!(top["page_start"], 2, "{q:#}");
+    assert_eq!(top["page_end"], 2, "{q:#}");
+    assert_eq!(top["section"], "2 Fog signals", "{q:#}");
+    assert!(top["text"].as_str().unwrap().contains("foghorn"));
+    let idx = CharIndex::new(&doc.text);
+    for p in pieces {
+        let (a, b) = (
+            p["start"].as_u64().unwrap() as usize,
+            p["end"].as_u64().unwrap() as usize,
+        );
+        let range = idx.range_chars(a, b).unwrap();
+        assert_eq!(p["text"].as_str().unwrap(), range.slice(&doc.text));
+        assert!(p["page_start"].as_u64().unwrap() <= p["page_end"].as_u64().unwrap());
+    }
+    let out = run(
+        &index,
+        &[
+            "query",
+            "kerosene fuel deliveries by boat",
+            "--strategy",
+            "topk",
+            "--budget",
+            "60",
+        ],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Section: 1 Introduction > 1.1 Fuel supply | p. 1"),
+        "{text}"
+    );
 }

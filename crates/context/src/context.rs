@@ -68,6 +68,12 @@ pub struct Piece {
     pub tokens: usize,
     /// Ordinals of chunks in the piece that were direct retrieval hits.
     pub hits: Vec<u32>,
+    /// The page (1-based) the piece starts on, for paged documents (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_start: Option<u32>,
+    /// The page (1-based) the piece ends on, for paged documents (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_end: Option<u32>,
 }
 
 /// The order pieces are handed to the LLM in.

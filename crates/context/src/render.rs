@@ -52,6 +52,15 @@ fn chunk_label(p: &Piece) -> String {
     }
 }
 
+/// "p. 3" or "p. 3–4" for a piece of a paged document.
+fn page_label(p: &Piece) -> Option<String> {
+    match (p.page_start, p.page_end) {
+        (Some(a), Some(b)) if b > a => Some(format!("p. {a}–{b}")),
+        (Some(a), _) => Some(format!("p. {a}")),
+        _ => None,
+    }
+}
+
 fn percent(r: f32) -> u32 {
     (f64::from(r.clamp(0.0, 1.0)) * 100.0).round() as u32
 }
@@ -103,6 +112,7 @@ pub fn render_markdown(ctx: &Context) -> String {
             if !p.section.is_empty() {
                 head.push(p.section.clone());
             }
+            head.extend(page_label(p));
             head.push(chunk_label(p));
             head.push(format!("chars {}-{}", p.start, p.end));
             head.push(format!("relevance {}%", percent(p.relevance)));
@@ -158,6 +168,7 @@ pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
             if !p.section.is_empty() {
                 head.push(format!("Section: {}", p.section));
             }
+            head.extend(page_label(p));
             head.push(chunk_label(p));
             head.push(format!("Relevance: {}%", percent(p.relevance)));
             s.push_str(&format!("\n[{}]\n", head.join(" | ")));

@@ -286,6 +286,7 @@ fn make_piece(doc: &Document, r: Run) -> Piece {
         .get(first)
         .map(|c| doc.section_path(c.section))
         .unwrap_or_default();
+    let (page_start, page_end) = pages_of(doc, r.range.byte_start, r.range.byte_end);
     Piece {
         doc_id: doc.id.clone(),
         title: doc.title.clone(),
@@ -299,5 +300,24 @@ fn make_piece(doc: &Document, r: Run) -> Piece {
         relevance: r.relevance,
         tokens: r.tokens,
         hits: r.hits.into_iter().collect(),
+        page_start,
+        page_end,
     }
+}
+
+/// The 1-based pages holding the first and the last byte of `start..end`, for a
+/// document with pages (`None`s otherwise).
+fn pages_of(doc: &Document, start: usize, end: usize) -> (Option<u32>, Option<u32>) {
+    if doc.pages.is_empty() {
+        return (None, None);
+    }
+    let page = |at: usize| {
+        let i = doc.pages.partition_point(|p| p.byte_end <= at);
+        (i.min(doc.pages.len() - 1) + 1) as u32
+    };
+    let first = page(start);
+    (
+        Some(first),
+        Some(page(end.saturating_sub(1).max(start)).max(first)),
+    )
 }

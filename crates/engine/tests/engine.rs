@@ -475,6 +475,7 @@ fn readers_keep_answering_while_another_writer_commits() {
         text: format!("Note {i}: the replica was restarted after the cache filled up.\n"),
         sections: vec![],
         atomic: vec![],
+        pages: vec![],
     };
     writer
         .ingest_documents(vec![doc(0)], &IngestOptions::default(), &NoProgress)

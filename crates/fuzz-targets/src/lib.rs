@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use excerpt_core::{CharIndex, Chunk, ChunkerConfig, Document};
 use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot, MANIFEST_FILE};
-use excerpt_ingest::{chunk, load_str, ChunkOptions, DocFormat};
+use excerpt_ingest::{chunk, load_bytes, load_str, ChunkOptions, DocFormat};
 
 /// A fuzz target: takes any bytes, must return normally.
 pub type Target = fn(&[u8]);
@@ -26,6 +26,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("load_markdown", load_markdown),
     ("load_html", load_html),
     ("load_jsonl", load_jsonl),
+    ("load_pdf", load_pdf),
     ("query_spec", query_spec),
     ("manifest", manifest),
     ("segment", segment),
@@ -72,6 +73,25 @@ pub fn load_html(data: &[u8]) {
 /// JSONL.
 pub fn load_jsonl(data: &[u8]) {
     load(DocFormat::Jsonl, data);
+}
+
+/// PDF bytes through PDFium (when it is installed; without it every input is refused):
+/// an accepted PDF has pages partitioning its text and chunks into exact slices.
+pub fn load_pdf(data: &[u8]) {
+    let Ok(loaded) = load_bytes(DocFormat::Pdf, "fuzz.pdf", data) else {
+        return;
+    };
+    for parsed in loaded.documents {
+        let mut at = 0;
+        for p in &parsed.pages {
+            assert_eq!(p.byte_start, at);
+            at = p.byte_end;
+        }
+        assert_eq!(at, parsed.text.len());
+        let opts = ChunkOptions::new(ChunkerConfig::Tokens { max_tokens: 64 });
+        let doc = chunk(parsed, &opts).expect("a loaded PDF chunks");
+        assert_eq!(doc.pages.last().map(|p| p.byte_end), Some(doc.text.len()));
+    }
 }
 
 /// Query spellings: each line of the input goes through the strategy, fusion and

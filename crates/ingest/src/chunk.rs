@@ -169,6 +169,7 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         text,
         sections,
         atomic,
+        pages,
     } = parsed;
     let invalid = |source: excerpt_core::Error| IngestError::Invalid {
         doc_id: id.clone(),
@@ -244,7 +245,7 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         sections,
         chunks,
         sentences,
-        pages: Vec::new(),
+        pages,
     };
     doc.validate().map_err(|source| IngestError::Invalid {
         doc_id: doc.id.clone(),
@@ -733,6 +734,7 @@ mod tests {
             text: text.into(),
             sections: Vec::new(),
             atomic: Vec::new(),
+            pages: Vec::new(),
         }
     }
 

@@ -51,6 +51,24 @@ pub enum IngestError {
         /// The limit.
         max: u64,
     },
+    /// A PDF that cannot be ingested: encrypted, corrupt or truncated, zero pages, no
+    /// text layer (scans; OCR is not built in). Skipped with the reason.
+    #[error("{}: skipped: {reason}", path.display())]
+    Pdf {
+        /// The file.
+        path: PathBuf,
+        /// Why, in one line.
+        reason: String,
+    },
+    /// PDFium, the PDF engine, is not available (not fetched, or the library does not
+    /// load): PDFs are skipped with how to fetch it.
+    #[error("{}: skipped: {reason}", path.display())]
+    PdfEngine {
+        /// The file.
+        path: PathBuf,
+        /// Why, with how to fetch PDFium.
+        reason: String,
+    },
     /// The file is not valid UTF-8.
     #[error("{}: not valid UTF-8 (first bad byte at offset {byte_offset})", path.display())]
     InvalidUtf8 {
@@ -115,6 +133,8 @@ impl IngestError {
             | IngestError::Empty { .. }
             | IngestError::TooDeep { .. }
             | IngestError::TooLarge { .. }
+            | IngestError::Pdf { .. }
+            | IngestError::PdfEngine { .. }
             | IngestError::InvalidUtf8 { .. }
             | IngestError::UnknownExtension { .. }
             | IngestError::JsonlLine { .. }
@@ -124,14 +144,17 @@ impl IngestError {
         }
     }
 
-    /// True for the benign "skipped" reasons (binary, empty, unsupported type): the file
-    /// was not meant to be ingested, nothing is broken.
+    /// True for the "skipped" reasons (binary, empty, unsupported type, a PDF that is
+    /// encrypted, has no text layer or cannot be parsed, PDFium missing): the file is
+    /// left out with its reason and the rest of the ingest goes on.
     pub fn is_skip(&self) -> bool {
         matches!(
             self,
             IngestError::Binary { .. }
                 | IngestError::Empty { .. }
                 | IngestError::UnknownExtension { .. }
+                | IngestError::Pdf { .. }
+                | IngestError::PdfEngine { .. }
         )
     }
 }

@@ -14,7 +14,11 @@
 //!    - HTML (`.html`, `.htm`): visible text extracted with blocks separated by blank
 //!      lines, `h1`–`h6` become sections, `<pre>` blocks are atomic;
 //!    - JSONL (`.jsonl`, the eval corpus format): one document per line, text kept
-//!      byte-for-byte; ATX headings (if any) become sections without changing the text.
+//!      byte-for-byte; ATX headings (if any) become sections without changing the text;
+//!    - PDF (`.pdf`): text extracted page by page with PDFium, loaded at run time
+//!      ([`pdfium_library_path`]); `pages` maps the text to pages, headings come from the
+//!      outline or font sizes, running headers/footers are left out. Encrypted, scanned
+//!      (no text layer), corrupt and empty PDFs are skipped with the reason.
 //!
 //!    Every offset in a [`ParsedDocument`] refers to its `text`, which is exactly what is
 //!    stored. Loading is layered: the parsed types and the section builder at the bottom
@@ -46,8 +50,10 @@ mod walk;
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
 pub use formats::html::MAX_HTML_DEPTH;
+pub use formats::pdf::PDFIUM_ENV;
 pub use load::{
-    is_supported, load_file, load_path, load_str, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
+    is_supported, load_bytes, load_file, load_path, load_str, pdfium_library_path, DocFormat,
+    LoadOptions, DEFAULT_MAX_FILE_BYTES,
 };
 pub use parsed::{Loaded, ParsedDocument};
 pub use sentences::split_sentences;

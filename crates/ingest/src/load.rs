@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::formats::{html, jsonl, markdown, text};
+use crate::formats::{html, jsonl, markdown, pdf, text};
 use crate::parsed::{relative_id, Loaded, ParsedDocument};
 use crate::IngestError;
 
@@ -19,11 +19,13 @@ pub enum DocFormat {
     Html,
     /// One JSON document per line: `{"id", "title", "text", "metadata"?}`.
     Jsonl,
+    /// PDF, text extracted page by page with PDFium (see [`pdfium_library_path`]).
+    Pdf,
 }
 
 impl DocFormat {
     /// The format of a path by its extension (`txt`, `md`, `markdown`, `html`, `htm`,
-    /// `jsonl`; case-insensitive), or one of `opts.text_extensions` as plain text.
+    /// `jsonl`, `pdf`; case-insensitive), or one of `opts.text_extensions` as plain text.
     pub fn from_path(path: &Path, opts: &LoadOptions) -> Option<DocFormat> {
         let ext = extension(path);
         match ext.as_str() {
@@ -31,6 +33,7 @@ impl DocFormat {
             "md" | "markdown" => Some(DocFormat::Markdown),
             "html" | "htm" => Some(DocFormat::Html),
             "jsonl" => Some(DocFormat::Jsonl),
+            "pdf" => Some(DocFormat::Pdf),
             _ if opts
                 .text_extensions
                 .iter()
@@ -113,11 +116,72 @@ pub fn load_file(path: &Path, root: &Path, opts: &LoadOptions) -> Result<Loaded,
         });
     }
     let bytes = std::fs::read(path).map_err(io)?;
-    let text = decode(path, &bytes)?;
     let id = relative_id(path, root);
     let title = file_stem(path, &id);
     let source = Some(path.display().to_string());
+    if format == DocFormat::Pdf {
+        return load_pdf(path, &id, &title, source, &bytes);
+    }
+    let text = decode(path, &bytes)?;
     load_text(format, path, &id, &title, source, &text)
+}
+
+/// Loads in-memory bytes as if they were a file of `format` named `id`: PDF bytes, or
+/// the text formats as UTF-8 (refused like a file when binary or not UTF-8).
+pub fn load_bytes(format: DocFormat, id: &str, bytes: &[u8]) -> Result<Loaded, IngestError> {
+    let path = PathBuf::from(id);
+    let title = file_stem(&path, id);
+    if format == DocFormat::Pdf {
+        return load_pdf(&path, id, &title, None, bytes);
+    }
+    let text = if format == DocFormat::Jsonl {
+        std::str::from_utf8(bytes)
+            .map_err(|e| IngestError::InvalidUtf8 {
+                path: path.clone(),
+                byte_offset: e.valid_up_to(),
+            })?
+            .to_string()
+    } else {
+        decode(&path, bytes)?
+    };
+    load_text(format, &path, id, &title, None, &text)
+}
+
+fn load_pdf(
+    path: &Path,
+    id: &str,
+    title: &str,
+    source: Option<String>,
+    bytes: &[u8],
+) -> Result<Loaded, IngestError> {
+    let mut warnings = Vec::new();
+    let doc = pdf::load(path, base_document(id, title, source), bytes, &mut warnings)?;
+    Ok(Loaded {
+        documents: vec![doc],
+        warnings,
+        ..Loaded::default()
+    })
+}
+
+/// Where PDFium, the PDF engine, is looked for: `EXCERPT_PDFIUM` (the library, or a
+/// directory holding it), else `$EXCERPT_HOME/pdfium/libpdfium.so` (`EXCERPT_HOME`
+/// defaulting to `$XDG_CACHE_HOME/excerpt`, then `~/.cache/excerpt`), where
+/// `scripts/fetch-pdfium.sh` puts it.
+pub fn pdfium_library_path() -> PathBuf {
+    pdf::pdfium_library_path()
+}
+
+fn base_document(id: &str, title: &str, source: Option<String>) -> ParsedDocument {
+    ParsedDocument {
+        id: id.to_string(),
+        title: title.to_string(),
+        source,
+        metadata: serde_json::Map::new(),
+        text: String::new(),
+        sections: Vec::new(),
+        atomic: Vec::new(),
+        pages: Vec::new(),
+    }
 }
 
 /// Loads an in-memory text as if it were a file of `format` named `id` (the id doubles
@@ -152,15 +216,7 @@ fn load_text(
             ..Loaded::default()
         })
     };
-    let base = ParsedDocument {
-        id: id.to_string(),
-        title: title.to_string(),
-        source,
-        metadata: serde_json::Map::new(),
-        text: String::new(),
-        sections: Vec::new(),
-        atomic: Vec::new(),
-    };
+    let base = base_document(id, title, source);
     match format {
         DocFormat::Text => one(Ok(text::load(base, text))),
         DocFormat::Markdown => {
@@ -171,6 +227,7 @@ fn load_text(
         }
         DocFormat::Html => one(html::load(path, base, text)),
         DocFormat::Jsonl => Ok(jsonl::load(path, base.source.as_deref(), text)),
+        DocFormat::Pdf => load_pdf(path, id, title, base.source, text.as_bytes()),
     }
 }
 

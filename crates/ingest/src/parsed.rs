@@ -32,6 +32,9 @@ pub struct ParsedDocument {
     /// one chunk: fenced code blocks (Markdown), `<pre>` blocks (HTML). Sorted.
     #[serde(default)]
     pub atomic: Vec<(usize, usize)>,
+    /// Page ranges for paged sources (PDF), partitioning `text`; empty otherwise.
+    #[serde(default)]
+    pub pages: Vec<excerpt_core::TextRange>,
 }
 
 /// What loading one file produced: its documents and the problems that did not stop

@@ -196,6 +196,7 @@ proptest! {
             text: text.clone(),
             sections: Vec::new(),
             atomic: Vec::new(),
+            pages: Vec::new(),
         };
         all_configs(&raw, &config)?;
     }

@@ -123,15 +123,29 @@ fn parse_document(
         None | Some("text") => DocFormat::Text,
         Some("markdown") => DocFormat::Markdown,
         Some("html") => DocFormat::Html,
+        Some("pdf") => DocFormat::Pdf,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "document {:?}: unknown format {other:?}: expected text, markdown or html",
+                "document {:?}: unknown format {other:?}: expected text, markdown, html or pdf",
                 d.id
             )))
         }
     };
-    let loaded = load_str(format, &d.id, &d.text)
-        .map_err(|e| ApiError::bad_request(format!("document {:?}: {e}", d.id)))?;
+    let loaded = if format == DocFormat::Pdf {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(d.text.trim())
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "document {:?}: format \"pdf\" takes the PDF file base64-encoded in `text` ({e})",
+                    d.id
+                ))
+            })?;
+        excerpt_ingest::load_bytes(format, &d.id, &bytes)
+    } else {
+        load_str(format, &d.id, &d.text)
+    }
+    .map_err(|e| ApiError::bad_request(format!("document {:?}: {e}", d.id)))?;
     warnings.extend(loaded.warnings.into_iter().map(|reason| excerpt::Problem {
         path: d.id.clone(),
         reason,
@@ -151,7 +165,8 @@ fn parse_document(
 }
 
 /// `POST /v1/ingest`: `{documents: [{id, title?, text, metadata?, format?}]}` with
-/// `format` one of `text` (default), `markdown`, `html`. Every document is checked
+/// `format` one of `text` (default), `markdown`, `html`, `pdf` (the file base64-encoded
+/// in `text`). Every document is checked
 /// first; one bad document refuses the whole request (400). Answers the report
 /// `excerpt ingest --json` prints; when nothing at all could be ingested, 400.
 pub(crate) async fn ingest(

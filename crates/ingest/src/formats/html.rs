@@ -417,6 +417,7 @@ mod tests {
             text: String::new(),
             sections: vec![],
             atomic: vec![],
+            pages: vec![],
         };
         let deep = format!("{}text", "<div>".repeat(100_000));
         let err = load(Path::new("deep.html"), doc(), &deep).expect_err("refused");

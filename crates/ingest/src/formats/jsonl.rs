@@ -78,5 +78,6 @@ fn parse_line(line: &str, source: Option<&str>) -> Result<ParsedDocument, String
         text,
         sections,
         atomic: st.fences,
+        pages: Vec::new(),
     })
 }

@@ -6,4 +6,5 @@
 pub(crate) mod html;
 pub(crate) mod jsonl;
 pub(crate) mod markdown;
+pub(crate) mod pdf;
 pub(crate) mod text;

@@ -439,7 +439,12 @@ fn bad_requests_get_json_errors() {
     assert_error(
         ingest(json!([{"id": "a", "text": "t", "format": "pdf"}])),
         400,
-        "pdf",
+        "base64",
+    );
+    assert_error(
+        ingest(json!([{"id": "a", "text": "JVBERi0xLjQK", "format": "pdf"}])),
+        400,
+        "corrupt",
     );
     assert_error(
         ingest(json!([{"id": "a", "text": "t"}, {"id": "a", "text": "u"}])),
@@ -578,4 +583,36 @@ fn queries_succeed_while_ingesting() {
     assert!(check_pieces(&s, &ctx)
         .iter()
         .all(|id| id.starts_with("beta/")));
+}
+
+/// A PDF posted base64-encoded in `text` with `format: "pdf"` is loaded like a file:
+/// pages and sections, and pieces report their pages.
+#[test]
+fn pdf_over_http_has_pages() {
+    use base64::Engine as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("idx"));
+    let pdf =
+        base64::engine::general_purpose::STANDARD.encode(excerpt_testkit::fixtures::report_pdf());
+    let (st, report) = post(
+        &s,
+        "/v1/ingest",
+        &json!({"documents": [{"id": "report.pdf", "text": pdf, "format": "pdf"}]}),
+    );
+    assert_eq!(st, 200, "{report}");
+    assert_eq!(report["added"], 1, "{report}");
+    let (st, q) = post(
+        &s,
+        "/v1/query",
+        &json!({"query": "compressor engine started before use", "strategy": "topk", "budget": 60}),
+    );
+    assert_eq!(st, 200, "{q}");
+    let pieces = q["pieces"].as_array().unwrap();
+    let top = pieces
+        .iter()
+        .find(|p| p["text"].as_str().unwrap().contains("compressor"))
+        .expect("the compressor piece");
+    assert_eq!(top["page_start"], 2, "{q}");
+    assert_eq!(top["page_end"], 2, "{q}");
+    assert_eq!(top["section"], "2 Fog signals > 2.1 Compressed air", "{q}");
 }

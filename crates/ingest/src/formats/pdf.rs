@@ -1,0 +1,786 @@
+//! PDF through PDFium (Chrome's PDF engine), bound at run time with `pdfium-render`: the
+//! shared library `libpdfium.so` is found through `EXCERPT_PDFIUM` or in the cache
+//! (`$EXCERPT_HOME/pdfium/libpdfium.so`, fetched by `scripts/fetch-pdfium.sh`).
+//!
+//! PDFium gives the characters of each page in its reading order with the line breaks
+//! it infers, and each character's font size and position. From those lines this module
+//! builds the document text itself (so every offset is exact by construction): running
+//! headers, footers and page numbers repeated on most pages are left out, words
+//! hyphenated at a line end are joined, ligatures are normalised (NFKC), paragraphs are
+//! separated by a blank line. Headings come from the PDF outline (bookmarks) when it
+//! matches lines of the text, else from font size (lines set clearly larger than the
+//! body) and numbering ("3.2 Results" in bold).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use pdfium_render::prelude::{
+    PdfBookmark, PdfDocument, PdfFontWeight, Pdfium, PdfiumError, PdfiumInternalError,
+};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::parsed::{build_sections, collapse_ws, Heading, ParsedDocument};
+use crate::IngestError;
+
+/// The environment variable naming the PDFium library (a file, or a directory holding
+/// `libpdfium.so`).
+pub const PDFIUM_ENV: &str = "EXCERPT_PDFIUM";
+
+/// Most bookmarks read from an outline (a malformed outline can loop).
+const MAX_OUTLINE: usize = 5000;
+
+/// Where PDFium is looked for: `EXCERPT_PDFIUM` (a file, or a directory holding the
+/// library), else `$EXCERPT_HOME/pdfium/libpdfium.so` (`EXCERPT_HOME` defaulting to
+/// `$XDG_CACHE_HOME/excerpt`, then `~/.cache/excerpt`).
+pub fn pdfium_library_path() -> PathBuf {
+    let name = Pdfium::pdfium_platform_library_name();
+    if let Some(p) = std::env::var_os(PDFIUM_ENV).filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_dir() { p.join(&name) } else { p };
+    }
+    let home = match std::env::var_os("EXCERPT_HOME").filter(|p| !p.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(|| PathBuf::from(".cache"))
+            .join("excerpt"),
+    };
+    home.join("pdfium").join(name)
+}
+
+/// The process-wide PDFium instance, bound on first use; the reason when it cannot be.
+fn engine() -> Result<&'static Pdfium, String> {
+    static ENGINE: OnceLock<Result<Pdfium, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let path = pdfium_library_path();
+            if !path.is_file() {
+                return Err(format!(
+                    "PDF support needs PDFium, not found at {}; run scripts/fetch-pdfium.sh or set {PDFIUM_ENV} to a libpdfium",
+                    path.display()
+                ));
+            }
+            match Pdfium::bind_to_library(&path) {
+                Ok(bindings) => Ok(Pdfium::new(bindings)),
+                Err(e) => Err(format!(
+                    "PDF support needs PDFium; {} could not be loaded ({e:?})",
+                    path.display()
+                )),
+            }
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// One line of a page as PDFium lays it out.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Line {
+    /// The text, ligatures normalised, without the line break.
+    pub text: String,
+    /// The most common font size of its visible characters (points).
+    pub size: f32,
+    /// Set in a bold face (weight 600 or more) at its first visible character.
+    pub bold: bool,
+    /// Baseline of its first visible character (points from the bottom of the page).
+    pub y: f32,
+    /// Set in a fixed-pitch face at its first visible character (code, never a heading).
+    pub mono: bool,
+}
+
+/// A bookmark of the outline: title, depth (1 = top) and the page it points to.
+#[derive(Debug, Clone)]
+pub(crate) struct OutlineEntry {
+    pub title: String,
+    pub level: u8,
+    pub page: Option<usize>,
+}
+
+/// Loads a PDF file's bytes. Pages without a text layer (scans) are named in
+/// `warnings`; a PDF with none at all is refused.
+pub(crate) fn load(
+    path: &Path,
+    mut doc: ParsedDocument,
+    bytes: &[u8],
+    warnings: &mut Vec<String>,
+) -> Result<ParsedDocument, IngestError> {
+    let fail = |reason: String| IngestError::Pdf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let pdfium = engine().map_err(|reason| IngestError::PdfEngine {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    let pdf = pdfium
+        .load_pdf_from_byte_slice(bytes, None)
+        .map_err(|e| fail(open_reason(&e)))?;
+    let n = pdf.pages().len() as usize;
+    if n == 0 {
+        return Err(fail("the PDF has zero pages".into()));
+    }
+    let mut pages = Vec::with_capacity(n);
+    let mut unreadable = Vec::new();
+    for i in 0..n {
+        let lines = pdf
+            .pages()
+            .get(i as _)
+            .and_then(|page| page.text().map(|t| page_lines(&t)));
+        pages.push(lines.unwrap_or_else(|_| {
+            unreadable.push(i);
+            Vec::new()
+        }));
+    }
+    if !unreadable.is_empty() && unreadable.len() < n {
+        warnings.push(format!(
+            "{}: PDFium cannot read {}; left out",
+            path.display(),
+            pages_phrase(&unreadable)
+        ));
+    }
+    let outline = outline(&pdf);
+    drop(pdf);
+    let no_text: Vec<usize> = (0..n)
+        .filter(|&i| pages[i].iter().all(|l| l.text.trim().is_empty()))
+        .collect();
+    if no_text.len() == n {
+        return Err(fail(if unreadable.len() == n {
+            "corrupt PDF: PDFium cannot read any of its pages".to_string()
+        } else {
+            format!(
+                "no text layer on {}; OCR is not built in",
+                pages_phrase(&no_text)
+            )
+        }));
+    }
+    let scanned: Vec<usize> = no_text
+        .into_iter()
+        .filter(|i| !unreadable.contains(i))
+        .collect();
+    if !scanned.is_empty() {
+        warnings.push(format!(
+            "{}: no text layer on {} (of {n}); OCR is not built in, left out",
+            path.display(),
+            pages_phrase(&scanned)
+        ));
+    }
+    let a = assemble(&pages, &outline);
+    if a.text.trim().is_empty() {
+        return Err(IngestError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    if let Some(h) = a.headings.iter().min_by_key(|h| (h.level, h.start)) {
+        if a.pages.first().is_some_and(|&(_, end)| h.start < end) {
+            doc.title = h.text.clone();
+        }
+    }
+    doc.metadata
+        .insert("pages".into(), serde_json::Value::from(n));
+    let invalid = |source| IngestError::Invalid {
+        doc_id: doc.id.clone(),
+        source,
+    };
+    let sections = build_sections(&a.text, a.headings).map_err(invalid)?;
+    let idx = excerpt_core::CharIndex::new(&a.text);
+    let mut page_ranges = Vec::with_capacity(a.pages.len());
+    for (s, e) in a.pages {
+        page_ranges.push(idx.range(s, e).map_err(invalid)?);
+    }
+    doc.sections = sections;
+    doc.pages = page_ranges;
+    doc.text = a.text;
+    Ok(doc)
+}
+
+/// Why PDFium could not open a document, in words.
+fn open_reason(e: &PdfiumError) -> String {
+    match e {
+        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => {
+            "encrypted (a password is needed to open it)".into()
+        }
+        PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::SecurityError) => {
+            "encrypted (unsupported security handler)".into()
+        }
+        PdfiumError::PdfiumLibraryInternalError(
+            PdfiumInternalError::FormatError | PdfiumInternalError::FileError,
+        ) => "corrupt or truncated PDF (PDFium cannot parse it)".into(),
+        other => format!("PDFium cannot open it ({other:?})"),
+    }
+}
+
+/// "page 4" or "pages 1–3, 7" for 0-based pages.
+fn pages_phrase(pages: &[usize]) -> String {
+    let word = if pages.len() == 1 { "page" } else { "pages" };
+    format!("{word} {}", page_list(pages))
+}
+
+/// "1–3, 7" for the 0-based pages [0, 1, 2, 6].
+pub(crate) fn page_list(pages: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < pages.len() {
+        let mut j = i;
+        while j + 1 < pages.len() && pages[j + 1] == pages[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            format!("{}", pages[i] + 1)
+        } else {
+            format!("{}–{}", pages[i] + 1, pages[j] + 1)
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// The lines of one page from PDFium's characters (in its reading order; it ends lines
+/// with a generated CR LF).
+fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut cur = Line::default();
+    let mut sizes: Vec<f32> = Vec::new();
+    let finish = |cur: &mut Line, sizes: &mut Vec<f32>, lines: &mut Vec<Line>| {
+        if !cur.text.trim().is_empty() {
+            cur.size = mode(sizes);
+            lines.push(std::mem::take(cur));
+        } else {
+            *cur = Line::default();
+        }
+        sizes.clear();
+    };
+    for ch in text.chars().iter() {
+        let c = match char::from_u32(ch.unicode_value()) {
+            Some('\n') => {
+                finish(&mut cur, &mut sizes, &mut lines);
+                continue;
+            }
+            // PDFium marks a hyphen at a line end with U+0002.
+            Some('\u{2}') => '-',
+            Some('\t' | '\u{a0}') => ' ',
+            Some(c) if c.is_control() || c == '\u{fffe}' || c == '\u{feff}' => continue,
+            Some(c) => c,
+            None => continue,
+        };
+        if !c.is_whitespace() {
+            if sizes.is_empty() {
+                cur.y = ch.origin_y().map(|p| p.value).unwrap_or(0.0);
+                cur.mono = ch.font_is_fixed_pitch();
+                cur.bold = ch.font_is_bold_reenforced()
+                    || ch.font_name().contains("Bold")
+                    || matches!(
+                        ch.font_weight(),
+                        Some(
+                            PdfFontWeight::Weight600
+                                | PdfFontWeight::Weight700Bold
+                                | PdfFontWeight::Weight800
+                                | PdfFontWeight::Weight900
+                        )
+                    );
+            }
+            sizes.push(ch.scaled_font_size().value);
+        }
+        push_normalised(&mut cur.text, c);
+    }
+    finish(&mut cur, &mut sizes, &mut lines);
+    lines
+}
+
+/// Pushes `c`, with presentation forms (ligatures ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ) decomposed by NFKC.
+fn push_normalised(out: &mut String, c: char) {
+    if ('\u{fb00}'..='\u{fb4f}').contains(&c) {
+        out.extend(std::iter::once(c).nfkc());
+    } else {
+        out.push(c);
+    }
+}
+
+/// The most common value, to a tenth of a point (0 when empty).
+fn mode(values: &[f32]) -> f32 {
+    let mut counts: HashMap<i32, usize> = HashMap::new();
+    for v in values {
+        *counts.entry((v * 10.0).round() as i32).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(k, n)| (n, k))
+        .map_or(0.0, |(k, _)| k as f32 / 10.0)
+}
+
+/// The outline in reading order (depth first), at most [`MAX_OUTLINE`] entries, depth 6.
+fn outline(pdf: &PdfDocument<'_>) -> Vec<OutlineEntry> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(PdfBookmark<'_>, u8)> = Vec::new();
+    if let Some(root) = pdf.bookmarks().root() {
+        stack.push((root, 1));
+    }
+    let mut visited = 0usize;
+    while let Some((b, level)) = stack.pop() {
+        visited += 1;
+        if visited > MAX_OUTLINE {
+            break;
+        }
+        let page = b
+            .destination()
+            .and_then(|d| d.page_index().ok())
+            .or_else(|| {
+                b.action().and_then(|a| {
+                    a.as_local_destination_action()
+                        .and_then(|l| l.destination().ok())
+                        .and_then(|d| d.page_index().ok())
+                })
+            })
+            .map(|p| p as usize);
+        if let Some(title) = b.title() {
+            out.push(OutlineEntry {
+                title: collapse_ws(&title),
+                level,
+                page,
+            });
+        }
+        // Sibling after the children: push it first.
+        if let Some(s) = b.next_sibling() {
+            stack.push((s, level));
+        }
+        if level < 6 {
+            if let Some(c) = b.first_child() {
+                stack.push((c, level + 1));
+            }
+        }
+    }
+    out
+}
+
+/// The document text built from the pages' lines, with heading starts and the byte range
+/// of each page (the ranges partition the text; an empty page has an empty range).
+#[derive(Debug, Default)]
+pub(crate) struct Assembled {
+    pub text: String,
+    pub headings: Vec<Heading>,
+    pub pages: Vec<(usize, usize)>,
+}
+
+/// Lowercase, digit runs as `#`, whitespace collapsed: the key that running headers,
+/// footers and page numbers share from page to page.
+fn furniture_key(s: &str) -> String {
+    let mut out = String::new();
+    let mut in_digits = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+            continue;
+        }
+        in_digits = false;
+        if c.is_whitespace() {
+            if !out.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
+            }
+        } else {
+            out.extend(c.to_lowercase());
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// Letters and digits only, lowercase: for matching outline titles to lines.
+fn match_key(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The depth of a heading number ("3" → 1, "3.2" → 2, "A.1" → 2, "(2)" → 2), when `s`
+/// starts with one followed by a space and a letter that is not lowercase (a capital, or
+/// a letter of a script without case).
+fn numbering_depth(s: &str) -> Option<u8> {
+    let (num, rest) = s.split_once(' ')?;
+    let first = rest.trim_start().chars().next()?;
+    if first.is_lowercase() || first.is_ascii_digit() || first.is_whitespace() {
+        return None;
+    }
+    if let Some(inner) = num.strip_prefix('(').and_then(|n| n.strip_suffix(')')) {
+        let ok = (1..=2).contains(&inner.len()) && inner.chars().all(|c| c.is_ascii_digit());
+        return ok.then_some(2);
+    }
+    let num = num.trim_end_matches('.');
+    if num.is_empty() || num.len() > 12 {
+        return None;
+    }
+    let parts: Vec<&str> = num.split('.').collect();
+    let ok = parts.iter().enumerate().all(|(i, p)| {
+        !p.is_empty()
+            && (p.chars().all(|c| c.is_ascii_digit()) && p.len() <= 3
+                || i == 0
+                    && p.len() == 1
+                    && p.chars().all(|c| c.is_ascii_uppercase())
+                    && parts.len() > 1)
+    });
+    ok.then(|| parts.len().min(6) as u8)
+}
+
+/// Plausible heading text: short, has letters, does not end like a sentence.
+fn heading_like(s: &str) -> bool {
+    let t = s.trim();
+    let letters = t.chars().filter(|c| c.is_alphabetic()).count();
+    letters >= 2
+        && t.chars().count() <= 150
+        && !t.ends_with(['.', ',', ';', ':'])
+        && letters * 2 >= t.chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// Builds the text from the pages' lines: see the module documentation.
+pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembled {
+    // Running headers and footers: the first and last two lines of a page whose key
+    // is on at least half the pages (and three of them).
+    let mut drop: HashSet<(usize, usize)> = HashSet::new();
+    let with_text = pages.iter().filter(|p| !p.is_empty()).count();
+    if with_text >= 3 {
+        let edge = |p: &Vec<Line>| -> Vec<usize> {
+            let n = p.len();
+            let mut v: Vec<usize> = (0..n.min(2)).chain(n.saturating_sub(2)..n).collect();
+            v.dedup();
+            v
+        };
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for p in pages {
+            let keys: HashSet<String> =
+                edge(p).iter().map(|&i| furniture_key(&p[i].text)).collect();
+            for k in keys {
+                *count.entry(k).or_default() += 1;
+            }
+        }
+        let threshold = with_text.div_ceil(2).max(3);
+        for (pi, p) in pages.iter().enumerate() {
+            for i in edge(p) {
+                if count
+                    .get(&furniture_key(&p[i].text))
+                    .is_some_and(|&c| c >= threshold)
+                {
+                    drop.insert((pi, i));
+                }
+            }
+        }
+    }
+    let kept = |pi: usize, i: usize| !drop.contains(&(pi, i));
+    // Body size: the most common size, weighted by characters.
+    let mut weight: HashMap<i32, usize> = HashMap::new();
+    for (pi, p) in pages.iter().enumerate() {
+        for (i, l) in p.iter().enumerate() {
+            if kept(pi, i) {
+                *weight.entry((l.size * 2.0).round() as i32).or_default() += l.text.len();
+            }
+        }
+    }
+    let body = weight
+        .into_iter()
+        .max_by_key(|&(k, n)| (n, -k))
+        .map_or(10.0, |(k, _)| k as f32 / 2.0);
+
+    // Heading levels per line: (page, first line) → (level, number of lines).
+    let mut heads: HashMap<(usize, usize), (u8, usize)> = HashMap::new();
+    let from_outline = outline_headings(pages, outline, &kept);
+    if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
+        heads = from_outline;
+    } else {
+        // Font size: lines clearly larger than the body, or bold and a little larger,
+        // or bold and standing alone (a blank line's height above and below); runs of
+        // up to three lines of the same size make one heading.
+        let mut sized: Vec<(usize, usize, usize, f32)> = Vec::new();
+        for (pi, p) in pages.iter().enumerate() {
+            let mut i = 0;
+            while i < p.len() {
+                let l = &p[i];
+                let alone = |k: usize| {
+                    let before = (0..k).rev().find(|&j| kept(pi, j)).map(|j| p[j].y - p[k].y);
+                    let after = (k + 1..p.len())
+                        .find(|&j| kept(pi, j))
+                        .map(|j| p[k].y - p[j].y);
+                    let far = |g: Option<f32>| g.is_none_or(|g| g < 0.0 || g > 1.8 * p[k].size);
+                    far(before) && far(after)
+                };
+                let candidate = kept(pi, i)
+                    && !l.mono
+                    && l.text.chars().any(char::is_alphabetic)
+                    && (l.size >= body * 1.12
+                        || l.bold && l.size >= body * 1.05
+                        || l.bold
+                            && l.size >= body * 0.95
+                            && l.text.chars().count() <= 80
+                            && alone(i));
+                if !candidate {
+                    i += 1;
+                    continue;
+                }
+                let mut j = i + 1;
+                while j < p.len()
+                    && kept(pi, j)
+                    && (p[j].size - l.size).abs() < 0.25
+                    && p[j].bold == l.bold
+                    && l.size >= body * 1.05
+                {
+                    j += 1;
+                }
+                let joined = (i..j)
+                    .map(|k| p[k].text.trim())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if j - i <= 3 && heading_like(&joined) {
+                    sized.push((pi, i, j - i, l.size));
+                }
+                i = j;
+            }
+        }
+        let mut sizes: Vec<i32> = sized.iter().map(|s| (s.3 * 2.0).round() as i32).collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        sizes.dedup();
+        for (pi, i, n, size) in sized {
+            let rank = sizes
+                .iter()
+                .position(|&s| s == (size * 2.0).round() as i32)
+                .unwrap_or(0);
+            let level =
+                numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
+            heads.insert((pi, i), (level, n));
+        }
+        // Numbered headings in bold at about the body size, or a little larger.
+        for (pi, p) in pages.iter().enumerate() {
+            for (i, l) in p.iter().enumerate() {
+                let t = l.text.trim();
+                if kept(pi, i)
+                    && !l.mono
+                    && !heads.contains_key(&(pi, i))
+                    && (l.bold && l.size >= body * 0.95 || l.size >= body * 1.05)
+                    && t.chars().count() <= 100
+                    && heading_like(t)
+                {
+                    if let Some(d) = numbering_depth(t) {
+                        heads.insert((pi, i), (d, 1));
+                    }
+                }
+            }
+        }
+    }
+
+    let mut out = Assembled::default();
+    let text = &mut out.text;
+    for (pi, p) in pages.iter().enumerate() {
+        let start = text.len();
+        let mut prev: Option<&Line> = None;
+        let mut i = 0;
+        while i < p.len() {
+            if !kept(pi, i) {
+                i += 1;
+                continue;
+            }
+            if let Some(&(level, n)) = heads.get(&(pi, i)) {
+                paragraph_break(text);
+                let heading = (i..i + n)
+                    .filter(|&k| kept(pi, k))
+                    .map(|k| p[k].text.trim())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                out.headings.push(Heading {
+                    start: text.len(),
+                    level,
+                    text: collapse_ws(&heading),
+                });
+                text.push_str(&heading);
+                text.push_str("\n\n");
+                prev = None;
+                i += n;
+                continue;
+            }
+            let l = &p[i];
+            let t = l.text.trim();
+            if let Some(pr) = prev {
+                let gap = pr.y - l.y;
+                let hyphen = text.ends_with('-')
+                    && text[..text.len() - 1]
+                        .chars()
+                        .next_back()
+                        .is_some_and(char::is_lowercase)
+                    && t.chars().next().is_some_and(char::is_lowercase);
+                if hyphen {
+                    text.pop();
+                } else if gap < 0.0 || gap > 1.6 * pr.size.max(l.size).max(1.0) {
+                    paragraph_break(text);
+                } else {
+                    text.push('\n');
+                }
+            }
+            text.push_str(t);
+            prev = Some(l);
+            i += 1;
+        }
+        if text.len() > start {
+            paragraph_break(text);
+        }
+        out.pages.push((start, text.len()));
+    }
+    out
+}
+
+/// Ends the text with a blank line (nothing at the very start).
+fn paragraph_break(text: &mut String) {
+    if text.is_empty() {
+        return;
+    }
+    while text.ends_with([' ', '\n']) && !text.ends_with("\n\n") {
+        if text.ends_with(' ') {
+            text.pop();
+        } else {
+            text.push('\n');
+        }
+    }
+    if !text.ends_with('\n') {
+        text.push_str("\n\n");
+    }
+}
+
+/// Headings from the outline: each entry matched to a line (or up to three lines) of its
+/// page, or of any page after the previous match when it names none.
+fn outline_headings(
+    pages: &[Vec<Line>],
+    outline: &[OutlineEntry],
+    kept: &dyn Fn(usize, usize) -> bool,
+) -> HashMap<(usize, usize), (u8, usize)> {
+    let mut heads = HashMap::new();
+    let mut after = (0usize, 0usize);
+    for e in outline {
+        let key = match_key(&e.title);
+        if key.is_empty() {
+            continue;
+        }
+        let range: Vec<usize> = match e.page {
+            Some(p) if p < pages.len() => vec![p],
+            _ => (after.0..pages.len()).collect(),
+        };
+        'pages: for pi in range {
+            let p = &pages[pi];
+            let from = if pi == after.0 { after.1 } else { 0 };
+            for i in from..p.len() {
+                if !kept(pi, i) || heads.contains_key(&(pi, i)) {
+                    continue;
+                }
+                let mut joined = String::new();
+                for n in 1..=3.min(p.len() - i) {
+                    joined.push_str(&match_key(&p[i + n - 1].text));
+                    if joined == key {
+                        heads.insert((pi, i), (e.level, n));
+                        after = (pi, i + n);
+                        break 'pages;
+                    }
+                    if !key.starts_with(&joined) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    heads
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(text: &str, size: f32, y: f32) -> Line {
+        Line {
+            text: text.into(),
+            size,
+            bold: false,
+            y,
+            mono: false,
+        }
+    }
+
+    #[test]
+    fn pages_partition_and_furniture_goes() {
+        let page = |n: usize| {
+            vec![
+                line("ACME Annual Report", 8.0, 800.0),
+                line(
+                    &format!("{n} {}", ["Alpha", "Beta", "Gamma", "Delta"][n - 1]),
+                    14.0,
+                    760.0,
+                ),
+                line(
+                    "Body text that is long enough to be the body of the page, and",
+                    10.0,
+                    740.0,
+                ),
+                line("continues here with a hyphen-", 10.0, 728.0),
+                line(
+                    &format!("ated word, {}.", ["one", "two", "three", "four"][n - 1]),
+                    10.0,
+                    716.0,
+                ),
+                line(&format!("{n}"), 8.0, 40.0),
+            ]
+        };
+        let pages: Vec<Vec<Line>> = (1..=4).map(page).collect();
+        let a = assemble(&pages, &[]);
+        assert!(!a.text.contains("ACME"), "{}", a.text);
+        assert!(a.text.contains("hyphenated word, two."), "{}", a.text);
+        assert_eq!(a.headings.len(), 4);
+        assert_eq!(a.headings[1].text, "2 Beta");
+        assert_eq!(a.headings[1].level, 1);
+        assert_eq!(a.pages[0].0, 0);
+        assert_eq!(a.pages.last().unwrap().1, a.text.len());
+        for w in a.pages.windows(2) {
+            assert_eq!(w[0].1, w[1].0);
+        }
+        assert!(!a.text.contains("\n4\n"));
+        let h = &a.headings[2];
+        assert!(a.text[h.start..].starts_with("3 Gamma\n\n"));
+    }
+
+    #[test]
+    fn outline_titles_match_lines() {
+        let pages = vec![vec![
+            line("Intro", 10.0, 700.0),
+            line("Some text.", 10.0, 690.0),
+            line("Results and", 10.0, 600.0),
+            line("Discussion", 10.0, 590.0),
+            line("More text.", 10.0, 580.0),
+        ]];
+        let outline = vec![
+            OutlineEntry {
+                title: "Intro".into(),
+                level: 1,
+                page: Some(0),
+            },
+            OutlineEntry {
+                title: "Results and Discussion".into(),
+                level: 2,
+                page: Some(0),
+            },
+        ];
+        let a = assemble(&pages, &outline);
+        assert_eq!(a.headings.len(), 2);
+        assert_eq!(a.headings[1].text, "Results and Discussion");
+        assert_eq!(a.headings[1].level, 2);
+    }
+
+    #[test]
+    fn numbering_and_page_lists() {
+        assert_eq!(numbering_depth("3.2 Results"), Some(2));
+        assert_eq!(numbering_depth("3. Results"), Some(1));
+        assert_eq!(numbering_depth("A.1 Proofs"), Some(2));
+        assert_eq!(numbering_depth("2019 was a year"), None);
+        assert_eq!(numbering_depth("3 results"), None);
+        assert_eq!(numbering_depth("(2) 감독당국의"), Some(2));
+        assert_eq!(numbering_depth("1 들어가며"), Some(1));
+        assert_eq!(page_list(&[0, 1, 2, 6]), "1–3, 7");
+        assert_eq!(furniture_key("Page 12 of 40"), "page # of #");
+        let mut s = String::new();
+        push_normalised(&mut s, '\u{fb01}');
+        assert_eq!(s, "fi");
+    }
+}

@@ -1,0 +1,133 @@
+//! PDF loading through the real PDFium (fetched by `scripts/fetch-pdfium.sh`, which
+//! `scripts/test.sh` runs first): pages, headings, running headers, bad PDFs.
+
+use std::path::Path;
+
+use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
+use excerpt_testkit::fixtures::{pdf, report_pdf as report};
+
+fn pdfium_present() {
+    let lib = excerpt_ingest::pdfium_library_path();
+    assert!(
+        lib.is_file(),
+        "PDFium is missing at {}: run scripts/fetch-pdfium.sh",
+        lib.display()
+    );
+}
+
+#[test]
+fn generated_report_has_pages_sections_and_no_furniture() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.pdf");
+    std::fs::write(&path, report()).unwrap();
+    let loaded = load_file(&path, dir.path(), &LoadOptions::default()).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let d = &loaded.documents[0];
+    assert_eq!(d.id, "report.pdf");
+    assert_eq!(d.title, "Lighthouse Maintenance");
+    assert_eq!(d.metadata["pages"], 3);
+    // Pages partition the text.
+    assert_eq!(d.pages.len(), 3);
+    assert_eq!(d.pages[0].byte_start, 0);
+    assert_eq!(d.pages[2].byte_end, d.text.len());
+    for w in d.pages.windows(2) {
+        assert_eq!(w[0].byte_end, w[1].byte_start);
+    }
+    // Running header and page numbers are left out.
+    assert!(!d.text.contains("Annual Report"), "{}", d.text);
+    assert!(!d.text.lines().any(|l| l.trim() == "2"), "{}", d.text);
+    let paths: Vec<String> = d.sections.iter().map(|s| s.path_string()).collect();
+    assert_eq!(
+        paths,
+        [
+            "Lighthouse Maintenance",
+            "1 Introduction",
+            "1 Introduction > 1.1 Fuel supply",
+            "2 Fog signals",
+            "2 Fog signals > 2.1 Compressed air",
+            "3 Staffing",
+        ]
+    );
+    let page_of = |needle: &str| {
+        let at = d
+            .text
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {}", d.text));
+        d.pages
+            .iter()
+            .position(|p| p.byte_start <= at && at < p.byte_end)
+    };
+    assert_eq!(page_of("2.1 Compressed air"), Some(1));
+    assert_eq!(page_of("Three keepers"), Some(2));
+    for s in &d.sections {
+        assert!(s.own.slice(&d.text).starts_with(&s.heading));
+    }
+}
+
+#[test]
+fn bad_pdfs_are_skipped_with_a_reason() {
+    pdfium_present();
+    let good = report();
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "truncated.pdf",
+            good[..good.len() / 3].to_vec(),
+            "truncated",
+        ),
+        ("garbage.pdf", b"%PDF-1.4\nnot really".to_vec(), "corrupt"),
+        ("zero.pdf", pdf(&[]), "zero pages"),
+        (
+            "scan.pdf",
+            pdf(&[vec![], vec![]]),
+            "no text layer on pages 1–2; OCR is not built in",
+        ),
+    ];
+    for (name, bytes, reason) in cases {
+        let err = load_bytes(DocFormat::Pdf, name, &bytes).expect_err(name);
+        let msg = err.to_string();
+        assert!(err.is_skip(), "{name}: {msg}");
+        assert!(msg.contains(reason) && msg.contains(name), "{name}: {msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(matches!(err, IngestError::Pdf { .. }));
+    }
+}
+
+/// Every file of the hard cases from Unstructured's examples either loads or is skipped
+/// with a one-line reason (when the data is there: it is not part of the repository).
+#[test]
+fn unstructured_hard_cases_load_or_skip() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/pdf-unstructured");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("{} is not there; skipped", dir.display());
+        return;
+    };
+    pdfium_present();
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "pdf"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    let (mut ok, mut skipped) = (0, Vec::new());
+    for f in &files {
+        match load_file(f, &dir, &LoadOptions::default()) {
+            Ok(l) => {
+                let d = &l.documents[0];
+                assert!(!d.pages.is_empty() && d.pages.last().unwrap().byte_end == d.text.len());
+                ok += 1;
+            }
+            Err(e) => {
+                assert!(e.is_skip(), "{e}");
+                assert!(!e.to_string().contains('\n'), "{e}");
+                skipped.push(e.to_string());
+            }
+        }
+    }
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(
+        skipped[0].contains("password.pdf: skipped: encrypted"),
+        "{skipped:?}"
+    );
+    assert_eq!(ok, files.len() - 1);
+}
