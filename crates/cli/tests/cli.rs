@@ -902,6 +902,7 @@ fn verify_and_repair_a_damaged_index() {
         .contains("previous generation"));
     assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
     check_index(&index);
+}
 
 /// A generated three-page PDF through the real binary, PDFium and model: pieces carry
 /// their pages and section paths, their text is the document's text at their offsets,
