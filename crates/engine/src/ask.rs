@@ -505,6 +505,8 @@ mod tests {
             relevance: 1.0,
             tokens: 10,
             hits: vec![0],
+            page_start: None,
+            page_end: None,
         }
     }
 

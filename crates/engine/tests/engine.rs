@@ -524,6 +524,7 @@ fn three_segments(dir: &std::path::Path) -> Engine {
             text: text.into(),
             sections: vec![],
             atomic: vec![],
+            pages: vec![],
         };
         engine
             .ingest_documents(vec![doc], &IngestOptions::default(), &NoProgress)
