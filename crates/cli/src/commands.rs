@@ -501,16 +501,21 @@ fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
 
 /// The end of `ask`'s text output: the cited sources, then the flagged citations.
 fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Result<()> {
-    let line = |out: &mut dyn Write, n: usize, p: (&str, &str, &str, usize, usize)| {
+    let line = |out: &mut dyn Write, n: usize, p: (&str, &str, &str, usize, usize), pages| {
         let (doc, title, section, start, end) = p;
         let section = if section.is_empty() {
             String::new()
         } else {
             format!(" › {}", printable(section))
         };
+        let pages = match pages {
+            (Some(a), Some(b)) if a != b => format!(", p. {a}–{b}"),
+            (Some(a), _) => format!(", p. {a}"),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  [{n}] {} — {}{section} (characters {start}–{end})",
+            "  [{n}] {} — {}{section} (characters {start}–{end}{pages})",
             printable(doc),
             printable(title)
         )
@@ -518,7 +523,12 @@ fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Res
     if !answer.citations.is_empty() {
         writeln!(out, "\nSources:")?;
         for c in &answer.citations {
-            line(out, c.n, (&c.doc_id, &c.title, &c.section, c.start, c.end))?;
+            line(
+                out,
+                c.n,
+                (&c.doc_id, &c.title, &c.section, c.start, c.end),
+                (c.page_start, c.page_end),
+            )?;
         }
     } else if !answer.pieces.is_empty() {
         writeln!(out, "\nContext (no piece cited):")?;
@@ -527,6 +537,7 @@ fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Res
                 out,
                 i + 1,
                 (&p.doc_id, &p.title, &p.section, p.start, p.end),
+                (p.page_start, p.page_end),
             )?;
         }
     } else {

@@ -56,6 +56,12 @@ pub struct Citation {
     pub end: usize,
     /// The piece's text.
     pub text: String,
+    /// The page (1-based) the piece starts on, for paged documents (PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_start: Option<u32>,
+    /// The page (1-based) the piece ends on, for paged documents (PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_end: Option<u32>,
     /// The quoted phrases found in the piece, with their exact document offsets.
     pub quotes: Vec<QuoteSpan>,
 }
@@ -370,6 +376,8 @@ pub fn check_citations(answer: &str, pieces: &[Piece]) -> CitationCheck {
                     start: p.start,
                     end: p.end,
                     text: p.text.clone(),
+                    page_start: p.page_start,
+                    page_end: p.page_end,
                     quotes: Vec::new(),
                 });
             }
@@ -558,6 +566,20 @@ mod tests {
                 end: 100 + 57,
             }]
         );
+    }
+
+    #[test]
+    fn citations_carry_the_pages_of_their_piece() {
+        let mut ps = pieces();
+        ps[1].page_start = Some(3);
+        ps[1].page_end = Some(4);
+        let check = check_citations("Herons nest in alders [2]. It whistles [1].", &ps);
+        let pages: Vec<(usize, Option<u32>, Option<u32>)> = check
+            .citations
+            .iter()
+            .map(|c| (c.n, c.page_start, c.page_end))
+            .collect();
+        assert_eq!(pages, vec![(1, None, None), (2, Some(3), Some(4))]);
     }
 
     #[test]
