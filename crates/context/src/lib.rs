@@ -30,6 +30,7 @@ pub use error::ContextError;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};
 pub use render::{
     render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
+    SCORE_ORDER_CLOSING_INSTRUCTION,
 };
 pub use segments::{
     best_segment, select_segments, select_segments_lazy, DocValues, Segment, SegmentError,

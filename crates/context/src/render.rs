@@ -3,11 +3,11 @@
 //!
 //! Order: renderers never re-rank. They show `Context::pieces` in order, grouping pieces
 //! of one document under one header (documents in order of first appearance, pieces in
-//! their relative order). Strategies already emit pieces grouped by document — documents
-//! by best piece score, pieces in reading order — so the JSON, Markdown and text
-//! renderings list the same pieces in the same order.
+//! their relative order). Strategies emit pieces grouped by document — documents by best
+//! piece score, pieces in reading order — unless the context is ordered best first
+//! ([`PieceOrder::Score`]), and the default closing instruction says which.
 
-use crate::context::{Context, Piece};
+use crate::context::{Context, Piece, PieceOrder};
 
 /// The default closing instruction of [`render_text`].
 pub const DEFAULT_CLOSING_INSTRUCTION: &str =
@@ -15,6 +15,14 @@ pub const DEFAULT_CLOSING_INSTRUCTION: &str =
 They are exact quotations, shown in reading order within each document. If the answer is spread \
 across several excerpts or documents, synthesize them into one coherent answer, and say so if \
 the excerpts do not contain it.";
+
+/// What [`DEFAULT_CLOSING_INSTRUCTION`] becomes for a context ordered best first
+/// ([`PieceOrder::Score`]): it must not claim reading order.
+pub const SCORE_ORDER_CLOSING_INSTRUCTION: &str =
+    "Use the excerpts above to answer the user's question. \
+They are exact quotations, the most relevant first. If the answer is spread across several \
+excerpts or documents, synthesize them into one coherent answer, and say so if the excerpts do \
+not contain it.";
 
 /// Options of [`render_text`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +191,11 @@ pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
         .as_deref()
         .filter(|i| !i.trim().is_empty())
     {
+        let instr = if ctx.order == PieceOrder::Score && instr == DEFAULT_CLOSING_INSTRUCTION {
+            SCORE_ORDER_CLOSING_INSTRUCTION
+        } else {
+            instr
+        };
         s.push('\n');
         s.push_str(instr.trim_end());
         s.push('\n');

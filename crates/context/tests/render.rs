@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use excerpt_context::{
-    assemble, render_json, render_markdown, render_text, AssembleRequest, Context, RenderOptions,
-    StrategyConfig,
+    assemble, render_json, render_markdown, render_text, AssembleRequest, Context, PieceOrder,
+    RenderOptions, StrategyConfig, DEFAULT_CLOSING_INSTRUCTION, SCORE_ORDER_CLOSING_INSTRUCTION,
 };
 
 fn context() -> Context {
@@ -79,6 +79,22 @@ fn text_rendering_without_instruction() {
         },
     );
     assert!(s.ends_with("=== END OF DOCUMENT CONTEXT ===\n"));
+}
+
+#[test]
+fn the_closing_instruction_claims_reading_order_only_when_it_holds() {
+    let mut ctx = context();
+    let s = render_text(&ctx, &RenderOptions::default());
+    assert!(s.ends_with(&format!("{DEFAULT_CLOSING_INSTRUCTION}\n")));
+    ctx.order = PieceOrder::Score;
+    let s = render_text(&ctx, &RenderOptions::default());
+    assert!(s.ends_with(&format!("{SCORE_ORDER_CLOSING_INSTRUCTION}\n")));
+    assert!(!s.contains("reading order"));
+    // An instruction of the caller's own is never rewritten.
+    let own = RenderOptions {
+        closing_instruction: Some("Answer briefly.".into()),
+    };
+    assert!(render_text(&ctx, &own).ends_with("Answer briefly.\n"));
 }
 
 #[test]
