@@ -6,22 +6,11 @@
 
 use std::path::Path;
 
-use excerpt_core::{CharIndex, Chunk, ChunkerConfig, Document};
-use excerpt_index::{
-    verify, AnnOptions, AnnStatus, IndexConfig, IndexError, IndexWriter, Snapshot,
-};
+use excerpt_index::{verify, AnnOptions, AnnStatus, IndexError, IndexWriter, Snapshot};
 
-const DIM: usize = 4;
+mod common;
 
-fn config() -> IndexConfig {
-    IndexConfig {
-        model_id: "test-model".into(),
-        dimension: DIM,
-        chunker: ChunkerConfig::Chars { size: 16 },
-        headers: true,
-        contextualizer: None,
-    }
-}
+use common::{config, doc, vectors, DIM};
 
 /// ANN files from the first chunk on, so that repair has them to keep or rebuild.
 fn ann() -> AnnOptions {
@@ -31,49 +20,9 @@ fn ann() -> AnnOptions {
     }
 }
 
-/// A document of chunks cut at every `|`.
-fn doc(id: &str, text: &str) -> Document {
-    let idx = CharIndex::new(text);
-    let mut bounds = Vec::new();
-    let mut start = 0;
-    for (i, _) in text.match_indices('|') {
-        bounds.push((start, i + 1));
-        start = i + 1;
-    }
-    if start < text.len() {
-        bounds.push((start, text.len()));
-    }
-    let chunks: Vec<Chunk> = bounds
-        .iter()
-        .enumerate()
-        .map(|(o, &(a, b))| Chunk {
-            ordinal: o as u32,
-            range: idx.range(a, b).unwrap(),
-            section: None,
-            tokens: 0,
-            context: None,
-        })
-        .collect();
-    Document {
-        id: id.into(),
-        title: format!("Title of {id}"),
-        source: None,
-        metadata: Default::default(),
-        hash: excerpt_core::content_hash(&[id.as_bytes(), text.as_bytes()]),
-        text: text.into(),
-        sections: vec![],
-        sentences: chunks.iter().map(|c| c.range).collect(),
-        chunks,
-        pages: vec![],
-    }
-}
-
 fn put(w: &mut IndexWriter, id: &str, text: &str) {
     let d = doc(id, text);
-    let mut v = vec![0.0; d.chunks.len() * DIM];
-    for c in 0..d.chunks.len() {
-        v[c * DIM + (id.len() + c) % DIM] = 1.0;
-    }
+    let v = vectors(&d, id.len());
     w.put(d, v).unwrap();
 }
 

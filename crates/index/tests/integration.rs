@@ -1,67 +1,12 @@
 //! The index on a real directory: commits, snapshots, searches, replacement, deletion,
 //! locking and recovery from a BM25 index that is ahead of the manifest.
 
-use excerpt_core::{CharIndex, Chunk, ChunkKey, ChunkerConfig, Document};
-use excerpt_index::{DocMask, IndexConfig, IndexError, IndexWriter, Manifest, Snapshot};
+use excerpt_core::{ChunkKey, ChunkerConfig, Document};
+use excerpt_index::{DocMask, IndexError, IndexWriter, Manifest, Snapshot};
 
-const DIM: usize = 4;
+mod common;
 
-fn config() -> IndexConfig {
-    IndexConfig {
-        model_id: "test-model".into(),
-        dimension: DIM,
-        chunker: ChunkerConfig::Chars { size: 16 },
-        headers: true,
-        contextualizer: None,
-    }
-}
-
-/// A document cut into chunks at every `|` (the bars stay in the text).
-fn doc(id: &str, text: &str) -> Document {
-    let idx = CharIndex::new(text);
-    let mut chunks = Vec::new();
-    let mut start = 0;
-    for (i, _) in text.match_indices('|') {
-        chunks.push((start, i + 1));
-        start = i + 1;
-    }
-    if start < text.len() {
-        chunks.push((start, text.len()));
-    }
-    let chunks: Vec<Chunk> = chunks
-        .iter()
-        .enumerate()
-        .map(|(o, &(a, b))| Chunk {
-            ordinal: o as u32,
-            range: idx.range(a, b).unwrap(),
-            section: None,
-            tokens: 0,
-            context: None,
-        })
-        .collect();
-    let sentences = chunks.iter().map(|c| c.range).collect();
-    Document {
-        id: id.into(),
-        title: format!("Title of {id}"),
-        source: None,
-        metadata: Default::default(),
-        hash: excerpt_core::content_hash(&[id.as_bytes(), text.as_bytes()]),
-        text: text.into(),
-        sections: vec![],
-        chunks,
-        sentences,
-        pages: vec![],
-    }
-}
-
-/// One unit vector per chunk: axis `(seed + ordinal) % DIM`.
-fn vectors(d: &Document, seed: usize) -> Vec<f32> {
-    let mut v = vec![0.0; d.chunks.len() * DIM];
-    for c in 0..d.chunks.len() {
-        v[c * DIM + (seed + c) % DIM] = 1.0;
-    }
-    v
-}
+use common::{config, doc, vectors, DIM};
 
 #[test]
 fn commit_then_search_both_ways() {
