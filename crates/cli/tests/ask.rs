@@ -3,6 +3,8 @@
 //! protocol, streaming (server-sent events) or not, and answers like a model that cites
 //! the numbered pieces of its prompt.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -11,7 +13,6 @@ use excerpt_testkit::axum::extract::State;
 use excerpt_testkit::axum::response::{IntoResponse, Response};
 use excerpt_testkit::axum::routing::post;
 use excerpt_testkit::axum::{Json, Router};
-use excerpt_testkit::fixtures::write_file;
 use excerpt_testkit::openai::{self, Usage};
 use excerpt_testkit::{Fail, FakeServer, Script};
 use serde_json::Value;
@@ -88,30 +89,19 @@ fn fake_chat() -> (FakeServer, Fake) {
 }
 
 fn build_index(dir: &Path) -> PathBuf {
-    write_file(
+    common::ingest_docs(
         dir,
-        "docs/kettle.md",
-        b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
-    );
-    write_file(
-        dir,
-        "docs/heron.md",
-        b"# Herons\n\nThe grey heron nests in tall alder trees by the river.\n",
-    );
-    let index = dir.join("idx");
-    let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
-        .arg("--index")
-        .arg(&index)
-        .args(["--quiet", "ingest"])
-        .arg(dir.join("docs"))
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
+        &[
+            (
+                "kettle.md",
+                b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
+            ),
+            (
+                "heron.md",
+                b"# Herons\n\nThe grey heron nests in tall alder trees by the river.\n",
+            ),
+        ],
+    )
 }
 
 fn ask(index: &Path, server: &FakeServer, args: &[&str]) -> Output {

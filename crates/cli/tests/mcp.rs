@@ -1,10 +1,10 @@
 //! `excerpt mcp` end to end: the real binary on a real on-disk index, driven by the
 //! official Rust MCP client (rmcp) over the child process's stdin and stdout.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-use excerpt_testkit::fixtures::write_file;
+use std::path::Path;
+
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
@@ -13,30 +13,13 @@ use serde_json::{json, Value};
 
 /// Builds an index of two Markdown files with the real binary.
 fn build_index(dir: &Path) -> std::path::PathBuf {
-    write_file(
+    common::ingest_docs(
         dir,
-        "docs/install.md",
-        b"# Install\n\nRun the setup script to fetch the embedding model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n",
-    );
-    write_file(
-        dir,
-        "docs/kettle.md",
-        b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
-    );
-    let index = dir.join("idx");
-    let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
-        .arg("--index")
-        .arg(&index)
-        .args(["--quiet", "ingest"])
-        .arg(dir.join("docs"))
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
+        &[
+        ("install.md", b"# Install\n\nRun the setup script to fetch the embedding model.\n\n## Offline\n\nEverything works without network access once the model is cached.\n"),
+        ("kettle.md", b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n"),
+        ],
+    )
 }
 
 /// Starts `excerpt --index INDEX mcp EXTRA...` and connects the rmcp client to it.
