@@ -630,30 +630,41 @@ fn auto_routes_by_query_form_and_document_structure() {
         ctx.notes
     );
     assert_eq!(ctx.pieces, same_as("rse", &r));
-    // A pinpoint question over a document without headings goes to topk.
+    // A pinpoint question goes to topk's sentence route.
     r.query = "Receiving Party shall return the documents";
     let ctx = assemble(&auto, &r).unwrap();
-    assert!(ctx.notes[0].contains("no headings"), "{:?}", ctx.notes);
+    assert!(
+        ctx.notes[0].contains("pinpoint question: topk"),
+        "{:?}",
+        ctx.notes
+    );
     assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     assert_ne!(
         ctx.pieces,
         same_as("rse", &r),
         "the test must tell routes apart"
     );
-    // The same question over sectioned documents goes to section.
+    // Over sectioned documents it stays on sentences by default; with `sections=true`
+    // it goes to section.
     let c = sectioned();
     let hits = vec![hit(0, 1, 0.9), hit(0, 3, 0.8)];
     let mut r = req(&c, &hits, 1000, None, None);
     r.query = "where is the setting";
     let ctx = assemble(&auto, &r).unwrap();
-    assert!(ctx.notes[0].contains("headings in"), "{:?}", ctx.notes);
-    assert_eq!(ctx.pieces, same_as("section", &r));
-    let no_sections = StrategyConfig::Auto(AutoParams {
-        sections: false,
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    let with_sections = StrategyConfig::Auto(AutoParams {
+        sections: true,
         ..Default::default()
     });
-    let ctx = assemble(&no_sections, &r).unwrap();
-    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    assert_eq!(with_sections, "auto:sections=true".parse().unwrap());
+    let ctx = assemble(&with_sections, &r).unwrap();
+    assert!(ctx.notes[0].contains("headings in"), "{:?}", ctx.notes);
+    assert_eq!(ctx.pieces, same_as("section", &r));
+    assert_ne!(
+        ctx.pieces,
+        same_as("topk:unit=sentence,order=score", &r),
+        "the test must tell routes apart"
+    );
 }
 
 #[test]
