@@ -230,7 +230,17 @@ pub(crate) fn best_sentences(
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
-        for (i, range) in doc.sentences.iter().enumerate() {
+        let blocks = block_spans(doc);
+        let mut next = 0usize;
+        while next < doc.sentences.len() {
+            let i = next;
+            // A code block or table is one unit; any other sentence is its own.
+            let (range, whole_block) = match blocks.get(&i) {
+                Some(&last) => (doc.sentences[i].cover(&doc.sentences[last]), true),
+                None => (doc.sentences[i], false),
+            };
+            next = blocks.get(&i).map_or(i + 1, |&last| last + 1);
+            let range = &range;
             // The pooled chunks the sentence overlaps; the best one values it.
             let first = doc
                 .chunks
@@ -245,7 +255,7 @@ pub(crate) fn best_sentences(
                 })
                 .collect();
             if let Some(r) = pooled.iter().map(|p| p.1).reduce(f32::max) {
-                let parts = if clause_chars > 0 {
+                let parts = if clause_chars > 0 && !whole_block {
                     clauses(&doc.text, *range, clause_chars)
                 } else {
                     vec![*range]
@@ -358,6 +368,61 @@ pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRan
             char_end: s.char_start + w[1].1,
         })
         .collect()
+}
+
+/// Longest code block or table, in characters, that sentence-level `topk` takes as one
+/// unit; a longer one stays cut into its lines.
+const MAX_BLOCK_CHARS: usize = 1500;
+
+/// The fenced code blocks (between lines opening with three backticks or tildes) and
+/// tables (runs of lines opening with `|`) of `doc` of at most [`MAX_BLOCK_CHARS`]
+/// characters and more than one sentence, as a map from a block's first sentence to its
+/// last. Sentences break at every line end, so a block is a whole run of sentences.
+pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
+    let text = doc.text.as_str();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut fence: Option<usize> = None;
+    let mut table: Option<(usize, usize)> = None;
+    let mut at = 0usize;
+    for line in text.split_inclusive('\n') {
+        let (start, end) = (at, at + line.len());
+        at = end;
+        let t = line.trim_start();
+        let is_fence = t.starts_with("```") || t.starts_with("~~~");
+        if let Some(open) = fence {
+            if is_fence {
+                spans.push((open, end));
+                fence = None;
+            }
+            continue;
+        }
+        if t.starts_with('|') {
+            table = Some(table.map_or((start, end), |(s, _)| (s, end)));
+            continue;
+        }
+        if let Some(tb) = table.take() {
+            spans.push(tb);
+        }
+        if is_fence {
+            fence = Some(start);
+        }
+    }
+    spans.extend(table);
+    let mut out = BTreeMap::new();
+    for (start, end) in spans {
+        if text[start..end].chars().count() > MAX_BLOCK_CHARS {
+            continue;
+        }
+        let first = doc.sentences.partition_point(|s| s.byte_end <= start);
+        let last = doc
+            .sentences
+            .partition_point(|s| s.byte_start < end)
+            .saturating_sub(1);
+        if last > first {
+            out.insert(first, last);
+        }
+    }
+    out
 }
 
 /// Whether `text` opens with a list enumerator: `(a)`, `(iv)`, `(2)`, `a)`, `iv)`, `2)`,

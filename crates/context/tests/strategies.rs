@@ -668,6 +668,43 @@ fn auto_routes_by_query_form_and_document_structure() {
 }
 
 #[test]
+fn topk_sentences_keep_a_code_block_or_table_whole() {
+    let c = TestCorpus::new(vec![build_doc(
+        "guide.md",
+        "Guide",
+        &[
+            chunk(&["Some intro. ", "Install the tool first.\n"]),
+            chunk(&[
+                "```sh\n",
+                "cargo install zeta\n",
+                "zeta --init\n",
+                "```\n",
+                "Then check the flags below.\n",
+                "| flag | effect |\n",
+                "| --init | writes zeta config |\n",
+                "Unrelated closing words. ",
+            ]),
+        ],
+    )]);
+    let hits = vec![hit(0, 1, 0.9), hit(0, 0, 0.5)];
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
+    let mut r = req(&c, &hits, 19, None, None);
+    r.query = "zeta config";
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 19, &WordTokens, true).unwrap();
+    let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+    // The table line naming both words brings its whole table, the code block comes
+    // whole too (one unit each), never a single line cut out of either.
+    assert_eq!(
+        texts,
+        [
+            "| flag | effect |\n| --init | writes zeta config |\n",
+            "```sh\ncargo install zeta\nzeta --init\n```\n"
+        ]
+    );
+}
+
+#[test]
 fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
     let c = TestCorpus::new(vec![build_doc(
         "nda.md",
