@@ -27,7 +27,8 @@ pub struct Cli {
 /// Options shared by every command.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Index directory.
+    /// Index directory, or a PostgreSQL database with pgvector
+    /// (postgres://user:password@host:port/db) holding the index.
     #[arg(long, global = true, env = "EXCERPT_INDEX", default_value = ".excerpt")]
     pub index: PathBuf,
     /// Local embedding model: a sentence-transformers directory, or a name under

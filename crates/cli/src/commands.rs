@@ -292,7 +292,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         writeln!(
             err,
             "index {}: {} documents (generation {})",
-            g.index.display(),
+            shown_index(&g.index),
             report.documents,
             report.generation
         )?;
@@ -617,7 +617,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         let v = engine.stats()?;
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        writeln!(stdout, "index       {}", g.index.display())?;
+        writeln!(stdout, "index       {}", shown_index(&g.index))?;
         writeln!(stdout, "generation  {}", s.generation)?;
         writeln!(stdout, "documents   {}", s.documents)?;
         writeln!(stdout, "chunks      {}", s.chunks)?;
@@ -675,7 +675,7 @@ fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(
             stdout,
             "index {}: generation {generation}, {} readable documents, {} files checked",
-            g.index.display(),
+            shown_index(&g.index),
             report.documents,
             report.files.len()
         )?;
@@ -746,7 +746,7 @@ fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "index {}: {} documents (generation {})",
-        g.index.display(),
+        shown_index(&g.index),
         report.documents,
         report.generation
     )?;
@@ -815,7 +815,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };
-    let index = g.index.display().to_string();
+    let index = shown_index(&g.index);
     let quiet = g.quiet;
     excerpt_server::run_blocking(&a.addr, engine, options, |addr| {
         // The one line on stdout: scripts and tests read the bound address from it.
@@ -855,7 +855,7 @@ fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
         };
         eprintln!(
             "serving index {} over MCP on stdio{writes}",
-            g.index.display()
+            shown_index(&g.index)
         );
     }
     let options = excerpt_mcp::McpOptions {
@@ -948,4 +948,9 @@ mod tests {
         let e = anyhow::Error::from(EvalError::Invalid("no queries".into()));
         assert_eq!((message(&e).as_str(), exit_code(&e)), ("no queries", 1));
     }
+}
+
+/// The index as messages name it: a directory, or a PostgreSQL URL without its password.
+fn shown_index(index: &std::path::Path) -> String {
+    excerpt::redact_url(&index.display().to_string())
 }

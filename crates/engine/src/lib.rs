@@ -45,6 +45,7 @@ pub use ask::{Answer, AskOptions};
 pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
+pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
 pub use query::{Mode, QueryRequest, Retrieved};
 pub use render::{render, RenderFormat};
