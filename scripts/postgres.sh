@@ -166,9 +166,17 @@ stop() {
   rm -rf "$state"
 }
 
+# One start or stop at a time (test processes start it concurrently).
+with_lock() {
+  mkdir -p "$cache"
+  exec 9>"$cache/lock-$(id -u)"
+  flock 9
+  "$@"
+}
+
 case "${1:-}" in
-  start) start ;;
-  stop) stop ;;
+  start) with_lock start ;;
+  stop) with_lock stop ;;
   url) running || die "not running (scripts/postgres.sh start)"; url_of "$(cat "$state/port")" ;;
   *) echo "usage: scripts/postgres.sh start|stop|url" >&2; exit 2 ;;
 esac
