@@ -1,12 +1,9 @@
 //! The PostgreSQL backend against a real PostgreSQL 18 + pgvector, started by
-//! `scripts/postgres.sh` (each test in a database of its own). When the server cannot
-//! start, the tests say so and pass, unless `EXCERPT_REQUIRE_POSTGRES=1` (CI), where
-//! that is a failure.
+//! `scripts/postgres.sh` through `excerpt_testkit::postgres` (each test in a database of
+//! its own). When the server cannot start, the tests say so and pass, unless
+//! `EXCERPT_REQUIRE_POSTGRES=1` (CI), where that is a failure.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use excerpt_core::{Chunk, ChunkKey, Document, ErrorKind, TextRange};
 use excerpt_index::IndexConfig;
@@ -15,42 +12,12 @@ use excerpt_retrieve::{Filter, MetaCondition, SearchRequest, Store, StoreError};
 
 const DIM: usize = 4;
 
-/// The server's URL (database `excerpt`), or `None` (with a message) when it cannot
-/// start and starting is not required.
 fn server() -> Option<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh");
-    let out = Command::new("bash").arg(&script).arg("start").output();
-    let failure = match out {
-        Ok(o) if o.status.success() => {
-            return Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
-        }
-        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-        Err(e) => e.to_string(),
-    };
-    if std::env::var("EXCERPT_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-        panic!("PostgreSQL did not start (EXCERPT_REQUIRE_POSTGRES=1): {failure}");
-    }
-    eprintln!("SKIPPED: PostgreSQL could not start through scripts/postgres.sh: {failure}");
-    None
+    excerpt_testkit::postgres::server()
 }
 
-/// A fresh database on the server; returns its URL.
 fn fresh_database(tag: &str) -> Option<String> {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let base = server()?;
-    let name = format!(
-        "t_{tag}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut admin = postgres::Client::connect(&base, postgres::NoTls).expect("admin connection");
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .expect("create database");
-    Some(
-        base.rsplit_once('/')
-            .map(|(head, _)| format!("{head}/{name}"))?,
-    )
+    excerpt_testkit::postgres::database(tag)
 }
 
 fn config(model: &str) -> IndexConfig {
