@@ -138,7 +138,7 @@ start() {
   while :; do
     port=$(free_port)
     if as_pg "$install/bin/pg_ctl" -D "$data" -l "$state/postgres.log" -w -t 30 \
-      -o "-h 127.0.0.1 -p $port -k $state -c fsync=off -c max_connections=200" start >/dev/null 2>&1; then
+      -o "-h 127.0.0.1 -p $port -k $state -c fsync=off -c max_connections=200" start >/dev/null 2>&1 9>&-; then
       break
     fi
     tries=$((tries + 1))
@@ -166,7 +166,8 @@ stop() {
   rm -rf "$state"
 }
 
-# One start or stop at a time (test processes start it concurrently).
+# One start or stop at a time (test processes start it concurrently). The server must
+# not inherit the lock's descriptor (it is closed for pg_ctl above), or it would hold it.
 with_lock() {
   mkdir -p "$cache"
   exec 9>"$cache/lock-$(id -u)"
