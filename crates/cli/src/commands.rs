@@ -885,6 +885,11 @@ fn init_logging(quiet: bool, format: LogFormat) {
     };
 }
 
+/// The index as messages name it: a directory, or a PostgreSQL URL without its password.
+fn shown_index(index: &std::path::Path) -> String {
+    excerpt::redact_url(&index.display().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -948,9 +953,4 @@ mod tests {
         let e = anyhow::Error::from(EvalError::Invalid("no queries".into()));
         assert_eq!((message(&e).as_str(), exit_code(&e)), ("no queries", 1));
     }
-}
-
-/// The index as messages name it: a directory, or a PostgreSQL URL without its password.
-fn shown_index(index: &std::path::Path) -> String {
-    excerpt::redact_url(&index.display().to_string())
 }

@@ -17,6 +17,9 @@ use crate::EngineError;
 /// Query-time sentence vectors the engine keeps (about 1.5 KiB each at 384 dimensions).
 const SENTENCE_MEMO_CAPACITY: usize = 16_384;
 
+/// A store to query, and the embedded index's snapshot behind it (`None` on PostgreSQL).
+pub(crate) type OpenStore = (Arc<dyn Store>, Option<Arc<Snapshot>>);
+
 /// Which embedding model to use.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EmbedderSpec {
@@ -183,7 +186,7 @@ impl Engine {
 
     /// The store queries read: the PostgreSQL index, or the latest snapshot of the
     /// index directory (returned too, for its damage warnings).
-    pub fn store(&self) -> Result<(Arc<dyn Store>, Option<Arc<Snapshot>>), EngineError> {
+    pub(crate) fn store(&self) -> Result<OpenStore, EngineError> {
         if let Some(pg) = self.postgres()? {
             return Ok((pg, None));
         }

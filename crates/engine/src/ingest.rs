@@ -133,7 +133,7 @@ impl Engine {
                 let mut pg = PgIndex::connect(url)?;
                 pg.ensure_config(&config)?;
                 self.forget_postgres();
-                Sink::Pg(Box::new(pg))
+                Sink::Pg(pg)
             }
             None => Sink::Dir {
                 writer: IndexWriter::open(&self.options.index_dir, config.clone())?,
@@ -243,14 +243,16 @@ impl Engine {
 }
 
 /// Where an ingest writes: the embedded index's writer (staging documents until a
-/// commit), or the PostgreSQL index (one transaction per document).
+/// commit), or the PostgreSQL index (one transaction per document). One per ingest run,
+/// so the size of the directory variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Sink {
     Dir {
         writer: IndexWriter,
         /// Vectors already in the index, by embedding-input key (built on first need).
         cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
     },
-    Pg(Box<PgIndex>),
+    Pg(PgIndex),
 }
 
 impl Sink {

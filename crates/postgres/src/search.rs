@@ -32,11 +32,14 @@ impl From<PgError> for StoreError {
     }
 }
 
+/// A fetched document: itself, its chunk vectors and its sentence vectors (row-major).
+type Fetched = (Document, Vec<f32>, Option<Vec<f32>>);
+
 /// The documents a query's results name, with their chunk (and sentence) vectors.
 #[derive(Debug, Default)]
 pub struct PgCorpus {
     dim: usize,
-    docs: HashMap<u32, (Document, Vec<f32>, Option<Vec<f32>>)>,
+    docs: HashMap<u32, Fetched>,
 }
 
 impl Corpus for PgCorpus {
@@ -67,7 +70,7 @@ fn like_prefix(prefix: &str) -> String {
     out
 }
 
-fn sort_results(list: &mut Vec<(ChunkKey, f32)>) {
+fn sort_results(list: &mut [(ChunkKey, f32)]) {
     list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 }
 
