@@ -18,7 +18,7 @@ use crate::EngineError;
 const SENTENCE_MEMO_CAPACITY: usize = 16_384;
 
 /// A store to query, and the embedded index's snapshot behind it (`None` on PostgreSQL).
-pub(crate) type OpenStore = (Arc<dyn Store>, Option<Arc<Snapshot>>);
+pub type OpenStore = (Arc<dyn Store>, Option<Arc<Snapshot>>);
 
 /// Which embedding model to use.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,7 +186,7 @@ impl Engine {
 
     /// The store queries read: the PostgreSQL index, or the latest snapshot of the
     /// index directory (returned too, for its damage warnings).
-    pub(crate) fn store(&self) -> Result<OpenStore, EngineError> {
+    pub fn store(&self) -> Result<OpenStore, EngineError> {
         if let Some(pg) = self.postgres()? {
             return Ok((pg, None));
         }

@@ -43,7 +43,7 @@ mod spec;
 
 pub use ask::{Answer, AskOptions};
 pub use contextualize::ContextualizeOptions;
-pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
+pub use engine::{EmbedderSpec, Engine, EngineOptions, OpenStore, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
