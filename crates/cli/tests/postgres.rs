@@ -107,7 +107,7 @@ fn two_servers_answer_alike_while_a_third_process_ingests_and_a_killed_ingest_re
         write_file(
             &more.join("b"),
             &format!("n{i}.md"),
-            &format!("# Note {i}\n\nOwls and mice appear in note {i}, with voles.\n"),
+            format!("# Note {i}\n\nOwls and mice appear in note {i}, with voles.\n"),
         );
     }
     let mut writer = bin()
@@ -138,7 +138,7 @@ fn two_servers_answer_alike_while_a_third_process_ingests_and_a_killed_ingest_re
         write_file(
             &more.join("c"),
             &format!("k{i}.md"),
-            &format!("# Kill {i}\n\nA paragraph about badgers number {i}.\n\nAnd another about foxes {i}.\n"),
+            format!("# Kill {i}\n\nA paragraph about badgers number {i}.\n\nAnd another about foxes {i}.\n"),
         );
     }
     let mut victim = bin()
