@@ -193,6 +193,7 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
         headers,
         llm_encoding: g.llm_encoding.clone(),
         reranker,
+        hnsw_ef_search: g.hnsw_ef_search.map(|v| v as usize),
     })
 }
 

@@ -59,6 +59,9 @@ pub struct EngineOptions {
     pub llm_encoding: String,
     /// Reranker applied to the fused candidates when a request asks for it.
     pub reranker: Option<RerankerSpec>,
+    /// `hnsw.ef_search` of dense searches on a PostgreSQL index (`None`: 100; a search
+    /// for more candidates uses that many).
+    pub hnsw_ef_search: Option<usize>,
 }
 
 impl EngineOptions {
@@ -72,6 +75,7 @@ impl EngineOptions {
             headers: None,
             llm_encoding: "cl100k_base".into(),
             reranker: None,
+            hnsw_ef_search: None,
         }
     }
 }
@@ -174,7 +178,11 @@ impl Engine {
         if let Some(pg) = guard.as_ref().filter(|pg| pg.config().is_some()) {
             return Ok(Some(pg.clone()));
         }
-        let pg = Arc::new(PgIndex::connect(url)?);
+        let mut pg = PgIndex::connect(url)?;
+        if let Some(ef) = self.options.hnsw_ef_search {
+            pg.set_ef_search(ef);
+        }
+        let pg = Arc::new(pg);
         *guard = Some(pg.clone());
         Ok(Some(pg))
     }
@@ -188,6 +196,12 @@ impl Engine {
     /// index directory (returned too, for its damage warnings).
     pub fn store(&self) -> Result<OpenStore, EngineError> {
         if let Some(pg) = self.postgres()? {
+            if pg.config().is_none() {
+                return Err(excerpt_postgres::PgError::NoIndex {
+                    url: pg.url().to_string(),
+                }
+                .into());
+            }
             return Ok((pg, None));
         }
         let snapshot = self.snapshot()?;

@@ -44,6 +44,11 @@ fn every_strategy_runs_on_postgres_and_dense_matches_the_directory_index() {
     let pg = Engine::new(options(&url));
     assert_eq!(pg.postgres_url(), Some(url.as_str()));
 
+    // An empty database is no index yet (not a model mismatch).
+    let err = pg.query(&QueryRequest::new("owls")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(err.to_string().contains("ingest documents first"), "{err}");
+
     let paths = [docs.clone()];
     let a = local
         .ingest(&paths, &IngestOptions::default(), &NoProgress)

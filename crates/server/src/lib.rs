@@ -194,7 +194,9 @@ pub fn warm_up(engine: &Engine) -> Result<(), EngineError> {
     engine.llm_tokens()?;
     engine.reranker()?;
     match engine.store() {
-        Ok(_) | Err(EngineError::Index(excerpt::IndexError::NotFound { .. })) => Ok(()),
+        Ok(_)
+        | Err(EngineError::Index(excerpt::IndexError::NotFound { .. }))
+        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(()),
         Err(e) => Err(e),
     }
 }
