@@ -8,6 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
 scripts/fetch-pdfium.sh
+# The PostgreSQL index's tests run against a real PostgreSQL 18 + pgvector; in CI they
+# must not skip, so a server that cannot start fails them.
+pg_started=$(date +%s%N)
+scripts/postgres.sh start >/dev/null
+echo "postgres: started in $(( ($(date +%s%N) - pg_started) / 1000000 )) ms"
+export EXCERPT_REQUIRE_POSTGRES=1
+trap 'scripts/postgres.sh stop' EXIT
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi

@@ -27,9 +27,14 @@ pub struct Cli {
 /// Options shared by every command.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Index directory.
+    /// Index directory, or a PostgreSQL database with pgvector
+    /// (postgres://user:password@host:port/db) holding the index.
     #[arg(long, global = true, env = "EXCERPT_INDEX", default_value = ".excerpt")]
     pub index: PathBuf,
+    /// HNSW candidate list of dense searches on a PostgreSQL index (pgvector's
+    /// hnsw.ef_search; higher is slower and closer to exact; default 100).
+    #[arg(long, global = true, env = "EXCERPT_HNSW_EF_SEARCH", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub hnsw_ef_search: Option<u64>,
     /// Local embedding model: a sentence-transformers directory, or a name under
     /// $EXCERPT_HOME/models (default all-MiniLM-L6-v2).
     #[arg(long, global = true, env = "EXCERPT_MODEL")]

@@ -193,6 +193,7 @@ fn engine(g: &Global, chunker: Option<excerpt::ChunkerConfig>, headers: Option<b
         headers,
         llm_encoding: g.llm_encoding.clone(),
         reranker,
+        hnsw_ef_search: g.hnsw_ef_search.map(|v| v as usize),
     })
 }
 
@@ -292,7 +293,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         writeln!(
             err,
             "index {}: {} documents (generation {})",
-            g.index.display(),
+            shown_index(&g.index),
             report.documents,
             report.generation
         )?;
@@ -617,7 +618,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         let v = engine.stats()?;
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        writeln!(stdout, "index       {}", g.index.display())?;
+        writeln!(stdout, "index       {}", shown_index(&g.index))?;
         writeln!(stdout, "generation  {}", s.generation)?;
         writeln!(stdout, "documents   {}", s.documents)?;
         writeln!(stdout, "chunks      {}", s.chunks)?;
@@ -675,7 +676,7 @@ fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(
             stdout,
             "index {}: generation {generation}, {} readable documents, {} files checked",
-            g.index.display(),
+            shown_index(&g.index),
             report.documents,
             report.files.len()
         )?;
@@ -746,7 +747,7 @@ fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "index {}: {} documents (generation {})",
-        g.index.display(),
+        shown_index(&g.index),
         report.documents,
         report.generation
     )?;
@@ -815,7 +816,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };
-    let index = g.index.display().to_string();
+    let index = shown_index(&g.index);
     let quiet = g.quiet;
     excerpt_server::run_blocking(&a.addr, engine, options, |addr| {
         // The one line on stdout: scripts and tests read the bound address from it.
@@ -855,7 +856,7 @@ fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
         };
         eprintln!(
             "serving index {} over MCP on stdio{writes}",
-            g.index.display()
+            shown_index(&g.index)
         );
     }
     let options = excerpt_mcp::McpOptions {
@@ -883,6 +884,11 @@ fn init_logging(quiet: bool, format: LogFormat) {
         LogFormat::Text => builder.compact().try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// The index as messages name it: a directory, or a PostgreSQL URL without its password.
+fn shown_index(index: &std::path::Path) -> String {
+    excerpt::redact_url(&index.display().to_string())
 }
 
 #[cfg(test)]

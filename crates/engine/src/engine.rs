@@ -8,12 +8,17 @@ use excerpt_embed::{
     RerankConfig,
 };
 use excerpt_index::{AnnOptions, IndexConfig, IndexWriter, RepairReport, Snapshot, VerifyReport};
+use excerpt_postgres::PgIndex;
+use excerpt_retrieve::{SnapshotStore, Store};
 
 use crate::memo::VectorMemo;
 use crate::EngineError;
 
 /// Query-time sentence vectors the engine keeps (about 1.5 KiB each at 384 dimensions).
 const SENTENCE_MEMO_CAPACITY: usize = 16_384;
+
+/// A store to query, and the embedded index's snapshot behind it (`None` on PostgreSQL).
+pub type OpenStore = (Arc<dyn Store>, Option<Arc<Snapshot>>);
 
 /// Which embedding model to use.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +45,8 @@ pub enum RerankerSpec {
 /// How to open an [`Engine`].
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// The index directory.
+    /// The index directory, or the URL of a PostgreSQL database
+    /// (`postgres://user@host/db`) holding the index.
     pub index_dir: PathBuf,
     /// The embedding model.
     pub embedder: EmbedderSpec,
@@ -53,6 +59,9 @@ pub struct EngineOptions {
     pub llm_encoding: String,
     /// Reranker applied to the fused candidates when a request asks for it.
     pub reranker: Option<RerankerSpec>,
+    /// `hnsw.ef_search` of dense searches on a PostgreSQL index (`None`: 100; a search
+    /// for more candidates uses that many).
+    pub hnsw_ef_search: Option<usize>,
 }
 
 impl EngineOptions {
@@ -66,6 +75,7 @@ impl EngineOptions {
             headers: None,
             llm_encoding: "cl100k_base".into(),
             reranker: None,
+            hnsw_ef_search: None,
         }
     }
 }
@@ -81,6 +91,8 @@ pub struct Engine {
     llm_tokens: OnceLock<Arc<TiktokenCounter>>,
     reranker: OnceLock<Arc<dyn Reranker>>,
     snapshot: Mutex<Option<Arc<Snapshot>>>,
+    /// The PostgreSQL index, connected on first use (when `index_dir` is a URL).
+    postgres: Mutex<Option<Arc<PgIndex>>>,
     /// Sentence vectors embedded at query time (`window`), reused across queries.
     pub(crate) sentence_memo: Mutex<VectorMemo>,
 }
@@ -102,6 +114,7 @@ impl Engine {
             llm_tokens: OnceLock::new(),
             reranker: OnceLock::new(),
             snapshot: Mutex::new(None),
+            postgres: Mutex::new(None),
             sentence_memo: Mutex::new(VectorMemo::new(SENTENCE_MEMO_CAPACITY)),
         }
     }
@@ -146,6 +159,55 @@ impl Engine {
         Ok(Some(self.reranker.get_or_init(|| loaded).clone()))
     }
 
+    /// The PostgreSQL URL the index lives at, when `index_dir` is one.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.options
+            .index_dir
+            .to_str()
+            .filter(|s| excerpt_postgres::is_postgres_url(s))
+    }
+
+    /// The PostgreSQL index (connected on first call, and again while it has no config
+    /// yet, so a query sees the first ingest of another process); `None` when the index
+    /// is a directory.
+    pub(crate) fn postgres(&self) -> Result<Option<Arc<PgIndex>>, EngineError> {
+        let Some(url) = self.postgres_url() else {
+            return Ok(None);
+        };
+        let mut guard = self.postgres.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pg) = guard.as_ref().filter(|pg| pg.config().is_some()) {
+            return Ok(Some(pg.clone()));
+        }
+        let mut pg = PgIndex::connect(url)?;
+        if let Some(ef) = self.options.hnsw_ef_search {
+            pg.set_ef_search(ef);
+        }
+        let pg = Arc::new(pg);
+        *guard = Some(pg.clone());
+        Ok(Some(pg))
+    }
+
+    /// Forgets the cached PostgreSQL connection (after a write changed its config).
+    pub(crate) fn forget_postgres(&self) {
+        *self.postgres.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The store queries read: the PostgreSQL index, or the latest snapshot of the
+    /// index directory (returned too, for its damage warnings).
+    pub fn store(&self) -> Result<OpenStore, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            if pg.config().is_none() {
+                return Err(excerpt_postgres::PgError::NoIndex {
+                    url: pg.url().to_string(),
+                }
+                .into());
+            }
+            return Ok((pg, None));
+        }
+        let snapshot = self.snapshot()?;
+        Ok((Arc::new(SnapshotStore(snapshot.clone())), Some(snapshot)))
+    }
+
     /// The LLM token counter budgets are measured with, loaded on first call.
     pub fn llm_tokens(&self) -> Result<Arc<TiktokenCounter>, EngineError> {
         if let Some(t) = self.llm_tokens.get() {
@@ -159,6 +221,12 @@ impl Engine {
     /// A damaged index opens with what can be read ([`Snapshot::damage`] says what
     /// cannot); a damaged manifest is recovered again at every call, never cached.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
+        if let Some(url) = self.postgres_url() {
+            return Err(EngineError::Unsupported(format!(
+                "this command reads the embedded index; it does not run on the PostgreSQL index at {} yet",
+                excerpt_postgres::redact(url)
+            )));
+        }
         let current = match excerpt_index::Manifest::load(&self.options.index_dir) {
             Ok(Some(m)) => Some(m.generation),
             // No index, or a damaged one: the snapshot says which (and recovers what it
@@ -238,6 +306,9 @@ impl Engine {
     /// Deletes documents by id; returns the ids that existed. One atomic commit. On a
     /// damaged index, fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
     pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg.delete(ids)?);
+        }
         let snap = self.snapshot()?;
         let mut w =
             excerpt_index::IndexWriter::open(&self.options.index_dir, snap.config().clone())?;

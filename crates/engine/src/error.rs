@@ -9,6 +9,9 @@ pub enum EngineError {
     /// Storage.
     #[error(transparent)]
     Index(#[from] excerpt_index::IndexError),
+    /// The PostgreSQL index.
+    #[error(transparent)]
+    Postgres(#[from] excerpt_postgres::PgError),
     /// The embedding model.
     #[error(transparent)]
     Embed(#[from] excerpt_core::EmbedError),
@@ -79,6 +82,9 @@ pub enum EngineError {
     /// The engine broke one of its own invariants (a bug).
     #[error("{0}")]
     Internal(String),
+    /// The operation is not available on this kind of index.
+    #[error("{0}")]
+    Unsupported(String),
     /// The operation was cancelled; what was committed before stays.
     #[error("cancelled")]
     Cancelled,
@@ -92,6 +98,7 @@ impl EngineError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             EngineError::Index(e) => e.kind(),
+            EngineError::Postgres(e) => e.kind(),
             EngineError::Embed(e) => e.kind(),
             EngineError::Ingest(e) => e.kind(),
             EngineError::Context(e) => e.kind(),
@@ -102,7 +109,8 @@ impl EngineError {
             EngineError::BadRequest(_)
             | EngineError::ContextsRequired { .. }
             | EngineError::ContextsRefused { .. }
-            | EngineError::ContextualizerMismatch { .. } => ErrorKind::BadInput,
+            | EngineError::ContextualizerMismatch { .. }
+            | EngineError::Unsupported(_) => ErrorKind::BadInput,
             EngineError::Internal(_) | EngineError::Cancelled => ErrorKind::Internal,
         }
     }

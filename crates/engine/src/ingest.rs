@@ -9,6 +9,7 @@ use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
 use excerpt_ingest::{
     chunk, load_file, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
 };
+use excerpt_postgres::{DocumentWrite, PgIndex};
 
 use crate::contextualize::{ContextualizeOptions, Contextualizer};
 use crate::report::{IngestProgress, IngestReport, Problem};
@@ -67,7 +68,10 @@ impl Engine {
         embedder: &dyn Embedder,
         opts: &IngestOptions,
     ) -> Result<IndexConfig, EngineError> {
-        let existing = Manifest::load(&self.options.index_dir)?.map(|m| m.config);
+        let existing = match self.postgres()? {
+            Some(pg) => pg.config().cloned(),
+            None => Manifest::load(&self.options.index_dir)?.map(|m| m.config),
+        };
         let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
         if let Some(existing) = &existing {
             let dir = self.options.index_dir.display().to_string();
@@ -119,7 +123,23 @@ impl Engine {
         let started = Instant::now();
         let embedder = self.embedder()?;
         let config = self.ingest_config(embedder.as_ref(), opts)?;
-        let writer = IndexWriter::open(&self.options.index_dir, config.clone())?;
+        let writer = match self.postgres_url() {
+            Some(url) => {
+                if opts.contextualize.is_some() {
+                    return Err(EngineError::Unsupported(
+                        "chunk contexts are not available on a PostgreSQL index yet".into(),
+                    ));
+                }
+                let mut pg = PgIndex::connect(url)?;
+                pg.ensure_config(&config)?;
+                self.forget_postgres();
+                Sink::Pg(pg)
+            }
+            None => Sink::Dir {
+                writer: IndexWriter::open(&self.options.index_dir, config.clone())?,
+                cache: None,
+            },
+        };
         let contextualizer = match &opts.contextualize {
             Some(c) => Some(Contextualizer::new(c, &self.options.index_dir)?),
             None => None,
@@ -129,7 +149,6 @@ impl Engine {
             flush: Flush {
                 embedder,
                 config,
-                cache: None,
                 opts,
                 contextualizer,
             },
@@ -223,10 +242,126 @@ impl Engine {
     }
 }
 
+/// Where an ingest writes: the embedded index's writer (staging documents until a
+/// commit), or the PostgreSQL index (one transaction per document). One per ingest run,
+/// so the size of the directory variant does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Sink {
+    Dir {
+        writer: IndexWriter,
+        /// Vectors already in the index, by embedding-input key (built on first need).
+        cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
+    },
+    Pg(PgIndex),
+}
+
+impl Sink {
+    fn committed_hash(&self, id: &str) -> Result<Option<String>, EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => Ok(writer.committed_hash(id).map(str::to_string)),
+            Sink::Pg(pg) => Ok(pg.committed_hash(id)?),
+        }
+    }
+
+    /// Committed vectors for the embedding-input keys `keys` (those found).
+    fn stored_vectors(
+        &mut self,
+        keys: &[&String],
+        key_of: &dyn Fn(&str) -> String,
+        headers: bool,
+    ) -> Result<HashMap<String, Vec<f32>>, EngineError> {
+        match self {
+            Sink::Dir { writer, cache } => {
+                if cache.is_none() {
+                    let snap = Arc::new(writer.snapshot()?);
+                    let mut map = HashMap::new();
+                    for (d, doc) in snap.documents().iter().enumerate() {
+                        for c in &doc.chunks {
+                            let k = key_of(&indexed_text(doc, c, headers));
+                            map.entry(k).or_insert(ChunkKey::new(d as u32, c.ordinal));
+                        }
+                    }
+                    *cache = Some((snap, map));
+                }
+                let Some((snap, map)) = cache.as_ref() else {
+                    return Ok(HashMap::new());
+                };
+                let mut out = HashMap::new();
+                for k in keys {
+                    if let Some(&key) = map.get(*k) {
+                        let v = snap.vector(key).ok_or_else(|| {
+                            EngineError::Internal(format!(
+                                "internal: cached vector {key:?} missing from the snapshot"
+                            ))
+                        })?;
+                        out.insert((*k).clone(), v.to_vec());
+                    }
+                }
+                Ok(out)
+            }
+            Sink::Pg(pg) => {
+                let owned: Vec<String> = keys.iter().map(|k| (*k).clone()).collect();
+                Ok(pg.vectors_by_key(&owned)?)
+            }
+        }
+    }
+
+    /// Stages (directory) or writes (PostgreSQL) one document with its chunk vectors,
+    /// and per chunk its embedding-input key and indexed text.
+    fn put(
+        &mut self,
+        doc: Document,
+        vectors: Vec<f32>,
+        chunks: &[(String, String)],
+        sentence_vectors: Option<Vec<f32>>,
+    ) -> Result<(), EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => {
+                writer.put_with_sentences(doc, vectors, sentence_vectors)?;
+            }
+            Sink::Pg(pg) => {
+                let keys: Vec<String> = chunks.iter().map(|(k, _)| k.clone()).collect();
+                let indexed: Vec<String> = chunks.iter().map(|(_, t)| t.clone()).collect();
+                pg.replace(&DocumentWrite {
+                    doc: &doc,
+                    vectors: &vectors,
+                    embed_keys: &keys,
+                    indexed: &indexed,
+                    sentence_vectors: sentence_vectors.as_deref(),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits what is staged; returns the generation (0 on PostgreSQL, where every
+    /// document was committed by its own transaction).
+    fn commit(&mut self) -> Result<u64, EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => Ok(writer.commit()?.generation),
+            Sink::Pg(_) => Ok(0),
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        match self {
+            Sink::Dir { writer, .. } => writer.generation(),
+            Sink::Pg(_) => 0,
+        }
+    }
+
+    fn document_count(&self) -> Result<usize, EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => Ok(writer.committed_ids().len()),
+            Sink::Pg(pg) => Ok(pg.document_count()?),
+        }
+    }
+}
+
 /// One ingest run: the open writer, the batch waiting for vectors, the report so far.
 /// Shared by [`Engine::ingest`] and [`Engine::ingest_documents`].
 struct Pipeline<'a> {
-    writer: IndexWriter,
+    writer: Sink,
     flush: Flush<'a>,
     batch: Batch,
     seen: HashSet<String>,
@@ -282,7 +417,7 @@ impl Pipeline<'_> {
                 return Ok(());
             }
         };
-        match self.writer.committed_hash(&doc.id) {
+        match self.writer.committed_hash(&doc.id)? {
             Some(h) if h == doc.hash => {
                 self.report.unchanged += 1;
                 return Ok(());
@@ -307,7 +442,7 @@ impl Pipeline<'_> {
         self.flush
             .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
         self.report.generation = self.writer.generation();
-        self.report.documents = self.writer.committed_ids().len();
+        self.report.documents = self.writer.document_count()?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
         Ok(self.report)
     }
@@ -316,8 +451,6 @@ impl Pipeline<'_> {
 struct Flush<'a> {
     embedder: Arc<dyn Embedder>,
     config: IndexConfig,
-    /// Vectors already in the index, by embedding-input hash (built on first need).
-    cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
     opts: &'a IngestOptions,
     /// Writes chunk contexts before embedding, when the index has them.
     contextualizer: Option<Contextualizer>,
@@ -398,7 +531,7 @@ impl Flush<'_> {
 
     fn flush(
         &mut self,
-        writer: &mut IndexWriter,
+        writer: &mut Sink,
         mut batch: Batch,
         report: &mut IngestReport,
         progress: &dyn IngestProgress,
@@ -415,48 +548,42 @@ impl Flush<'_> {
                 progress,
             )?;
         }
-        if self.cache.is_none() {
-            let snap = Arc::new(writer.snapshot()?);
-            let mut map = HashMap::new();
-            for (d, doc) in snap.documents().iter().enumerate() {
-                for c in &doc.chunks {
-                    let k = self.key(&indexed_text(doc, c, self.config.headers));
-                    map.entry(k).or_insert(ChunkKey::new(d as u32, c.ordinal));
-                }
-            }
-            self.cache = Some((snap, map));
-        }
         let dim = self.config.dimension;
+        let headers = self.config.headers;
+        // Per document, per chunk: its indexed text and embedding-input key.
+        let inputs: Vec<Vec<(String, String)>> = batch
+            .docs
+            .iter()
+            .map(|doc| {
+                doc.chunks
+                    .iter()
+                    .map(|c| {
+                        let text = indexed_text(doc, c, headers);
+                        (self.key(&text), text)
+                    })
+                    .collect()
+            })
+            .collect();
+        let wanted: Vec<&String> = inputs.iter().flatten().map(|(k, _)| k).collect();
+        let stored = writer.stored_vectors(&wanted, &|t| self.key(t), headers)?;
         // Texts to embed, deduplicated by key.
-        let mut todo: Vec<(String, String)> = Vec::new();
-        let mut fresh: HashMap<String, usize> = HashMap::new();
-        let mut plan: Vec<Vec<(String, Option<ChunkKey>)>> = Vec::with_capacity(batch.docs.len());
-        let (snap, map) = self
-            .cache
-            .as_ref()
-            .map(|(s, m)| (s.clone(), m))
-            .expect("cache built above");
-        for doc in &batch.docs {
-            let mut p = Vec::with_capacity(doc.chunks.len());
-            for c in &doc.chunks {
-                let text = indexed_text(doc, c, self.config.headers);
-                let k = self.key(&text);
-                let hit = map.get(&k).copied();
-                if hit.is_none() && !fresh.contains_key(&k) {
-                    fresh.insert(k.clone(), todo.len());
-                    todo.push((k.clone(), text));
-                }
-                p.push((k, hit));
+        let mut todo: Vec<(&str, &str)> = Vec::new();
+        let mut fresh: HashMap<&str, usize> = HashMap::new();
+        let mut reused = 0usize;
+        for (k, text) in inputs.iter().flatten() {
+            if stored.contains_key(k) {
+                reused += 1;
+            } else if !fresh.contains_key(k.as_str()) {
+                fresh.insert(k, todo.len());
+                todo.push((k, text));
             }
-            plan.push(p);
         }
-        let reused: usize = plan.iter().flatten().filter(|(_, h)| h.is_some()).count();
         report.chunks_reused += reused;
         progress.chunks_done(reused);
         let t = Instant::now();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
         for group in todo.chunks(self.opts.embed_batch.max(1)) {
-            let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
+            let texts: Vec<&str> = group.iter().map(|(_, t)| *t).collect();
             vectors.extend(self.embed_group(&texts)?);
             progress.chunks_done(group.len());
         }
@@ -468,25 +595,24 @@ impl Flush<'_> {
             Vec::new()
         }
         .into_iter();
-        for (doc, p) in batch.docs.into_iter().zip(plan) {
+        let sentence_vectors_on = self.opts.sentence_vectors;
+        for (doc, chunks) in batch.docs.into_iter().zip(&inputs) {
             let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
-            for (k, hit) in p {
-                match hit {
-                    Some(key) => match snap.vector(key) {
-                        Some(v) => flat.extend_from_slice(v),
-                        None => {
-                            return Err(EngineError::Internal(format!(
-                                "internal: cached vector {key:?} missing from the snapshot"
-                            )))
-                        }
-                    },
-                    None => flat.extend_from_slice(&vectors[fresh[&k]]),
+            for (k, _) in chunks {
+                match stored.get(k) {
+                    Some(v) => flat.extend_from_slice(v),
+                    None => flat.extend_from_slice(&vectors[fresh[k.as_str()]]),
                 }
             }
-            writer.put_with_sentences(doc, flat, sentence_vectors.next())?;
+            let sentences = if sentence_vectors_on {
+                sentence_vectors.next()
+            } else {
+                None
+            };
+            writer.put(doc, flat, chunks, sentences)?;
         }
-        let stats = writer.commit()?;
-        progress.committed(stats.generation);
+        let generation = writer.commit()?;
+        progress.committed(generation);
         Ok(())
     }
 }

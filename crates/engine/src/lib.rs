@@ -43,8 +43,9 @@ mod spec;
 
 pub use ask::{Answer, AskOptions};
 pub use contextualize::ContextualizeOptions;
-pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
+pub use engine::{EmbedderSpec, Engine, EngineOptions, OpenStore, RerankerSpec};
 pub use error::EngineError;
+pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
 pub use query::{Mode, QueryRequest, Retrieved};
 pub use render::{render, RenderFormat};

@@ -1,9 +1,9 @@
 use std::sync::Arc;
 
-use excerpt_context::{assemble, AssembleRequest, Context, Corpus, Hit, StrategyConfig};
-use excerpt_core::{ChunkKey, Document, Embedder};
+use excerpt_context::{assemble, AssembleRequest, Context, Hit, StrategyConfig};
+use excerpt_core::Embedder;
 use excerpt_index::Snapshot;
-use excerpt_retrieve::{Filter, FusionMethod, RetrieveRequest};
+use excerpt_retrieve::{Filter, FusionMethod, RetrieveRequest, StoreCorpus};
 use serde::{Deserialize, Serialize};
 
 pub use excerpt_retrieve::Mode;
@@ -82,14 +82,26 @@ impl QueryRequest {
 }
 
 /// The first stage of a query, reusable by several strategies and budgets.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Retrieved {
-    /// The snapshot searched.
-    pub snapshot: Arc<Snapshot>,
+    /// The documents the hits' keys index, as the store read them.
+    pub corpus: Arc<dyn StoreCorpus>,
+    /// The embedded index's snapshot searched (`None` on another store), for its
+    /// damage warnings.
+    pub snapshot: Option<Arc<Snapshot>>,
     /// The query vector (dense and hybrid modes).
     pub query_vector: Option<Vec<f32>>,
     /// Ranked hits, best first, ties by key.
     pub hits: Vec<Hit>,
+}
+
+impl std::fmt::Debug for Retrieved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retrieved")
+            .field("snapshot", &self.snapshot)
+            .field("hits", &self.hits)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Ids named in a query's damage warning before the rest are counted.
@@ -117,21 +129,6 @@ pub(crate) fn damage_warnings(snapshot: &Snapshot) -> Vec<String> {
     out
 }
 
-/// The snapshot seen through the strategies' read interface.
-struct SnapshotCorpus<'a>(&'a Snapshot);
-
-impl Corpus for SnapshotCorpus<'_> {
-    fn document(&self, doc: u32) -> Option<&Document> {
-        self.0.doc(doc).map(|d| d.as_ref())
-    }
-    fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
-        self.0.vector(key)
-    }
-    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
-        self.0.sentence_vector(doc, sentence)
-    }
-}
-
 impl Engine {
     /// Runs the first stage ([`excerpt_retrieve::retrieve`]) on the latest snapshot:
     /// searches, fusion, relevance, reranking. The embedding model is loaded only for
@@ -139,7 +136,7 @@ impl Engine {
     pub fn retrieve(&self, req: &QueryRequest) -> Result<Retrieved, EngineError> {
         let stage = req.retrieval();
         stage.validate()?;
-        let snapshot = self.snapshot()?;
+        let (store, snapshot) = self.store()?;
         let embedder = if req.mode.needs_embedder() {
             Some(self.embedder()?)
         } else {
@@ -150,12 +147,13 @@ impl Engine {
             None => None,
         };
         let found = excerpt_retrieve::retrieve(
-            &snapshot,
+            store.as_ref(),
             embedder.as_deref(),
             reranker.as_deref(),
             &stage,
         )?;
         Ok(Retrieved {
+            corpus: found.corpus,
             snapshot,
             query_vector: found.query_vector,
             hits: found.hits,
@@ -179,18 +177,21 @@ impl Engine {
             inner,
             memo: &self.sentence_memo,
         });
-        let corpus = SnapshotCorpus(&retrieved.snapshot);
         let req = AssembleRequest {
             query,
             query_vector: retrieved.query_vector.as_deref(),
             hits: &retrieved.hits,
-            corpus: &corpus,
+            corpus: retrieved.corpus.as_corpus(),
             budget,
             tokens: tokens.as_ref(),
             embedder: memo.as_ref().map(|m| m as &dyn Embedder),
         };
         let mut ctx = assemble(strategy, &req)?;
-        ctx.warnings = damage_warnings(&retrieved.snapshot);
+        ctx.warnings = retrieved
+            .snapshot
+            .as_deref()
+            .map(damage_warnings)
+            .unwrap_or_default();
         Ok(ctx)
     }
 

@@ -53,7 +53,11 @@ fn hybrid_query_then_rerank() {
     req.mode = Mode::Hybrid;
     let plain = engine.retrieve(&req).unwrap();
     assert!(plain.hits.len() >= 3);
-    let first = plain.snapshot.doc(plain.hits[0].key.doc).unwrap();
+    let first = plain
+        .corpus
+        .as_corpus()
+        .document(plain.hits[0].key.doc)
+        .unwrap();
     let first_text = first.chunk_text(plain.hits[0].key.ordinal as usize);
     assert!(
         !first_text.contains("zebra"),
@@ -63,7 +67,7 @@ fn hybrid_query_then_rerank() {
     req.rerank_top = Some(10);
     let reranked = engine.retrieve(&req).unwrap();
     let top = &reranked.hits[0];
-    let d = reranked.snapshot.doc(top.key.doc).unwrap();
+    let d = reranked.corpus.as_corpus().document(top.key.doc).unwrap();
     assert!(d.chunk_text(top.key.ordinal as usize).contains("zebra"));
     assert!((top.relevance - 0.9).abs() < 1e-6);
     assert!(reranked

@@ -43,7 +43,7 @@ pub use manifest::{
     OLDEST_READABLE_FORMAT,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
-pub use writer::{CommitStats, IndexWriter, RepairReport};
+pub use writer::{check_config, CommitStats, IndexWriter, RepairReport};
 
 /// Name of the manifest file inside an index directory.
 pub const MANIFEST_FILE: &str = "MANIFEST.json";

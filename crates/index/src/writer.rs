@@ -647,7 +647,9 @@ fn collect_garbage(dir: &Path, manifest: &Manifest) {
     let _ = sync_dir(&seg_dir);
 }
 
-fn check_config(
+/// Checks that an index made with `existing` can be written with `requested`: the same
+/// model, dimension, chunker and headers (`dir` names the index in the error).
+pub fn check_config(
     dir: &Path,
     existing: &IndexConfig,
     requested: &IndexConfig,

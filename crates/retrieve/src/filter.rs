@@ -36,7 +36,8 @@ pub enum MetaCondition {
 }
 
 impl MetaCondition {
-    fn matches(&self, meta: &serde_json::Map<String, serde_json::Value>) -> bool {
+    /// Whether metadata `meta` satisfies the condition.
+    pub fn matches(&self, meta: &serde_json::Map<String, serde_json::Value>) -> bool {
         match self {
             MetaCondition::Eq { key, value } => meta.get(key).is_some_and(|v| json_eq(v, value)),
             MetaCondition::OneOf { key, values } => meta

@@ -1,7 +1,9 @@
 //! Retrieval: from a query to ranked chunks with calibrated relevance.
 //!
 //! - [`retrieve`] ([`stage`]): the stage itself: query embedding, dense and BM25 search,
-//!   relevance calibration or fusion, optional reranking, over one index snapshot.
+//!   relevance calibration or fusion, optional reranking, over one [`Store`].
+//! - [`store`]: the storage interface the query path reads ([`Store`]), and the embedded
+//!   index's implementation ([`SnapshotStore`]).
 //! - [`fusion`]: pure fusion of ranked lists (RRF, min-max weighted, distribution-based),
 //!   each with its formula and an absolute relevance in [0, 1].
 //! - [`calibrate`]: relevance in [0, 1] for lists that are not fused (dense, BM25).
@@ -14,6 +16,7 @@ pub mod calibrate;
 pub mod filter;
 pub mod fusion;
 pub mod stage;
+pub mod store;
 
 pub use filter::{Filter, MetaCondition};
 
@@ -22,4 +25,7 @@ pub use fusion::{
 };
 pub use stage::{
     retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest, MAX_CANDIDATES, MAX_QUERY_BYTES,
+};
+pub use store::{
+    Found, SearchRequest, SnapshotCorpus, SnapshotStore, Store, StoreCorpus, StoreError,
 };

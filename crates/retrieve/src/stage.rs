@@ -1,4 +1,4 @@
-//! The retrieval stage: a query against one snapshot, to ranked hits with calibrated
+//! The retrieval stage: a query against one [`Store`], to ranked hits with calibrated
 //! relevance.
 //!
 //! In order: check the request; turn the filter into a document mask; embed the query
@@ -6,14 +6,17 @@
 //! `candidates` chunks; calibrate relevance ([`crate::calibrate`]) or fuse the two lists
 //! ([`crate::fusion`]); optionally rerank the best of them; keep the `top_k` best.
 
-use excerpt_context::Hit;
+use std::sync::Arc;
+
+use excerpt_context::{Corpus, Hit};
 use excerpt_core::{ChunkKey, EmbedError, Embedder, ErrorKind, Reranker};
-use excerpt_index::{IndexError, Snapshot};
+use excerpt_index::IndexError;
 use serde::{Deserialize, Serialize};
 
 use crate::calibrate::{bm25_hits, dense_hits, fused_hits};
 use crate::filter::Filter;
 use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
+use crate::store::{SearchRequest, Store, StoreCorpus, StoreError};
 
 /// Which first-stage retrieval runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -124,13 +127,24 @@ impl RetrieveRequest<'_> {
 }
 
 /// What the stage found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Retrieval {
     /// The query vector (dense and hybrid modes), for strategies that compare sentences
     /// with the query.
     pub query_vector: Option<Vec<f32>>,
     /// Ranked hits, best first, ties by key.
     pub hits: Vec<Hit>,
+    /// The documents the hits' keys index, as the store read them.
+    pub corpus: Arc<dyn StoreCorpus>,
+}
+
+impl std::fmt::Debug for Retrieval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retrieval")
+            .field("query_vector", &self.query_vector.as_ref().map(Vec::len))
+            .field("hits", &self.hits)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why retrieval failed.
@@ -194,6 +208,14 @@ pub enum RetrieveError {
     /// The BM25 search.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The store failed (another backend than the embedded index).
+    #[error("{message}")]
+    Store {
+        /// Whose fault it is.
+        kind: ErrorKind,
+        /// What happened, in one line.
+        message: String,
+    },
     /// Embedding the query or reranking.
     #[error(transparent)]
     Embed(#[from] EmbedError),
@@ -218,34 +240,36 @@ impl RetrieveError {
             | RetrieveError::RerankCount { .. } => ErrorKind::Internal,
             RetrieveError::Fusion(e) => e.kind(),
             RetrieveError::Index(e) => e.kind(),
+            RetrieveError::Store { kind, .. } => *kind,
             RetrieveError::Embed(e) => e.kind(),
         }
     }
 }
 
-/// Runs the stage on `snapshot`. `embedder` is needed in dense and hybrid modes (its
-/// model must be the index's), `reranker` when the request asks for reranking.
+impl From<StoreError> for RetrieveError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::UnknownDocument(id) => RetrieveError::UnknownDocument(id),
+            StoreError::Index(e) => RetrieveError::Index(e),
+            StoreError::Backend { kind, message } => RetrieveError::Store { kind, message },
+        }
+    }
+}
+
+/// Runs the stage on `store`. `embedder` is needed in dense and hybrid modes (its model
+/// must be the store's), `reranker` when the request asks for reranking.
 pub fn retrieve(
-    snapshot: &Snapshot,
+    store: &dyn Store,
     embedder: Option<&dyn Embedder>,
     reranker: Option<&dyn Reranker>,
     req: &RetrieveRequest<'_>,
 ) -> Result<Retrieval, RetrieveError> {
     req.validate()?;
-    let mask = req.filter.mask(snapshot.documents());
-    if let Some(id) = req
-        .filter
-        .doc_ids
-        .iter()
-        .find(|id| snapshot.doc_index(id).is_none())
-    {
-        return Err(RetrieveError::UnknownDocument(id.clone()));
-    }
     let query_vector = if req.mode.needs_embedder() {
         let e = embedder.ok_or(RetrieveError::NoEmbedder(req.mode))?;
-        if e.model_id() != snapshot.config().model_id {
+        if e.model_id() != store.model_id() {
             return Err(RetrieveError::ModelMismatch {
-                index: snapshot.config().model_id.clone(),
+                index: store.model_id().to_string(),
                 configured: e.model_id().to_string(),
             });
         }
@@ -253,16 +277,13 @@ pub fn retrieve(
     } else {
         None
     };
-    let dense = match &query_vector {
-        Some(q) => snapshot.dense_search(q, req.candidates, mask.as_ref()),
-        None => Vec::new(),
-    };
-    let bm25 = match req.mode {
-        Mode::Dense => Vec::new(),
-        Mode::Bm25 | Mode::Hybrid => {
-            snapshot.bm25_search(req.text, req.candidates, mask.as_ref())?
-        }
-    };
+    let found = store.search(&SearchRequest {
+        dense: query_vector.as_deref(),
+        lexical: (req.mode != Mode::Dense).then_some(req.text),
+        k: req.candidates,
+        filter: req.filter,
+    })?;
+    let (dense, bm25) = (found.dense, found.lexical);
     let mut hits = match req.mode {
         Mode::Dense => dense_hits(&dense),
         Mode::Bm25 => bm25_hits(&bm25),
@@ -270,31 +291,42 @@ pub fn retrieve(
     };
     if let Some(n) = req.rerank_top {
         let reranker = reranker.ok_or(RetrieveError::NoReranker)?;
-        hits = rerank(snapshot, reranker, req.text, hits, n)?;
+        hits = rerank(
+            found.corpus.as_corpus(),
+            store.headers(),
+            reranker,
+            req.text,
+            hits,
+            n,
+        )?;
     }
     if let Some(k) = req.top_k {
         hits.truncate(k);
     }
-    Ok(Retrieval { query_vector, hits })
+    Ok(Retrieval {
+        query_vector,
+        hits,
+        corpus: found.corpus,
+    })
 }
 
 /// Reranks the best `n` hits: the reranker reads each chunk as indexed (header and
 /// text); its [0, 1] score becomes both score and relevance (a score that is not finite
 /// becomes 0). Ties by key.
 fn rerank(
-    snapshot: &Snapshot,
+    corpus: &dyn Corpus,
+    headers: bool,
     reranker: &dyn Reranker,
     query: &str,
     mut hits: Vec<Hit>,
     n: usize,
 ) -> Result<Vec<Hit>, RetrieveError> {
     hits.truncate(n.max(1));
-    let headers = snapshot.config().headers;
     let texts: Vec<String> = hits
         .iter()
         .map(|h| {
-            let d = snapshot
-                .doc(h.key.doc)
+            let d = corpus
+                .document(h.key.doc)
                 .ok_or(RetrieveError::StaleHit(h.key))?;
             let c = d
                 .chunks

@@ -188,13 +188,15 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
 
 /// Loads what the first query would otherwise wait for: the embedding model (embedding
 /// one string), the LLM tokenizer, the reranker if one is configured, and the latest
-/// snapshot if the index exists.
+/// snapshot if the index exists (on PostgreSQL: the connection, its schema and config).
 pub fn warm_up(engine: &Engine) -> Result<(), EngineError> {
     engine.embedder()?.embed_query("warm up")?;
     engine.llm_tokens()?;
     engine.reranker()?;
-    match engine.snapshot() {
-        Ok(_) | Err(EngineError::Index(excerpt::IndexError::NotFound { .. })) => Ok(()),
+    match engine.store() {
+        Ok(_)
+        | Err(EngineError::Index(excerpt::IndexError::NotFound { .. }))
+        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(()),
         Err(e) => Err(e),
     }
 }

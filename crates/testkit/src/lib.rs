@@ -7,7 +7,9 @@
 //! response, and [`openai`] and [`rerank`] build and read the JSON bodies of the
 //! OpenAI-compatible chat-completions and embeddings endpoints and of `/rerank`
 //! endpoints. Each suite writes its own handlers (what the fake model answers is what
-//! the suite tests) and shares the plumbing. [`fixtures`] holds small file helpers.
+//! the suite tests) and shares the plumbing. [`fixtures`] holds small file helpers;
+//! [`postgres`] starts a real PostgreSQL (through `scripts/postgres.sh`) and makes
+//! databases for the suites of the PostgreSQL index.
 //!
 //! `axum` and `tokio` are re-exported so a suite can write handlers without depending
 //! on them itself.
@@ -16,6 +18,7 @@
 
 pub mod fixtures;
 pub mod openai;
+pub mod postgres;
 pub mod rerank;
 mod script;
 mod server;

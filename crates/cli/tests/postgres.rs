@@ -1,0 +1,195 @@
+//! The `excerpt` binary on a PostgreSQL index (a real PostgreSQL 18 + pgvector from
+//! `scripts/postgres.sh`, through `excerpt_testkit::postgres`): two `excerpt serve`
+//! processes on one database, a third process ingesting, an ingest killed with SIGKILL.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use excerpt_testkit::fixtures::write_file;
+use serde_json::{json, Value};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_excerpt"));
+    c.env_remove("EXCERPT_INDEX").env("EXCERPT_QUIET", "true");
+    c
+}
+
+fn ingest(url: &str, dir: &Path) -> std::process::Output {
+    bin()
+        .args(["--index", url, "ingest", dir.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap()
+}
+
+fn spawn_server(url: &str) -> (Child, String) {
+    let mut child = bin()
+        .args(["--index", url, "--quiet", "serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("no address: {line:?}"))
+        .to_string();
+    (child, base)
+}
+
+fn query(base: &str) -> Value {
+    ureq::post(format!("{base}/v1/query"))
+        .send_json(json!({
+            "query": "what do owls eat at night?",
+            "filter": {"prefixes": ["a/"]},
+            "format": "json"
+        }))
+        .expect("query answers")
+        .body_mut()
+        .read_json()
+        .unwrap()
+}
+
+/// Per document, whether its chunk rows match its chunk list (no half-written document).
+fn consistent(url: &str) -> (i64, i64) {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let bad: i64 = c
+        .query_one(
+            "SELECT count(*) FROM excerpt_documents d
+             WHERE jsonb_array_length(d.chunks) <> (SELECT count(*) FROM excerpt_chunks c WHERE c.doc = d.pk)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let docs: i64 = c
+        .query_one("SELECT count(*) FROM excerpt_documents", &[])
+        .unwrap()
+        .get(0);
+    (bad, docs)
+}
+
+#[test]
+fn two_servers_answer_alike_while_a_third_process_ingests_and_a_killed_ingest_recovers() {
+    let Some(url) = excerpt_testkit::postgres::database("cli") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    write_file(
+        &docs.join("a"),
+        "owls.md",
+        "# Owls\n\nOwls hunt at night.\n\n## Diet\n\nOwls eat mice, voles and insects.\n",
+    );
+    write_file(
+        &docs.join("a"),
+        "bats.md",
+        "# Bats\n\nBats eat moths at night and sleep by day.\n",
+    );
+    let out = ingest(&url, &docs);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (mut one, base_one) = spawn_server(&url);
+    let (mut two, base_two) = spawn_server(&url);
+    let before = query(&base_one);
+    assert!(!before["pieces"].as_array().unwrap().is_empty(), "{before}");
+
+    // A third process ingests other documents while both servers answer.
+    let more = tmp.path().join("more");
+    for i in 0..40 {
+        write_file(
+            &more.join("b"),
+            &format!("n{i}.md"),
+            format!("# Note {i}\n\nOwls and mice appear in note {i}, with voles.\n"),
+        );
+    }
+    let mut writer = bin()
+        .args(["--index", &url, "ingest", more.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut rounds = 0;
+    loop {
+        let (x, y) = (query(&base_one), query(&base_two));
+        assert_eq!(x["pieces"], y["pieces"]);
+        assert_eq!(x["pieces"], before["pieces"]);
+        rounds += 1;
+        if writer.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    assert!(writer.wait().unwrap().success());
+    assert!(rounds >= 1);
+    let _ = one.kill();
+    let _ = two.kill();
+    let _ = one.wait();
+    let _ = two.wait();
+
+    // An ingest killed mid-way leaves whole documents only; the next one completes.
+    for i in 0..60 {
+        write_file(
+            &more.join("c"),
+            &format!("k{i}.md"),
+            format!("# Kill {i}\n\nA paragraph about badgers number {i}.\n\nAnd another about foxes {i}.\n"),
+        );
+    }
+    let mut victim = bin()
+        .args(["--index", &url, "ingest", more.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let _ = victim.kill();
+    let _ = victim.wait();
+    let (bad, _) = consistent(&url);
+    assert_eq!(bad, 0);
+    let out = ingest(&url, &more);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (bad, docs) = consistent(&url);
+    assert_eq!((bad, docs), (0, 2 + 40 + 60));
+}
+
+#[test]
+fn database_failures_are_one_line_and_exit_non_zero() {
+    let Some(base) = excerpt_testkit::postgres::server() else {
+        return;
+    };
+    let wrong = base.replacen(":excerpt@", ":wrong@", 1);
+    let out = bin()
+        .args(["--index", &wrong, "query", "owls"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("refused the credentials") && !err.contains("wrong@"),
+        "{err}"
+    );
+    let out = bin()
+        .args([
+            "--index",
+            "postgres://excerpt@127.0.0.1:1/excerpt",
+            "query",
+            "owls",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach PostgreSQL"), "{err}");
+}

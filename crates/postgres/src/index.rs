@@ -1,0 +1,376 @@
+//! [`PgIndex`]: the connection pool, the schema and config checks, and the writes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use excerpt_core::Document;
+use excerpt_index::IndexConfig;
+use pgvector::Vector;
+use postgres::NoTls;
+use r2d2_postgres::PostgresConnectionManager;
+
+use crate::error::{one_line, redact, PgError};
+use crate::schema::{self, Migrated, SCHEMA_VERSION};
+
+/// Connections the pool keeps at most.
+const POOL_SIZE: u32 = 16;
+
+/// How long connecting may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`)
+/// rather than an index directory.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+
+/// An Excerpt index in a PostgreSQL database with pgvector: a pool of connections, the
+/// schema checked or migrated at [`PgIndex::connect`], and the config row read then.
+pub struct PgIndex {
+    /// The URL, password hidden (every error names it).
+    pub(crate) url: String,
+    pub(crate) pool: Pool,
+    pub(crate) config: Option<IndexConfig>,
+    /// `hnsw.ef_search` of dense searches (at least the results asked for).
+    pub(crate) ef_search: usize,
+}
+
+impl std::fmt::Debug for PgIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgIndex")
+            .field("url", &self.url)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One document written by [`PgIndex::replace`].
+#[derive(Debug, Clone, Copy)]
+pub struct DocumentWrite<'a> {
+    /// The chunked document.
+    pub doc: &'a Document,
+    /// One unit vector per chunk, row-major.
+    pub vectors: &'a [f32],
+    /// Per chunk, the key of its embedding input (model and indexed text), by which
+    /// later ingests find vectors to reuse.
+    pub embed_keys: &'a [String],
+    /// Per chunk, the indexed text (header, context and text).
+    pub indexed: &'a [String],
+    /// One vector per sentence, row-major, when sentence vectors are stored.
+    pub sentence_vectors: Option<&'a [f32]>,
+}
+
+impl PgIndex {
+    /// Connects to `url`, creates the `vector` extension when missing, creates or
+    /// migrates the schema, and reads the config row. Each failure is one line naming
+    /// the URL (without its password): unreachable, refused credentials, no pgvector, a
+    /// newer schema.
+    pub fn connect(url: &str) -> Result<PgIndex, PgError> {
+        let shown = redact(url);
+        let mut config: postgres::Config =
+            url.parse().map_err(|e: postgres::Error| PgError::BadUrl {
+                url: shown.clone(),
+                message: one_line(&e.to_string()),
+            })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        config.application_name("excerpt");
+        let mut client = config
+            .connect(NoTls)
+            .map_err(|e| PgError::from_client(&shown, &e))?;
+        let db = |e: postgres::Error| PgError::from_client(&shown, &e);
+        let has_vector = client
+            .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
+            .map_err(db)?
+            .is_some();
+        if !has_vector {
+            if let Err(e) = client.batch_execute("CREATE EXTENSION IF NOT EXISTS vector") {
+                let message = e
+                    .as_db_error()
+                    .map(|d| one_line(d.message()))
+                    .unwrap_or_else(|| one_line(&e.to_string()));
+                return Err(PgError::NoPgvector {
+                    url: shown,
+                    message,
+                });
+            }
+        }
+        match schema::migrate(&mut client).map_err(db)? {
+            Migrated::Current => {}
+            Migrated::Newer(found) => {
+                return Err(PgError::NewerSchema {
+                    url: shown,
+                    found,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+        }
+        let stored = read_config(&mut client, &shown)?;
+        drop(client);
+        let manager = PostgresConnectionManager::new(config, NoTls);
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(0))
+            .connection_timeout(Duration::from_secs(10))
+            .build_unchecked(manager);
+        Ok(PgIndex {
+            url: shown,
+            pool,
+            config: stored,
+            ef_search: 100,
+        })
+    }
+
+    /// The URL, password hidden.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The index's config, `None` before the first ingest.
+    pub fn config(&self) -> Option<&IndexConfig> {
+        self.config.as_ref()
+    }
+
+    /// Sets `hnsw.ef_search` for dense searches (the size of the HNSW candidate list;
+    /// higher is slower and closer to exact). A search for more results uses that many.
+    pub fn set_ef_search(&mut self, ef_search: usize) {
+        self.ef_search = ef_search.clamp(1, 1000);
+    }
+
+    pub(crate) fn conn(
+        &self,
+    ) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>, PgError> {
+        self.pool.get().map_err(|e| PgError::Unreachable {
+            url: self.url.clone(),
+            message: one_line(&e.to_string()),
+        })
+    }
+
+    pub(crate) fn db(&self, e: postgres::Error) -> PgError {
+        PgError::from_client(&self.url, &e)
+    }
+
+    /// Writes `config` as the index's config when there is none (creating the chunk
+    /// table for its dimension), else checks it matches the stored one exactly as the
+    /// embedded index does (model, dimension, chunker, headers).
+    pub fn ensure_config(&mut self, config: &IndexConfig) -> Result<(), PgError> {
+        let mut conn = self.conn()?;
+        let json = serde_json::to_value(config).map_err(|e| PgError::Format {
+            url: self.url.clone(),
+            message: e.to_string(),
+        })?;
+        let mut tx = conn.transaction().map_err(|e| self.db(e))?;
+        tx.batch_execute("LOCK TABLE excerpt_config IN EXCLUSIVE MODE")
+            .map_err(|e| self.db(e))?;
+        let stored = read_config(&mut tx, &self.url)?;
+        match stored {
+            Some(existing) => {
+                excerpt_index::check_config(Path::new(&self.url), &existing, config)?;
+                tx.commit().map_err(|e| self.db(e))?;
+                self.config = Some(existing);
+            }
+            None => {
+                tx.batch_execute(&schema::chunk_table(config.dimension))
+                    .map_err(|e| self.db(e))?;
+                tx.execute(
+                    "INSERT INTO excerpt_config (config, dimension) VALUES ($1, $2)",
+                    &[&json, &(config.dimension as i32)],
+                )
+                .map_err(|e| self.db(e))?;
+                tx.commit().map_err(|e| self.db(e))?;
+                self.config = Some(config.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn require_config(&self) -> Result<&IndexConfig, PgError> {
+        self.config.as_ref().ok_or_else(|| PgError::NoIndex {
+            url: self.url.clone(),
+        })
+    }
+
+    /// The content hash of the committed document `id`, if there is one.
+    pub fn committed_hash(&self, id: &str) -> Result<Option<String>, PgError> {
+        let mut conn = self.conn()?;
+        let row = conn
+            .query_opt("SELECT hash FROM excerpt_documents WHERE id = $1", &[&id])
+            .map_err(|e| self.db(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Committed chunk vectors whose embedding-input key is one of `keys` (any one chunk
+    /// per key), so unchanged chunk texts are not embedded again.
+    pub fn vectors_by_key(&self, keys: &[String]) -> Result<HashMap<String, Vec<f32>>, PgError> {
+        if keys.is_empty() || self.config.is_none() {
+            return Ok(HashMap::new());
+        }
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT DISTINCT ON (embed_key) embed_key, embedding FROM excerpt_chunks
+                 WHERE embed_key = ANY($1)",
+                &[&keys],
+            )
+            .map_err(|e| self.db(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, Vector>(1).to_vec()))
+            .collect())
+    }
+
+    /// Replaces document `w.doc` (inserting it when new) in one transaction, under an
+    /// advisory lock on its id, so two writers of the same document never interleave.
+    /// Returns `false` (and writes nothing) when the committed document already has
+    /// this content hash.
+    pub fn replace(&self, w: &DocumentWrite<'_>) -> Result<bool, PgError> {
+        let config = self.require_config()?;
+        let dim = config.dimension;
+        let doc = w.doc;
+        let n = doc.chunks.len();
+        if w.vectors.len() != n * dim || w.embed_keys.len() != n || w.indexed.len() != n {
+            return Err(PgError::Format {
+                url: self.url.clone(),
+                message: format!(
+                    "document {:?}: {} chunks but {} vector values, {} keys, {} texts",
+                    doc.id,
+                    n,
+                    w.vectors.len(),
+                    w.embed_keys.len(),
+                    w.indexed.len()
+                ),
+            });
+        }
+        let json = |v: serde_json::Result<serde_json::Value>| {
+            v.map_err(|e| PgError::Format {
+                url: self.url.clone(),
+                message: e.to_string(),
+            })
+        };
+        let sections = json(serde_json::to_value(&doc.sections))?;
+        let sentences = json(serde_json::to_value(&doc.sentences))?;
+        let pages = json(serde_json::to_value(&doc.pages))?;
+        let chunks = json(serde_json::to_value(&doc.chunks))?;
+        let metadata = serde_json::Value::Object(doc.metadata.clone());
+        let sentence_vectors: Option<Vec<f32>> = w.sentence_vectors.map(<[f32]>::to_vec);
+
+        let mut conn = self.conn()?;
+        let mut tx = conn.transaction().map_err(|e| self.db(e))?;
+        let db = |e| self.db(e);
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&doc.id],
+        )
+        .map_err(db)?;
+        let existing = tx
+            .query_opt(
+                "SELECT hash FROM excerpt_documents WHERE id = $1",
+                &[&doc.id],
+            )
+            .map_err(db)?;
+        if existing.is_some_and(|r| r.get::<_, String>(0) == doc.hash) {
+            tx.rollback().map_err(db)?;
+            return Ok(false);
+        }
+        tx.execute("DELETE FROM excerpt_documents WHERE id = $1", &[&doc.id])
+            .map_err(db)?;
+        let pk: i32 = tx
+            .query_one(
+                "INSERT INTO excerpt_documents
+                   (id, title, source, metadata, text, hash, sections, sentences, pages, chunks,
+                    sentence_vectors)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING pk",
+                &[
+                    &doc.id,
+                    &doc.title,
+                    &doc.source,
+                    &metadata,
+                    &doc.text,
+                    &doc.hash,
+                    &sections,
+                    &sentences,
+                    &pages,
+                    &chunks,
+                    &sentence_vectors,
+                ],
+            )
+            .map_err(db)?
+            .get(0);
+        let ordinals: Vec<i32> = doc.chunks.iter().map(|c| c.ordinal as i32).collect();
+        let starts: Vec<i32> = doc
+            .chunks
+            .iter()
+            .map(|c| c.range.char_start as i32)
+            .collect();
+        let ends: Vec<i32> = doc.chunks.iter().map(|c| c.range.char_end as i32).collect();
+        let vectors: Vec<Vector> = w
+            .vectors
+            .chunks(dim.max(1))
+            .map(|v| Vector::from(v.to_vec()))
+            .collect();
+        tx.execute(
+            "INSERT INTO excerpt_chunks (doc, ordinal, char_start, char_end, indexed, embed_key, embedding)
+             SELECT $1, o, s, e, t, k, v
+             FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::vector[])
+                  AS u(o, s, e, t, k, v)",
+            &[&pk, &ordinals, &starts, &ends, &w.indexed, &w.embed_keys, &vectors],
+        )
+        .map_err(db)?;
+        tx.commit().map_err(db)?;
+        Ok(true)
+    }
+
+    /// Deletes documents by id in one transaction; returns the ids that existed.
+    pub fn delete(&self, ids: &[String]) -> Result<Vec<String>, PgError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "DELETE FROM excerpt_documents WHERE id = ANY($1) RETURNING id",
+                &[&ids],
+            )
+            .map_err(|e| self.db(e))?;
+        let mut out: Vec<String> = rows.into_iter().map(|r| r.get(0)).collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Number of committed documents.
+    pub fn document_count(&self) -> Result<usize, PgError> {
+        let mut conn = self.conn()?;
+        let n: i64 = conn
+            .query_one("SELECT count(*) FROM excerpt_documents", &[])
+            .map_err(|e| self.db(e))?
+            .get(0);
+        Ok(n as usize)
+    }
+
+    /// Ids of every committed document, sorted.
+    pub fn document_ids(&self) -> Result<Vec<String>, PgError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query("SELECT id FROM excerpt_documents ORDER BY id", &[])
+            .map_err(|e| self.db(e))?;
+        Ok(rows.into_iter().map(|r| r.get(0)).collect())
+    }
+}
+
+/// The config row, if any.
+fn read_config(
+    client: &mut impl postgres::GenericClient,
+    url: &str,
+) -> Result<Option<IndexConfig>, PgError> {
+    let row = client
+        .query_opt("SELECT config FROM excerpt_config", &[])
+        .map_err(|e| PgError::from_client(url, &e))?;
+    row.map(|r| {
+        serde_json::from_value(r.get::<_, serde_json::Value>(0)).map_err(|e| PgError::Format {
+            url: url.to_string(),
+            message: format!("the stored config does not parse: {e}"),
+        })
+    })
+    .transpose()
+}

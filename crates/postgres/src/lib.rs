@@ -1,0 +1,22 @@
+//! The PostgreSQL + pgvector index backend: one shared index for any number of query
+//! servers and ingest workers.
+//!
+//! - [`PgIndex::connect`]: the pool (r2d2 over the blocking `postgres` client), the
+//!   `vector` extension, the versioned schema ([`schema`]), the config row.
+//! - Writes ([`PgIndex::replace`], [`PgIndex::delete`]): a document replace is one
+//!   transaction under an advisory lock on the document id; an unchanged content hash
+//!   writes nothing.
+//! - Queries: [`PgIndex`] implements [`excerpt_retrieve::Store`] (dense through HNSW,
+//!   lexical through full-text ranking, documents fetched for the strategies); fusion
+//!   and everything after it stay in Excerpt.
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod index;
+pub mod schema;
+mod search;
+
+pub use error::{redact, PgError};
+pub use index::{is_postgres_url, DocumentWrite, PgIndex};
+pub use search::PgCorpus;

@@ -1,0 +1,108 @@
+//! The versioned schema: created and migrated by Excerpt when it connects.
+//!
+//! - `excerpt_schema`: one row, the schema version. A database whose version is newer
+//!   than [`SCHEMA_VERSION`] is refused (an older build must not write a newer layout).
+//! - `excerpt_config`: at most one row, the [`excerpt_index::IndexConfig`] as JSON (model,
+//!   dimension, chunker, headers, contextualizer), written by the first ingest and
+//!   compared by every later one exactly as the embedded index does.
+//! - `excerpt_documents`: one row per document: id, title, source, metadata (jsonb),
+//!   text, content hash, and the sections, sentences, pages and chunk list as jsonb.
+//!   `pk` (an identity) is the document's [`excerpt_core::ChunkKey::doc`] in queries.
+//! - `excerpt_chunks`: one row per chunk: (document, ordinal), character range, the
+//!   indexed text (header, context, text), the key of its embedding input, its
+//!   `vector(N)` and a generated `tsvector` of the indexed text. Created with the config
+//!   row, since N is the model's dimension; with it an HNSW index (cosine) on the
+//!   vectors, a GIN index on the tsvector and a B-tree on the embedding key (the
+//!   primary key is the B-tree on (document, ordinal)).
+
+use postgres::GenericClient;
+
+/// The version this build writes and reads.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Advisory lock key held while the schema is created or migrated.
+const MIGRATION_LOCK: i64 = 0x0065_7863_6572_7074; // "excerpt"
+
+/// What [`migrate`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Migrated {
+    /// The schema is at [`SCHEMA_VERSION`].
+    Current,
+    /// The database holds a newer version.
+    Newer(i32),
+}
+
+const V1: &str = "
+CREATE TABLE IF NOT EXISTS excerpt_config (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    config jsonb NOT NULL,
+    dimension integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS excerpt_documents (
+    pk integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    title text NOT NULL,
+    source text,
+    metadata jsonb NOT NULL,
+    text text NOT NULL,
+    hash text NOT NULL,
+    sections jsonb NOT NULL,
+    sentences jsonb NOT NULL,
+    pages jsonb NOT NULL,
+    chunks jsonb NOT NULL,
+    sentence_vectors real[]
+);
+";
+
+/// Creates the schema or migrates it to [`SCHEMA_VERSION`], under an advisory lock so
+/// concurrent processes do it once. Creates the `vector` extension when missing.
+pub(crate) fn migrate(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
+    let result = migrate_locked(client);
+    let unlock = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
+    let migrated = result?;
+    unlock?;
+    Ok(migrated)
+}
+
+fn migrate_locked(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
+    client.batch_execute("CREATE TABLE IF NOT EXISTS excerpt_schema (version integer NOT NULL)")?;
+    let found: Option<i32> = client
+        .query_opt("SELECT max(version) FROM excerpt_schema", &[])?
+        .and_then(|r| r.get(0));
+    match found {
+        Some(v) if v > SCHEMA_VERSION => return Ok(Migrated::Newer(v)),
+        Some(v) if v == SCHEMA_VERSION => return Ok(Migrated::Current),
+        _ => {}
+    }
+    let mut tx = client.transaction()?;
+    tx.batch_execute(V1)?;
+    tx.execute("DELETE FROM excerpt_schema", &[])?;
+    tx.execute(
+        "INSERT INTO excerpt_schema (version) VALUES ($1)",
+        &[&SCHEMA_VERSION],
+    )?;
+    tx.commit()?;
+    Ok(Migrated::Current)
+}
+
+/// The statements that create the chunk table for vectors of `dimension`.
+pub(crate) fn chunk_table(dimension: usize) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS excerpt_chunks (
+            doc integer NOT NULL REFERENCES excerpt_documents (pk) ON DELETE CASCADE,
+            ordinal integer NOT NULL,
+            char_start integer NOT NULL,
+            char_end integer NOT NULL,
+            indexed text NOT NULL,
+            embed_key text NOT NULL,
+            embedding vector({dimension}) NOT NULL,
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', indexed)) STORED,
+            PRIMARY KEY (doc, ordinal)
+        );
+        CREATE INDEX IF NOT EXISTS excerpt_chunks_hnsw
+            ON excerpt_chunks USING hnsw (embedding vector_cosine_ops);
+        CREATE INDEX IF NOT EXISTS excerpt_chunks_tsv ON excerpt_chunks USING gin (tsv);
+        CREATE INDEX IF NOT EXISTS excerpt_chunks_embed_key ON excerpt_chunks (embed_key);"
+    )
+}

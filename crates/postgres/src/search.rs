@@ -1,0 +1,341 @@
+//! [`PgIndex`] as a [`Store`]: both searches and the fetch of the documents they name,
+//! in one read-only repeatable-read transaction (so one committed state).
+//!
+//! - Dense: the HNSW index (cosine), `hnsw.ef_search` at least the results asked for,
+//!   iterative scans (`relaxed_order`) so a filter still yields enough rows; the rows are
+//!   re-sorted by score, ties by key.
+//! - Lexical: PostgreSQL full text: the query's English lexemes (`plainto_tsquery`)
+//!   joined by OR, ranked by `ts_rank` (normalised by the log of the chunk length). This
+//!   is not BM25 (docs/EVAL.md has the difference).
+//! - Filters: ids and id prefixes in SQL; metadata conditions checked on the rows those
+//!   select (id and metadata only), the allowed documents then passed to both searches.
+//! - Keys: [`ChunkKey::doc`] is the document's `pk`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use excerpt_context::Corpus;
+use excerpt_core::{ChunkKey, Document, ErrorKind};
+use excerpt_retrieve::{Filter, Found, SearchRequest, Store, StoreError};
+use pgvector::Vector;
+use postgres::{IsolationLevel, Transaction};
+
+use crate::error::PgError;
+use crate::index::PgIndex;
+
+impl From<PgError> for StoreError {
+    fn from(e: PgError) -> Self {
+        StoreError::Backend {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// A fetched document: itself, its chunk vectors and its sentence vectors (row-major).
+type Fetched = (Document, Vec<f32>, Option<Vec<f32>>);
+
+/// The documents a query's results name, with their chunk (and sentence) vectors.
+#[derive(Debug, Default)]
+pub struct PgCorpus {
+    dim: usize,
+    docs: HashMap<u32, Fetched>,
+}
+
+impl Corpus for PgCorpus {
+    fn document(&self, doc: u32) -> Option<&Document> {
+        self.docs.get(&doc).map(|d| &d.0)
+    }
+    fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
+        let (_, v, _) = self.docs.get(&key.doc)?;
+        let i = key.ordinal as usize;
+        v.get(i * self.dim..(i + 1) * self.dim)
+    }
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+        let sv = self.docs.get(&doc)?.2.as_ref()?;
+        sv.get(sentence * self.dim..(sentence + 1) * self.dim)
+    }
+}
+
+/// Escapes `%`, `_` and `\` for a LIKE pattern.
+fn like_prefix(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+fn sort_results(list: &mut [(ChunkKey, f32)]) {
+    list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+}
+
+impl PgIndex {
+    /// The `pk`s of the documents `filter` allows (`None`: no restriction).
+    fn allowed(
+        &self,
+        tx: &mut Transaction<'_>,
+        filter: &Filter,
+    ) -> Result<Option<Vec<i32>>, StoreError> {
+        if filter.is_empty() {
+            return Ok(None);
+        }
+        let db = |e| StoreError::from(self.db(e));
+        if !filter.doc_ids.is_empty() {
+            let rows = tx
+                .query(
+                    "SELECT id FROM excerpt_documents WHERE id = ANY($1)",
+                    &[&filter.doc_ids],
+                )
+                .map_err(db)?;
+            let found: BTreeSet<String> = rows.into_iter().map(|r| r.get(0)).collect();
+            if let Some(id) = filter.doc_ids.iter().find(|id| !found.contains(*id)) {
+                return Err(StoreError::UnknownDocument(id.clone()));
+            }
+        }
+        let ids: Option<&Vec<String>> = (!filter.doc_ids.is_empty()).then_some(&filter.doc_ids);
+        let prefixes: Option<Vec<String>> = (!filter.path_prefixes.is_empty()).then(|| {
+            filter
+                .path_prefixes
+                .iter()
+                .map(|p| like_prefix(p))
+                .collect()
+        });
+        let rows = tx
+            .query(
+                "SELECT pk, metadata FROM excerpt_documents
+                 WHERE ($1::text[] IS NULL OR id = ANY($1))
+                   AND ($2::text[] IS NULL OR id LIKE ANY($2))",
+                &[&ids, &prefixes],
+            )
+            .map_err(db)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let pk: i32 = r.get(0);
+            if filter.metadata.is_empty() {
+                out.push(pk);
+                continue;
+            }
+            let meta: serde_json::Value = r.get(1);
+            let empty = serde_json::Map::new();
+            let map = meta.as_object().unwrap_or(&empty);
+            if filter.metadata.iter().all(|c| c.matches(map)) {
+                out.push(pk);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn dense(
+        &self,
+        tx: &mut Transaction<'_>,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&Vec<i32>>,
+    ) -> Result<Vec<(ChunkKey, f32)>, StoreError> {
+        let db = |e| StoreError::from(self.db(e));
+        let ef = self.ef_search.max(k).min(1000);
+        tx.batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        ))
+        .map_err(db)?;
+        let q = Vector::from(query.to_vec());
+        let rows = tx
+            .query(
+                "SELECT doc, ordinal, (1 - (embedding <=> $1))::real FROM excerpt_chunks
+                 WHERE ($2::integer[] IS NULL OR doc = ANY($2))
+                 ORDER BY embedding <=> $1 LIMIT $3",
+                &[&q, &allowed, &(k as i64)],
+            )
+            .map_err(db)?;
+        let mut out: Vec<(ChunkKey, f32)> = rows
+            .into_iter()
+            .map(|r| {
+                let (d, o, s): (i32, i32, f32) = (r.get(0), r.get(1), r.get(2));
+                (ChunkKey::new(d as u32, o as u32), s)
+            })
+            .collect();
+        sort_results(&mut out);
+        Ok(out)
+    }
+
+    fn lexical(
+        &self,
+        tx: &mut Transaction<'_>,
+        text: &str,
+        k: usize,
+        allowed: Option<&Vec<i32>>,
+    ) -> Result<Vec<(ChunkKey, f32)>, StoreError> {
+        let db = |e| StoreError::from(self.db(e));
+        // The query's lexemes, joined by OR (plainto_tsquery joins them by AND).
+        let query: String = tx
+            .query_one(
+                "SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')",
+                &[&text],
+            )
+            .map_err(db)?
+            .get(0);
+        if query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = tx
+            .query(
+                "SELECT c.doc, c.ordinal, ts_rank(c.tsv, $1::text::tsquery, 1)::real AS score
+                 FROM excerpt_chunks c
+                 WHERE c.tsv @@ $1::text::tsquery
+                   AND ($2::integer[] IS NULL OR c.doc = ANY($2))
+                 ORDER BY score DESC, c.doc, c.ordinal LIMIT $3",
+                &[&query, &allowed, &(k as i64)],
+            )
+            .map_err(db)?;
+        let mut out: Vec<(ChunkKey, f32)> = rows
+            .into_iter()
+            .map(|r| {
+                let (d, o, s): (i32, i32, f32) = (r.get(0), r.get(1), r.get(2));
+                (ChunkKey::new(d as u32, o as u32), s)
+            })
+            .collect();
+        sort_results(&mut out);
+        Ok(out)
+    }
+
+    /// Reads documents `pks` and their chunk vectors (two statements of the caller's
+    /// transaction).
+    fn fetch(&self, tx: &mut Transaction<'_>, pks: &[i32]) -> Result<PgCorpus, StoreError> {
+        let dim = self.config.as_ref().map_or(0, |c| c.dimension);
+        let mut corpus = PgCorpus {
+            dim,
+            docs: HashMap::with_capacity(pks.len()),
+        };
+        if pks.is_empty() {
+            return Ok(corpus);
+        }
+        let db = |e| StoreError::from(self.db(e));
+        let format = |what: &str, e: serde_json::Error| {
+            StoreError::from(PgError::Format {
+                url: self.url.clone(),
+                message: format!("stored {what} does not parse: {e}"),
+            })
+        };
+        let rows = tx
+            .query(
+                "SELECT pk, id, title, source, metadata, text, hash, sections, sentences, pages,
+                        chunks, sentence_vectors
+                 FROM excerpt_documents WHERE pk = ANY($1)",
+                &[&pks],
+            )
+            .map_err(db)?;
+        for r in rows {
+            let pk: i32 = r.get(0);
+            let metadata = match r.get::<_, serde_json::Value>(4) {
+                serde_json::Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            };
+            let doc = Document {
+                id: r.get(1),
+                title: r.get(2),
+                source: r.get(3),
+                metadata,
+                text: r.get(5),
+                hash: r.get(6),
+                sections: serde_json::from_value(r.get(7)).map_err(|e| format("sections", e))?,
+                sentences: serde_json::from_value(r.get(8)).map_err(|e| format("sentences", e))?,
+                pages: serde_json::from_value(r.get(9)).map_err(|e| format("pages", e))?,
+                chunks: serde_json::from_value(r.get(10)).map_err(|e| format("chunks", e))?,
+            };
+            let sentence_vectors: Option<Vec<f32>> = r.get(11);
+            let n = doc.chunks.len();
+            corpus.docs.insert(
+                pk as u32,
+                (doc, Vec::with_capacity(n * dim), sentence_vectors),
+            );
+        }
+        let rows = tx
+            .query(
+                "SELECT doc, embedding FROM excerpt_chunks WHERE doc = ANY($1) ORDER BY doc, ordinal",
+                &[&pks],
+            )
+            .map_err(db)?;
+        for r in rows {
+            let pk: i32 = r.get(0);
+            let v: Vector = r.get(1);
+            if let Some(entry) = corpus.docs.get_mut(&(pk as u32)) {
+                entry.1.extend_from_slice(v.as_slice());
+            }
+        }
+        Ok(corpus)
+    }
+}
+
+impl Store for PgIndex {
+    fn model_id(&self) -> &str {
+        self.config.as_ref().map_or("", |c| c.model_id.as_str())
+    }
+
+    fn headers(&self) -> bool {
+        self.config.as_ref().is_some_and(|c| c.headers)
+    }
+
+    fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError> {
+        if self.config.is_none() {
+            return Err(StoreError::Backend {
+                kind: ErrorKind::NotFound,
+                message: PgError::NoIndex {
+                    url: self.url.clone(),
+                }
+                .to_string(),
+            });
+        }
+        let mut conn = self.conn()?;
+        let db = |e| StoreError::from(self.db(e));
+        let mut tx = conn
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(db)?;
+        let allowed = self.allowed(&mut tx, req.filter)?;
+        let nothing_allowed = allowed.as_ref().is_some_and(Vec::is_empty);
+        let dense = match req.dense {
+            Some(q) if !nothing_allowed && req.k > 0 => {
+                self.dense(&mut tx, q, req.k, allowed.as_ref())?
+            }
+            _ => Vec::new(),
+        };
+        let lexical = match req.lexical {
+            Some(t) if !nothing_allowed && req.k > 0 => {
+                self.lexical(&mut tx, t, req.k, allowed.as_ref())?
+            }
+            _ => Vec::new(),
+        };
+        let pks: Vec<i32> = dense
+            .iter()
+            .chain(&lexical)
+            .map(|(k, _)| k.doc as i32)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let corpus = self.fetch(&mut tx, &pks)?;
+        tx.commit().map_err(db)?;
+        Ok(Found {
+            dense,
+            lexical,
+            corpus: Arc::new(corpus),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_match_literally() {
+        assert_eq!(like_prefix("a_b%c\\"), "a\\_b\\%c\\\\%");
+        assert_eq!(like_prefix(""), "%");
+    }
+}

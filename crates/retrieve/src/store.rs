@@ -1,0 +1,159 @@
+//! The storage interface the query path reads: one trait, [`Store`], with the embedded
+//! index ([`SnapshotStore`], over an [`excerpt_index::Snapshot`]) as one implementation
+//! and PostgreSQL (`excerpt-postgres`) as the other.
+//!
+//! A query asks a store for both searches at once ([`Store::search`]); the store answers
+//! with the ranked chunk keys and a [`Corpus`] that holds at least every document those
+//! keys name (their texts, sections, sentences and chunk vectors), read from the same
+//! committed state as the searches. Keys index that corpus, so fusion, reranking and
+//! every strategy run unchanged on either store.
+
+use std::sync::Arc;
+
+use excerpt_context::Corpus;
+use excerpt_core::{ChunkKey, Document, ErrorKind};
+use excerpt_index::{IndexError, Snapshot};
+
+use crate::filter::Filter;
+
+/// Why a store could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The filter names a document id the store does not have.
+    #[error("no document with id {0:?} in the index")]
+    UnknownDocument(String),
+    /// The embedded index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// Another backend failed.
+    #[error("{message}")]
+    Backend {
+        /// Whose fault it is.
+        kind: ErrorKind,
+        /// What happened, in one line.
+        message: String,
+    },
+}
+
+impl StoreError {
+    /// Whose fault it is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::UnknownDocument(_) => ErrorKind::BadInput,
+            StoreError::Index(e) => e.kind(),
+            StoreError::Backend { kind, .. } => *kind,
+        }
+    }
+}
+
+/// The searches one query runs on a store.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchRequest<'a> {
+    /// The query vector (unit length) for dense search; `None`: no dense search.
+    pub dense: Option<&'a [f32]>,
+    /// The query text for lexical search; `None`: no lexical search.
+    pub lexical: Option<&'a str>,
+    /// Results each search returns at most.
+    pub k: usize,
+    /// Which documents may be returned (applied inside both searches).
+    pub filter: &'a Filter,
+}
+
+/// What a store found for a [`SearchRequest`].
+pub struct Found {
+    /// Dense results, best first, ties by key (empty without a query vector).
+    pub dense: Vec<(ChunkKey, f32)>,
+    /// Lexical results, best first, ties by key (empty without a query text).
+    pub lexical: Vec<(ChunkKey, f32)>,
+    /// The documents the keys index (at least every one a result names).
+    pub corpus: Arc<dyn StoreCorpus>,
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Found")
+            .field("dense", &self.dense.len())
+            .field("lexical", &self.lexical.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A [`Corpus`] that can be shared across threads and kept with a query's results.
+pub trait StoreCorpus: Corpus + Send + Sync {
+    /// The corpus as the strategies' read interface.
+    fn as_corpus(&self) -> &dyn Corpus;
+}
+
+impl<T: Corpus + Send + Sync> StoreCorpus for T {
+    fn as_corpus(&self) -> &dyn Corpus {
+        self
+    }
+}
+
+/// What the query path needs from an index.
+pub trait Store: Send + Sync {
+    /// The embedding model every vector of the store was made with.
+    fn model_id(&self) -> &str;
+    /// Whether chunk headers (title and section path) are part of each chunk's
+    /// indexed text.
+    fn headers(&self) -> bool;
+    /// Runs the searches of `req` on one committed state of the store. A document id
+    /// of the filter that the store does not have is [`StoreError::UnknownDocument`].
+    fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError>;
+}
+
+/// The embedded index's snapshot as a [`Corpus`] (keys are positions in
+/// [`Snapshot::documents`]).
+#[derive(Debug, Clone)]
+pub struct SnapshotCorpus(pub Arc<Snapshot>);
+
+impl Corpus for SnapshotCorpus {
+    fn document(&self, doc: u32) -> Option<&Document> {
+        self.0.doc(doc).map(|d| d.as_ref())
+    }
+    fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
+        self.0.vector(key)
+    }
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+        self.0.sentence_vector(doc, sentence)
+    }
+}
+
+/// The embedded index as a [`Store`]: dense search by the snapshot's IVF (else exact),
+/// lexical search by its BM25, the filter as a document mask both apply.
+#[derive(Debug, Clone)]
+pub struct SnapshotStore(pub Arc<Snapshot>);
+
+impl Store for SnapshotStore {
+    fn model_id(&self) -> &str {
+        &self.0.config().model_id
+    }
+    fn headers(&self) -> bool {
+        self.0.config().headers
+    }
+    fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError> {
+        let snapshot = &self.0;
+        if let Some(id) = req
+            .filter
+            .doc_ids
+            .iter()
+            .find(|id| snapshot.doc_index(id).is_none())
+        {
+            return Err(StoreError::UnknownDocument(id.clone()));
+        }
+        let mask = req.filter.mask(snapshot.documents());
+        let dense = match req.dense {
+            Some(q) => snapshot.dense_search(q, req.k, mask.as_ref()),
+            None => Vec::new(),
+        };
+        let lexical = match req.lexical {
+            Some(text) => snapshot.bm25_search(text, req.k, mask.as_ref())?,
+            None => Vec::new(),
+        };
+        Ok(Found {
+            dense,
+            lexical,
+            corpus: Arc::new(SnapshotCorpus(snapshot.clone())),
+        })
+    }
+}
