@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
-use excerpt_testkit::fixtures::{pdf, report_pdf as report};
+use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfText};
 
 fn pdfium_present() {
     let lib = excerpt_ingest::pdfium_library_path();
@@ -63,6 +63,80 @@ fn generated_report_has_pages_sections_and_no_furniture() {
     for s in &d.sections {
         assert!(s.own.slice(&d.text).starts_with(&s.heading));
     }
+}
+
+/// A page with a bold title, body text, a heading set in italic at the body size and a
+/// table written cell by cell (as PDF producers do), each row's first cell on two lines.
+fn tide_table_pdf() -> Vec<u8> {
+    let t = |x: f32, y: f32, size: f32, face: PdfFace, text: &'static str| PdfText {
+        x,
+        y,
+        size,
+        face,
+        text,
+    };
+    let body = |y: f32, text: &'static str| t(72.0, y, 11.0, PdfFace::Regular, text);
+    let mut page = vec![
+        t(72.0, 740.0, 18.0, PdfFace::Bold, "Tide Tables"),
+        body(
+            710.0,
+            "High and low water at the ports of the Channel, in local time,",
+        ),
+        body(
+            696.0,
+            "for the first day of the month. Times move by about fifty",
+        ),
+        body(
+            682.0,
+            "minutes a day, so read the week ahead with care and margin.",
+        ),
+        t(72.0, 654.0, 11.0, PdfFace::Italic, "Reading the table"),
+        body(
+            640.0,
+            "Each row names a port and its country, then the time of high",
+        ),
+        body(
+            626.0,
+            "water and the time of low water that follows it on that day.",
+        ),
+        body(596.0, "Port High water Low water"),
+    ];
+    let rows = [
+        ("Saint Malo", "France", "06:12", "12:40"),
+        ("Plymouth", "England", "07:03", "13:25"),
+        ("Cork", "Ireland", "07:48", "14:02"),
+    ];
+    for (r, (port, country, high, low)) in rows.into_iter().enumerate() {
+        let y = 574.0 - 34.0 * r as f32;
+        page.push(body(y, port));
+        page.push(body(y - 13.0, country));
+        page.push(t(220.0, y, 11.0, PdfFace::Regular, high));
+        page.push(t(360.0, y, 11.0, PdfFace::Regular, low));
+    }
+    page.push(body(
+        450.0,
+        "Spring tides come two days after a new or a full moon.",
+    ));
+    pdf_placed(&[page])
+}
+
+#[test]
+fn generated_table_stays_row_by_row_and_italic_heading_is_found() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tides.pdf");
+    std::fs::write(&path, tide_table_pdf()).unwrap();
+    let loaded = load_file(&path, dir.path(), &LoadOptions::default()).unwrap();
+    let d = &loaded.documents[0];
+    let paths: Vec<String> = d.sections.iter().map(|s| s.path_string()).collect();
+    assert_eq!(paths.len(), 2, "{paths:?}\n{}", d.text);
+    assert_eq!(paths[0], "Tide Tables");
+    assert!(paths[1].ends_with("Reading the table"), "{paths:?}");
+    // Each row's cells on one line, rows in order, one under another (cells that PDFium
+    // already reads as one line, on one baseline, stay apart by a space).
+    let rows = "Saint Malo France | 06:12 12:40\nPlymouth England | 07:03 13:25\nCork Ireland | 07:48 14:02\n";
+    assert!(d.text.contains(rows), "{}", d.text);
+    assert!(d.text.contains("Spring tides"), "{}", d.text);
 }
 
 #[test]
