@@ -3,20 +3,25 @@
 //! (`$EXCERPT_HOME/pdfium/libpdfium.so`, fetched by `scripts/fetch-pdfium.sh`).
 //!
 //! PDFium gives the characters of each page in its reading order with the line breaks
-//! it infers, and each character's font size and position. From those lines this module
+//! it infers, and each character's font, size and position. From those lines this module
 //! builds the document text itself (so every offset is exact by construction): running
-//! headers, footers and page numbers repeated on most pages are left out, words
-//! hyphenated at a line end are joined, ligatures are normalised (NFKC), paragraphs are
+//! headers, footers and page numbers repeated on the pages are left out, words
+//! hyphenated at a line end are joined, ligatures and presentation forms are normalised
+//! (NFKC), Arabic lam-alef ligatures are put back in logical order, table rows given
+//! cell by cell are kept on one line each (cells apart by ` | `), paragraphs are
 //! separated by a blank line. Headings come from the PDF outline (bookmarks) when it
-//! matches lines of the text, else from font size (lines set clearly larger than the
-//! body) and numbering ("3.2 Results" in bold).
+//! matches lines of the text, else from the layout: size relative to the body (of the
+//! document, or of a page set smaller throughout), bold, a face other than the body's
+//! with space above, numbering ("3.2 Results"); captions, table cells, figure labels,
+//! addresses and subtitles are not headings.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use pdfium_render::prelude::{
-    PdfBookmark, PdfDocument, PdfFontWeight, Pdfium, PdfiumError, PdfiumInternalError,
+    PdfBookmark, PdfDocument, PdfFontWeight, PdfPageTextChar, Pdfium, PdfiumError,
+    PdfiumInternalError,
 };
 use unicode_normalization::UnicodeNormalization;
 
@@ -259,11 +264,22 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
         }
         sizes.clear();
     };
+    // The right edge of a line's last visible character, asked of PDFium once per line.
+    let right_edge = |last: Option<(PdfPageTextChar<'_>, f32, f32)>| {
+        last.map_or(0.0, |(ch, ox, size)| {
+            ch.tight_bounds()
+                .map_or(ox + size * 0.5, |r| r.right().value)
+                .max(ox)
+        })
+    };
+    let mut last: Option<(PdfPageTextChar<'_>, f32, f32)> = None;
     // Where the characters of the glyph last seen start in `cur.text`, and its origin.
     let mut glyph: Option<(usize, f32, f32, char)> = None;
-    for ch in text.chars().iter() {
+    let chars = text.chars();
+    for ch in chars.iter() {
         let c = match char::from_u32(ch.unicode_value()) {
             Some('\n') => {
+                cur.x_end = right_edge(last.take());
                 finish(&mut cur, &mut sizes, &mut lines);
                 glyph = None;
                 continue;
@@ -281,8 +297,10 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
             continue;
         }
         let (ox, oy) = ch.origin().map_or((0.0, 0.0), |(x, y)| (x.value, y.value));
-        let face = strip_subset(&ch.font_name()).to_string();
+        // The font is asked at the start of each word (a change inside a word is rare).
+        let word_start = glyph.is_none();
         if sizes.is_empty() {
+            let face = strip_subset(&ch.font_name()).to_string();
             cur.y = oy;
             cur.x = ox;
             cur.mono = ch.font_is_fixed_pitch();
@@ -299,15 +317,11 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
                 );
             cur.uniform = true;
             cur.face = face;
-        } else if face != cur.face {
+        } else if word_start && cur.uniform && strip_subset(&ch.font_name()) != cur.face {
             cur.uniform = false;
         }
         let size = ch.scaled_font_size().value;
         sizes.push(size);
-        cur.x_end = ch
-            .tight_bounds()
-            .map_or(ox + size * 0.5, |r| r.right().value)
-            .max(ox);
         // A glyph that stands for several characters of a right-to-left script (the
         // Arabic lam-alef ligature) comes out in visual order: put them back in logical
         // order by inserting each at the start of its glyph's characters.
@@ -327,7 +341,9 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
                 push_normalised(&mut cur.text, c);
             }
         }
+        last = Some((ch, ox, size));
     }
+    cur.x_end = right_edge(last.take());
     finish(&mut cur, &mut sizes, &mut lines);
     lines
 }
@@ -1130,6 +1146,65 @@ mod tests {
         assert_eq!(strip_subset("GUCMMW+Times-Roman"), "Times-Roman");
         assert_eq!(strip_subset("Calibri,Bold"), "Calibri,Bold");
         assert!(right_to_left('\u{644}') && !right_to_left('a'));
+    }
+
+    fn arb_line() -> impl proptest::strategy::Strategy<Value = Line> {
+        use proptest::prelude::*;
+        (
+            "[a-zA-Z0-9 .:|(/@=-]{0,40}|[\u{600}-\u{6ff} ]{1,10}|[\u{ac00}-\u{ac20}]{1,8}",
+            prop_oneof![Just(0.0f32), 6.0f32..40.0],
+            any::<bool>(),
+            // Baselines and left edges on a grid too, so that rows and columns line up.
+            prop_oneof![-50.0f32..800.0, (0..60u8).prop_map(|k| f32::from(k) * 12.0)],
+            prop_oneof![0.0f32..600.0, (0..6u8).prop_map(|k| f32::from(k) * 100.0)],
+            0.0f32..200.0,
+            0usize..3,
+            any::<bool>(),
+        )
+            .prop_map(|(text, size, bold, y, x, w, face, uniform)| Line {
+                text,
+                size,
+                bold,
+                y,
+                mono: face == 2 && bold,
+                x,
+                x_end: x + w,
+                face: ["Times-Roman", "Times-Italic", "Courier"][face].into(),
+                uniform,
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// Whatever lines PDFium gives, the text is built without a panic, the pages
+        /// partition it and every heading starts inside it at a character boundary.
+        #[test]
+        fn any_lines_assemble(
+            pages in proptest::collection::vec(proptest::collection::vec(arb_line(), 0..30), 0..5),
+            with_outline in proptest::prelude::any::<bool>(),
+        ) {
+            let outline: Vec<OutlineEntry> = if with_outline {
+                pages.iter().enumerate().flat_map(|(pi, p)| p.iter().take(2).map(move |l| OutlineEntry {
+                    title: l.text.clone(),
+                    level: 1 + (pi % 3) as u8,
+                    page: Some(pi),
+                })).collect()
+            } else {
+                Vec::new()
+            };
+            let a = assemble(&pages, &outline);
+            proptest::prop_assert_eq!(a.pages.len(), pages.len());
+            let mut at = 0;
+            for &(s, e) in &a.pages {
+                proptest::prop_assert_eq!(s, at);
+                proptest::prop_assert!(e >= s);
+                at = e;
+            }
+            proptest::prop_assert_eq!(at, a.text.len());
+            for h in &a.headings {
+                proptest::prop_assert!(h.start < a.text.len() && a.text.is_char_boundary(h.start));
+            }
+        }
     }
 
     fn placed(text: &str, x: f32, y: f32, face: &str) -> Line {
