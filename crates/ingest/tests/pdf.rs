@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use proptest::strategy::Strategy as _;
+
 use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
 use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfText};
 
@@ -204,4 +206,78 @@ fn unstructured_hard_cases_load_or_skip() {
         "{skipped:?}"
     );
     assert_eq!(ok, files.len() - 1);
+}
+
+/// A byte edit of a PDF: overwrite, delete or insert at a position (taken modulo the
+/// length), or cut the file there.
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    Cut(usize),
+}
+
+fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let n = bytes.len().max(1);
+        match e {
+            Edit::Set(at, b) => {
+                if let Some(x) = bytes.get_mut(at % n) {
+                    *x = *b;
+                }
+            }
+            Edit::Delete(at, len) => {
+                let s = (at % n).min(bytes.len());
+                let e = (s + len).min(bytes.len());
+                bytes.drain(s..e);
+            }
+            Edit::Insert(at, data) => {
+                let s = (at % n).min(bytes.len());
+                bytes.splice(s..s, data.iter().copied());
+            }
+            Edit::Cut(at) => bytes.truncate(at % n),
+        }
+    }
+    bytes
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// A bounded fuzz run on stable through the real PDFium: damaged generated PDFs load
+    /// with pages that partition the text, or are skipped with a one-line reason; never a
+    /// panic.
+    #[test]
+    fn damaged_pdfs_load_or_skip_with_one_line(
+        which in 0usize..2,
+        edits in proptest::collection::vec(
+            proptest::prop_oneof![
+                (0usize..100_000, proptest::prelude::any::<u8>()).prop_map(|(a, b)| Edit::Set(a, b)),
+                (0usize..100_000, 1usize..64).prop_map(|(a, l)| Edit::Delete(a, l)),
+                (0usize..100_000, proptest::collection::vec(proptest::prelude::any::<u8>(), 1..16))
+                    .prop_map(|(a, d)| Edit::Insert(a, d)),
+                (0usize..100_000).prop_map(Edit::Cut),
+            ],
+            1..6,
+        ),
+    ) {
+        let base = if which == 0 { report() } else { tide_table_pdf() };
+        let bytes = apply(base, &edits);
+        match load_bytes(DocFormat::Pdf, "damaged.pdf", &bytes) {
+            Ok(loaded) => {
+                for d in &loaded.documents {
+                    let mut at = 0;
+                    for p in &d.pages {
+                        proptest::prop_assert_eq!(p.byte_start, at);
+                        at = p.byte_end;
+                    }
+                    proptest::prop_assert_eq!(at, d.text.len());
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                proptest::prop_assert!(!msg.is_empty() && !msg.contains('\n'), "{msg}");
+            }
+        }
+    }
 }
