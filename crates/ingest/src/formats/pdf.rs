@@ -836,13 +836,17 @@ fn layout_headings(
         .collect();
     let usable = |pi: usize, i: usize| kept(pi, i) && !in_table.contains(&(pi, i));
     let body = style.size;
-    // A heading leads into what follows: the next line is not above it (figure labels
-    // and diagram boxes go back up the page).
+    // A heading leads into what follows: the next line is not just above it (figure
+    // labels and diagram boxes go back up the page a little; a new column or a block
+    // placed later in the file goes up a long way, three line heights or more).
     let leads_down = |pi: usize, k: usize| {
         let p = &pages[pi];
         (k + 1..p.len())
             .find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
-            .is_none_or(|j| p[k].y - p[j].y > -0.5 * p[k].size)
+            .is_none_or(|j| {
+                let up = p[j].y - p[k].y;
+                up < 0.5 * p[k].size || up > 3.0 * p[k].size.max(p[j].size)
+            })
     };
     let mut heads = HashMap::new();
     // Size-based headings: (page, first line, lines, size).
