@@ -5,7 +5,9 @@ use std::path::Path;
 
 use proptest::strategy::Strategy as _;
 
-use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
+use excerpt_ingest::{
+    load_bytes, load_file, load_file_with_progress, DocFormat, IngestError, LoadOptions,
+};
 use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfText};
 
 fn pdfium_present() {
@@ -139,6 +141,21 @@ fn generated_table_stays_row_by_row_and_italic_heading_is_found() {
     let rows = "Saint Malo France | 06:12 12:40\nPlymouth England | 07:03 13:25\nCork Ireland | 07:48 14:02\n";
     assert!(d.text.contains(rows), "{}", d.text);
     assert!(d.text.contains("Spring tides"), "{}", d.text);
+}
+
+#[test]
+fn pages_read_are_reported_one_by_one() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.pdf");
+    std::fs::write(&path, report()).unwrap();
+    let calls = std::cell::RefCell::new(Vec::new());
+    let loaded = load_file_with_progress(&path, dir.path(), &LoadOptions::default(), &|d, t| {
+        calls.borrow_mut().push((d, t))
+    })
+    .unwrap();
+    assert_eq!(loaded.documents[0].pages.len(), 3);
+    assert_eq!(calls.into_inner(), [(1, 3), (2, 3), (3, 3)]);
 }
 
 #[test]

@@ -111,13 +111,15 @@ pub(crate) struct OutlineEntry {
     pub page: Option<usize>,
 }
 
-/// Loads a PDF file's bytes. Pages without a text layer (scans) are named in
-/// `warnings`; a PDF with none at all is refused.
+/// Loads a PDF file's bytes, calling `pages_read(done, total)` after each page. Pages
+/// without a text layer (scans) are named in `warnings`; a PDF with none at all is
+/// refused.
 pub(crate) fn load(
     path: &Path,
     mut doc: ParsedDocument,
     bytes: &[u8],
     warnings: &mut Vec<String>,
+    pages_read: &dyn Fn(usize, usize),
 ) -> Result<ParsedDocument, IngestError> {
     let fail = |reason: String| IngestError::Pdf {
         path: path.to_path_buf(),
@@ -145,6 +147,7 @@ pub(crate) fn load(
             unreadable.push(i);
             Vec::new()
         }));
+        pages_read(i + 1, n);
     }
     if !unreadable.is_empty() && unreadable.len() < n {
         warnings.push(format!(
