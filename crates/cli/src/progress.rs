@@ -1,6 +1,8 @@
-//! The ingest progress bar: chunks embedded out of chunks queued, with rate and ETA.
+//! The ingest progress bar: chunks embedded out of chunks queued, with rate and ETA;
+//! while a long PDF is read, its pages read so far.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use excerpt::IngestProgress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -11,7 +13,12 @@ pub struct Bar {
     files_done: AtomicUsize,
     /// Chunk contexts written or found in the cache (`--contextualize`).
     contexts: AtomicUsize,
+    /// The PDF being read, when it is long: "name p. done/total".
+    reading: Mutex<String>,
 }
+
+/// PDFs with fewer pages show no page count (they read in a blink).
+const LONG_PDF_PAGES: usize = 50;
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
@@ -33,6 +40,7 @@ impl Bar {
             files: AtomicUsize::new(0),
             files_done: AtomicUsize::new(0),
             contexts: AtomicUsize::new(0),
+            reading: Mutex::new(String::new()),
         }
     }
 
@@ -45,8 +53,9 @@ impl Bar {
             0 => String::new(),
             n => format!(", {n} contexts"),
         };
+        let reading = self.reading.lock().map(|r| r.clone()).unwrap_or_default();
         self.bar.set_message(format!(
-            "{}/{}{contexts}",
+            "{}/{}{contexts}{reading}",
             self.files_done.load(Ordering::Relaxed),
             self.files.load(Ordering::Relaxed)
         ));
@@ -58,8 +67,23 @@ impl IngestProgress for Bar {
         self.files.store(files, Ordering::Relaxed);
         self.update_msg();
     }
+    fn pages_read(&self, path: &str, done: usize, total: usize) {
+        if total < LONG_PDF_PAGES || (!done.is_multiple_of(10) && done != total) {
+            return;
+        }
+        let name = std::path::Path::new(path)
+            .file_name()
+            .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());
+        if let Ok(mut r) = self.reading.lock() {
+            *r = format!(", reading {name} p. {done}/{total}");
+        }
+        self.update_msg();
+    }
     fn file_done(&self, _path: &str) {
         self.files_done.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut r) = self.reading.lock() {
+            r.clear();
+        }
         self.update_msg();
     }
     fn chunks_queued(&self, chunks: usize) {

@@ -7,7 +7,8 @@ use std::time::Instant;
 use excerpt_core::{content_hash, indexed_text, ChunkKey, Document, Embedder};
 use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
 use excerpt_ingest::{
-    chunk, load_file, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem, WalkOptions,
+    chunk, load_file_with_progress, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem,
+    WalkOptions,
 };
 use excerpt_postgres::{DocumentWrite, PgIndex};
 
@@ -185,7 +186,8 @@ impl Engine {
         for (path, root) in files {
             run.check_cancel()?;
             let shown = path.display().to_string();
-            let loaded = match load_file(&path, &root, &opts.load) {
+            let pages_read = |done, total| progress.pages_read(&shown, done, total);
+            let loaded = match load_file_with_progress(&path, &root, &opts.load, &pages_read) {
                 Ok(l) => l,
                 Err(e) => {
                     let p = Problem {

@@ -7,6 +7,9 @@ use serde::Serialize;
 pub trait IngestProgress: Sync {
     /// The walk found `files` files.
     fn files_found(&self, _files: usize) {}
+    /// `done` of the `total` pages of the PDF at `path` were read (called after each
+    /// page, before the file is chunked).
+    fn pages_read(&self, _path: &str, _done: usize, _total: usize) {}
     /// A file was loaded and chunked (or skipped).
     fn file_done(&self, _path: &str) {}
     /// `chunks` more chunks need embedding.

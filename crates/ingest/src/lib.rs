@@ -52,8 +52,8 @@ pub use error::IngestError;
 pub use formats::html::MAX_HTML_DEPTH;
 pub use formats::pdf::PDFIUM_ENV;
 pub use load::{
-    is_supported, load_bytes, load_file, load_path, load_str, pdfium_library_path, DocFormat,
-    LoadOptions, DEFAULT_MAX_FILE_BYTES,
+    is_supported, load_bytes, load_file, load_file_with_progress, load_path, load_str,
+    pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
 };
 pub use parsed::{Loaded, ParsedDocument};
 pub use sentences::split_sentences;

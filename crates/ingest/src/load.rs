@@ -97,6 +97,17 @@ pub fn load_path(path: &Path, root: &Path) -> Result<Vec<ParsedDocument>, Ingest
 /// path. A leading UTF-8 byte order mark is dropped; line ends are normalised to LF
 /// except in JSONL, whose texts are kept exactly.
 pub fn load_file(path: &Path, root: &Path, opts: &LoadOptions) -> Result<Loaded, IngestError> {
+    load_file_with_progress(path, root, opts, &|_, _| {})
+}
+
+/// [`load_file`], calling `pages_read(done, total)` after each page of a PDF is read
+/// (for a progress display on long files; other formats do not call it).
+pub fn load_file_with_progress(
+    path: &Path,
+    root: &Path,
+    opts: &LoadOptions,
+    pages_read: &dyn Fn(usize, usize),
+) -> Result<Loaded, IngestError> {
     let Some(format) = DocFormat::from_path(path, opts) else {
         return Err(IngestError::UnknownExtension {
             path: path.to_path_buf(),
@@ -120,7 +131,7 @@ pub fn load_file(path: &Path, root: &Path, opts: &LoadOptions) -> Result<Loaded,
     let title = file_stem(path, &id);
     let source = Some(path.display().to_string());
     if format == DocFormat::Pdf {
-        return load_pdf(path, &id, &title, source, &bytes);
+        return load_pdf(path, &id, &title, source, &bytes, pages_read);
     }
     let text = decode(path, &bytes)?;
     load_text(format, path, &id, &title, source, &text)
@@ -132,7 +143,7 @@ pub fn load_bytes(format: DocFormat, id: &str, bytes: &[u8]) -> Result<Loaded, I
     let path = PathBuf::from(id);
     let title = file_stem(&path, id);
     if format == DocFormat::Pdf {
-        return load_pdf(&path, id, &title, None, bytes);
+        return load_pdf(&path, id, &title, None, bytes, &|_, _| {});
     }
     let text = if format == DocFormat::Jsonl {
         std::str::from_utf8(bytes)
@@ -153,9 +164,16 @@ fn load_pdf(
     title: &str,
     source: Option<String>,
     bytes: &[u8],
+    pages_read: &dyn Fn(usize, usize),
 ) -> Result<Loaded, IngestError> {
     let mut warnings = Vec::new();
-    let doc = pdf::load(path, base_document(id, title, source), bytes, &mut warnings)?;
+    let doc = pdf::load(
+        path,
+        base_document(id, title, source),
+        bytes,
+        &mut warnings,
+        pages_read,
+    )?;
     Ok(Loaded {
         documents: vec![doc],
         warnings,
@@ -227,7 +245,7 @@ fn load_text(
         }
         DocFormat::Html => one(html::load(path, base, text)),
         DocFormat::Jsonl => Ok(jsonl::load(path, base.source.as_deref(), text)),
-        DocFormat::Pdf => load_pdf(path, id, title, base.source, text.as_bytes()),
+        DocFormat::Pdf => load_pdf(path, id, title, base.source, text.as_bytes(), &|_, _| {}),
     }
 }
 

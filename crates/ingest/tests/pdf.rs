@@ -3,8 +3,12 @@
 
 use std::path::Path;
 
-use excerpt_ingest::{load_bytes, load_file, DocFormat, IngestError, LoadOptions};
-use excerpt_testkit::fixtures::{pdf, report_pdf as report};
+use proptest::strategy::Strategy as _;
+
+use excerpt_ingest::{
+    load_bytes, load_file, load_file_with_progress, DocFormat, IngestError, LoadOptions,
+};
+use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfText};
 
 fn pdfium_present() {
     let lib = excerpt_ingest::pdfium_library_path();
@@ -63,6 +67,95 @@ fn generated_report_has_pages_sections_and_no_furniture() {
     for s in &d.sections {
         assert!(s.own.slice(&d.text).starts_with(&s.heading));
     }
+}
+
+/// A page with a bold title, body text, a heading set in italic at the body size and a
+/// table written cell by cell (as PDF producers do), each row's first cell on two lines.
+fn tide_table_pdf() -> Vec<u8> {
+    let t = |x: f32, y: f32, size: f32, face: PdfFace, text: &'static str| PdfText {
+        x,
+        y,
+        size,
+        face,
+        text,
+    };
+    let body = |y: f32, text: &'static str| t(72.0, y, 11.0, PdfFace::Regular, text);
+    let mut page = vec![
+        t(72.0, 740.0, 18.0, PdfFace::Bold, "Tide Tables"),
+        body(
+            710.0,
+            "High and low water at the ports of the Channel, in local time,",
+        ),
+        body(
+            696.0,
+            "for the first day of the month. Times move by about fifty",
+        ),
+        body(
+            682.0,
+            "minutes a day, so read the week ahead with care and margin.",
+        ),
+        t(72.0, 654.0, 11.0, PdfFace::Italic, "Reading the table"),
+        body(
+            640.0,
+            "Each row names a port and its country, then the time of high",
+        ),
+        body(
+            626.0,
+            "water and the time of low water that follows it on that day.",
+        ),
+        body(596.0, "Port High water Low water"),
+    ];
+    let rows = [
+        ("Saint Malo", "France", "06:12", "12:40"),
+        ("Plymouth", "England", "07:03", "13:25"),
+        ("Cork", "Ireland", "07:48", "14:02"),
+    ];
+    for (r, (port, country, high, low)) in rows.into_iter().enumerate() {
+        let y = 574.0 - 34.0 * r as f32;
+        page.push(body(y, port));
+        page.push(body(y - 13.0, country));
+        page.push(t(220.0, y, 11.0, PdfFace::Regular, high));
+        page.push(t(360.0, y, 11.0, PdfFace::Regular, low));
+    }
+    page.push(body(
+        450.0,
+        "Spring tides come two days after a new or a full moon.",
+    ));
+    pdf_placed(&[page])
+}
+
+#[test]
+fn generated_table_stays_row_by_row_and_italic_heading_is_found() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tides.pdf");
+    std::fs::write(&path, tide_table_pdf()).unwrap();
+    let loaded = load_file(&path, dir.path(), &LoadOptions::default()).unwrap();
+    let d = &loaded.documents[0];
+    let paths: Vec<String> = d.sections.iter().map(|s| s.path_string()).collect();
+    assert_eq!(paths.len(), 2, "{paths:?}\n{}", d.text);
+    assert_eq!(paths[0], "Tide Tables");
+    assert!(paths[1].ends_with("Reading the table"), "{paths:?}");
+    // Each row's cells on one line, rows in order, one under another (cells that PDFium
+    // already reads as one line, on one baseline, stay apart by a space).
+    let rows = "Saint Malo France | 06:12 12:40\nPlymouth England | 07:03 13:25\nCork Ireland | 07:48 14:02\n";
+    assert!(d.text.contains(rows), "{}", d.text);
+    assert!(d.text.contains("Spring tides"), "{}", d.text);
+}
+
+#[test]
+fn pages_read_are_reported_one_by_one() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.pdf");
+    std::fs::write(&path, report()).unwrap();
+    let calls = std::cell::RefCell::new(Vec::new());
+    let loaded = load_file_with_progress(&path, dir.path(), &LoadOptions::default(), &|d, t| {
+        calls.borrow_mut().push((d, t))
+    })
+    .unwrap();
+    assert_eq!(loaded.documents[0].pages.len(), 3);
+    assert_eq!(calls.into_inner(), [(1, 3), (2, 3), (3, 3)]);
 }
 
 #[test]
@@ -130,4 +223,78 @@ fn unstructured_hard_cases_load_or_skip() {
         "{skipped:?}"
     );
     assert_eq!(ok, files.len() - 1);
+}
+
+/// A byte edit of a PDF: overwrite, delete or insert at a position (taken modulo the
+/// length), or cut the file there.
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    Cut(usize),
+}
+
+fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let n = bytes.len().max(1);
+        match e {
+            Edit::Set(at, b) => {
+                if let Some(x) = bytes.get_mut(at % n) {
+                    *x = *b;
+                }
+            }
+            Edit::Delete(at, len) => {
+                let s = (at % n).min(bytes.len());
+                let e = (s + len).min(bytes.len());
+                bytes.drain(s..e);
+            }
+            Edit::Insert(at, data) => {
+                let s = (at % n).min(bytes.len());
+                bytes.splice(s..s, data.iter().copied());
+            }
+            Edit::Cut(at) => bytes.truncate(at % n),
+        }
+    }
+    bytes
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// A bounded fuzz run on stable through the real PDFium: damaged generated PDFs load
+    /// with pages that partition the text, or are skipped with a one-line reason; never a
+    /// panic.
+    #[test]
+    fn damaged_pdfs_load_or_skip_with_one_line(
+        which in 0usize..2,
+        edits in proptest::collection::vec(
+            proptest::prop_oneof![
+                (0usize..100_000, proptest::prelude::any::<u8>()).prop_map(|(a, b)| Edit::Set(a, b)),
+                (0usize..100_000, 1usize..64).prop_map(|(a, l)| Edit::Delete(a, l)),
+                (0usize..100_000, proptest::collection::vec(proptest::prelude::any::<u8>(), 1..16))
+                    .prop_map(|(a, d)| Edit::Insert(a, d)),
+                (0usize..100_000).prop_map(Edit::Cut),
+            ],
+            1..6,
+        ),
+    ) {
+        let base = if which == 0 { report() } else { tide_table_pdf() };
+        let bytes = apply(base, &edits);
+        match load_bytes(DocFormat::Pdf, "damaged.pdf", &bytes) {
+            Ok(loaded) => {
+                for d in &loaded.documents {
+                    let mut at = 0;
+                    for p in &d.pages {
+                        proptest::prop_assert_eq!(p.byte_start, at);
+                        at = p.byte_end;
+                    }
+                    proptest::prop_assert_eq!(at, d.text.len());
+                }
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                proptest::prop_assert!(!msg.is_empty() && !msg.contains('\n'), "{msg}");
+            }
+        }
+    }
 }

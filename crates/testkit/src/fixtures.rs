@@ -32,14 +32,73 @@ pub struct PdfLine<'a> {
 /// line before), written by hand so that PDF tests
 /// need no PDF-writing crate.
 pub fn pdf(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
+    let placed: Vec<Vec<PdfText<'_>>> = pages
+        .iter()
+        .map(|lines| {
+            let mut y = 760.0f32;
+            let mut prev = 0.0f32;
+            lines
+                .iter()
+                .map(|l| {
+                    y -= l.size.max(prev) * 1.4;
+                    prev = l.size;
+                    PdfText {
+                        x: 72.0,
+                        y,
+                        size: l.size,
+                        face: if l.bold {
+                            PdfFace::Bold
+                        } else {
+                            PdfFace::Regular
+                        },
+                        text: l.text,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    pdf_placed(&placed)
+}
+
+/// A face of Helvetica for [`PdfText`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PdfFace {
+    /// Helvetica.
+    Regular,
+    /// Helvetica-Bold.
+    Bold,
+    /// Helvetica-Oblique.
+    Italic,
+}
+
+/// A piece of text placed on a page of [`pdf_placed`]: its own text object, drawn with
+/// its baseline starting at (`x`, `y`) points from the bottom left.
+#[derive(Debug, Clone, Copy)]
+pub struct PdfText<'a> {
+    /// Left edge, points from the left of the page.
+    pub x: f32,
+    /// Baseline, points from the bottom of the page (a Letter page is 792 high).
+    pub y: f32,
+    /// Font size in points.
+    pub size: f32,
+    /// The face.
+    pub face: PdfFace,
+    /// The text (Latin-1 only; parentheses and backslashes are escaped).
+    pub text: &'a str,
+}
+
+/// A minimal, valid PDF like [`pdf`] with each piece of text placed where it says, in
+/// the order given (the content stream order PDFium reads), for layouts such as table
+/// cells side by side.
+pub fn pdf_placed(pages: &[Vec<PdfText<'_>>]) -> Vec<u8> {
     let n = pages.len();
-    // Objects: 1 catalog, 2 page tree, 3 and 4 fonts, then per page its page and
+    // Objects: 1 catalog, 2 page tree, 3 to 5 fonts, then per page its page and
     // content objects.
     let mut objects: Vec<Vec<u8>> = Vec::new();
     objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
-    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 5 + 2 * i)).collect();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 6 + 2 * i)).collect();
     objects.push(format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes());
-    for font in ["Helvetica", "Helvetica-Bold"] {
+    for font in ["Helvetica", "Helvetica-Bold", "Helvetica-Oblique"] {
         objects.push(
             format!(
                 "<< /Type /Font /Subtype /Type1 /BaseFont /{font} /Encoding /WinAnsiEncoding >>"
@@ -47,28 +106,28 @@ pub fn pdf(pages: &[Vec<PdfLine<'_>>]) -> Vec<u8> {
             .into_bytes(),
         );
     }
-    for (i, lines) in pages.iter().enumerate() {
+    for (i, texts) in pages.iter().enumerate() {
         let mut content = String::new();
-        let mut y = 760.0f32;
-        let mut prev = 0.0f32;
-        for l in lines {
-            y -= l.size.max(prev) * 1.4;
-            prev = l.size;
-            let escaped = l
+        for t in texts {
+            let escaped = t
                 .text
                 .replace('\\', "\\\\")
                 .replace('(', "\\(")
                 .replace(')', "\\)");
-            let font = if l.bold { "F2" } else { "F1" };
+            let font = match t.face {
+                PdfFace::Regular => "F1",
+                PdfFace::Bold => "F2",
+                PdfFace::Italic => "F3",
+            };
             content.push_str(&format!(
-                "BT /{font} {} Tf 1 0 0 1 72 {y:.1} Tm ({escaped}) Tj ET\n",
-                l.size
+                "BT /{font} {} Tf 1 0 0 1 {:.1} {:.1} Tm ({escaped}) Tj ET\n",
+                t.size, t.x, t.y
             ));
         }
         objects.push(
             format!(
-                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> /Contents {} 0 R >>",
-                6 + 2 * i
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R /F2 4 0 R /F3 5 0 R >> >> /Contents {} 0 R >>",
+                7 + 2 * i
             )
             .into_bytes(),
         );

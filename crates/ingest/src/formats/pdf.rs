@@ -3,20 +3,25 @@
 //! (`$EXCERPT_HOME/pdfium/libpdfium.so`, fetched by `scripts/fetch-pdfium.sh`).
 //!
 //! PDFium gives the characters of each page in its reading order with the line breaks
-//! it infers, and each character's font size and position. From those lines this module
+//! it infers, and each character's font, size and position. From those lines this module
 //! builds the document text itself (so every offset is exact by construction): running
-//! headers, footers and page numbers repeated on most pages are left out, words
-//! hyphenated at a line end are joined, ligatures are normalised (NFKC), paragraphs are
+//! headers, footers and page numbers repeated on the pages are left out, words
+//! hyphenated at a line end are joined, ligatures and presentation forms are normalised
+//! (NFKC), Arabic lam-alef ligatures are put back in logical order, table rows given
+//! cell by cell are kept on one line each (cells apart by ` | `), paragraphs are
 //! separated by a blank line. Headings come from the PDF outline (bookmarks) when it
-//! matches lines of the text, else from font size (lines set clearly larger than the
-//! body) and numbering ("3.2 Results" in bold).
+//! matches lines of the text, else from the layout: size relative to the body (of the
+//! document, or of a page set smaller throughout), bold, a face other than the body's
+//! with space above, numbering ("3.2 Results"); captions, table cells, figure labels,
+//! addresses and subtitles are not headings.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use pdfium_render::prelude::{
-    PdfBookmark, PdfDocument, PdfFontWeight, Pdfium, PdfiumError, PdfiumInternalError,
+    PdfBookmark, PdfDocument, PdfFontWeight, PdfPageTextChar, Pdfium, PdfiumError,
+    PdfiumInternalError,
 };
 use unicode_normalization::UnicodeNormalization;
 
@@ -88,6 +93,14 @@ pub(crate) struct Line {
     pub y: f32,
     /// Set in a fixed-pitch face at its first visible character (code, never a heading).
     pub mono: bool,
+    /// Left edge: origin of its first visible character (points from the left).
+    pub x: f32,
+    /// Right edge of its last visible character (points from the left).
+    pub x_end: f32,
+    /// The font of its first visible character, without a subset prefix ("ABCDEF+").
+    pub face: String,
+    /// Every visible character is in that one font.
+    pub uniform: bool,
 }
 
 /// A bookmark of the outline: title, depth (1 = top) and the page it points to.
@@ -98,13 +111,15 @@ pub(crate) struct OutlineEntry {
     pub page: Option<usize>,
 }
 
-/// Loads a PDF file's bytes. Pages without a text layer (scans) are named in
-/// `warnings`; a PDF with none at all is refused.
+/// Loads a PDF file's bytes, calling `pages_read(done, total)` after each page. Pages
+/// without a text layer (scans) are named in `warnings`; a PDF with none at all is
+/// refused.
 pub(crate) fn load(
     path: &Path,
     mut doc: ParsedDocument,
     bytes: &[u8],
     warnings: &mut Vec<String>,
+    pages_read: &dyn Fn(usize, usize),
 ) -> Result<ParsedDocument, IngestError> {
     let fail = |reason: String| IngestError::Pdf {
         path: path.to_path_buf(),
@@ -132,6 +147,7 @@ pub(crate) fn load(
             unreadable.push(i);
             Vec::new()
         }));
+        pages_read(i + 1, n);
     }
     if !unreadable.is_empty() && unreadable.len() < n {
         warnings.push(format!(
@@ -251,10 +267,24 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
         }
         sizes.clear();
     };
-    for ch in text.chars().iter() {
+    // The right edge of a line's last visible character, asked of PDFium once per line.
+    let right_edge = |last: Option<(PdfPageTextChar<'_>, f32, f32)>| {
+        last.map_or(0.0, |(ch, ox, size)| {
+            ch.tight_bounds()
+                .map_or(ox + size * 0.5, |r| r.right().value)
+                .max(ox)
+        })
+    };
+    let mut last: Option<(PdfPageTextChar<'_>, f32, f32)> = None;
+    // Where the characters of the glyph last seen start in `cur.text`, and its origin.
+    let mut glyph: Option<(usize, f32, f32, char)> = None;
+    let chars = text.chars();
+    for ch in chars.iter() {
         let c = match char::from_u32(ch.unicode_value()) {
             Some('\n') => {
+                cur.x_end = right_edge(last.take());
                 finish(&mut cur, &mut sizes, &mut lines);
+                glyph = None;
                 continue;
             }
             // PDFium marks a hyphen at a line end with U+0002.
@@ -264,33 +294,80 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
             Some(c) => c,
             None => continue,
         };
-        if !c.is_whitespace() {
-            if sizes.is_empty() {
-                cur.y = ch.origin_y().map(|p| p.value).unwrap_or(0.0);
-                cur.mono = ch.font_is_fixed_pitch();
-                cur.bold = ch.font_is_bold_reenforced()
-                    || ch.font_name().contains("Bold")
-                    || matches!(
-                        ch.font_weight(),
-                        Some(
-                            PdfFontWeight::Weight600
-                                | PdfFontWeight::Weight700Bold
-                                | PdfFontWeight::Weight800
-                                | PdfFontWeight::Weight900
-                        )
-                    );
-            }
-            sizes.push(ch.scaled_font_size().value);
+        if c.is_whitespace() {
+            glyph = None;
+            push_normalised(&mut cur.text, c);
+            continue;
         }
-        push_normalised(&mut cur.text, c);
+        let (ox, oy) = ch.origin().map_or((0.0, 0.0), |(x, y)| (x.value, y.value));
+        // The font is asked at the start of each word (a change inside a word is rare).
+        let word_start = glyph.is_none();
+        if sizes.is_empty() {
+            let face = strip_subset(&ch.font_name()).to_string();
+            cur.y = oy;
+            cur.x = ox;
+            cur.mono = ch.font_is_fixed_pitch();
+            cur.bold = ch.font_is_bold_reenforced()
+                || face.contains("Bold")
+                || matches!(
+                    ch.font_weight(),
+                    Some(
+                        PdfFontWeight::Weight600
+                            | PdfFontWeight::Weight700Bold
+                            | PdfFontWeight::Weight800
+                            | PdfFontWeight::Weight900
+                    )
+                );
+            cur.uniform = true;
+            cur.face = face;
+        } else if word_start && cur.uniform && strip_subset(&ch.font_name()) != cur.face {
+            cur.uniform = false;
+        }
+        let size = ch.scaled_font_size().value;
+        sizes.push(size);
+        // A glyph that stands for several characters of a right-to-left script (the
+        // Arabic lam-alef ligature) comes out in visual order: put them back in logical
+        // order by inserting each at the start of its glyph's characters.
+        match glyph {
+            Some((at, gx, gy, prev))
+                if (gx - ox).abs() < 0.01
+                    && (gy - oy).abs() < 0.01
+                    && right_to_left(prev)
+                    && right_to_left(c) =>
+            {
+                let mut piece = String::new();
+                push_normalised(&mut piece, c);
+                cur.text.insert_str(at, &piece);
+            }
+            _ => {
+                glyph = Some((cur.text.len(), ox, oy, c));
+                push_normalised(&mut cur.text, c);
+            }
+        }
+        last = Some((ch, ox, size));
     }
+    cur.x_end = right_edge(last.take());
     finish(&mut cur, &mut sizes, &mut lines);
     lines
 }
 
-/// Pushes `c`, with presentation forms (ligatures ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ) decomposed by NFKC.
+/// A letter of a right-to-left script (Hebrew, Arabic and their supplements).
+fn right_to_left(c: char) -> bool {
+    matches!(c, '\u{0590}'..='\u{08ff}' | '\u{fb1d}'..='\u{fdff}' | '\u{fe70}'..='\u{feff}')
+}
+
+/// A font name without its subset tag ("ABCDEF+Times-Roman" → "Times-Roman").
+fn strip_subset(name: &str) -> &str {
+    match name.split_once('+') {
+        Some((tag, rest)) if tag.len() == 6 && tag.chars().all(|c| c.is_ascii_uppercase()) => rest,
+        _ => name,
+    }
+}
+
+/// Pushes `c`, with presentation forms (ligatures ﬁ ﬂ ﬀ ﬃ ﬄ ﬅ ﬆ, Hebrew and Arabic
+/// presentation forms) decomposed by NFKC.
 fn push_normalised(out: &mut String, c: char) {
-    if ('\u{fb00}'..='\u{fb4f}').contains(&c) {
+    if matches!(c, '\u{fb00}'..='\u{fdff}' | '\u{fe70}'..='\u{fefe}') {
         out.extend(std::iter::once(c).nfkc());
     } else {
         out.push(c);
@@ -415,7 +492,7 @@ fn numbering_depth(s: &str) -> Option<u8> {
     let parts: Vec<&str> = num.split('.').collect();
     let ok = parts.iter().enumerate().all(|(i, p)| {
         !p.is_empty()
-            && (p.chars().all(|c| c.is_ascii_digit()) && p.len() <= 3
+            && (p.chars().all(|c| c.is_ascii_digit()) && p.len() <= if i == 0 { 2 } else { 3 }
                 || i == 0
                     && p.len() == 1
                     && p.chars().all(|c| c.is_ascii_uppercase())
@@ -424,20 +501,25 @@ fn numbering_depth(s: &str) -> Option<u8> {
     ok.then(|| parts.len().min(6) as u8)
 }
 
-/// Plausible heading text: short, has letters, does not end like a sentence.
+/// Plausible heading text: short, has letters, does not end like a sentence, names no
+/// address (URL, e-mail).
 fn heading_like(s: &str) -> bool {
     let t = s.trim();
     let letters = t.chars().filter(|c| c.is_alphabetic()).count();
     letters >= 2
+        && !t.starts_with(|c: char| c.is_ascii_punctuation() && !"([\"'§#".contains(c))
         && t.chars().count() <= 150
         && !t.ends_with(['.', ',', ';', ':'])
         && letters * 2 >= t.chars().filter(|c| !c.is_whitespace()).count()
+        && !t
+            .split_whitespace()
+            .any(|w| w.contains("://") || w.contains('@') || w.contains('/') && w.contains('.'))
 }
 
 /// Builds the text from the pages' lines: see the module documentation.
 pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembled {
     // Running headers and footers: the first and last two lines of a page whose key
-    // is on at least half the pages (and three of them).
+    // is on at least a quarter of the pages (and three of them).
     let mut drop: HashSet<(usize, usize)> = HashSet::new();
     let with_text = pages.iter().filter(|p| !p.is_empty()).count();
     if with_text >= 3 {
@@ -455,7 +537,9 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
                 *count.entry(k).or_default() += 1;
             }
         }
-        let threshold = with_text.div_ceil(2).max(3);
+        // A quarter of the pages: running heads often alternate between left and
+        // right pages (a title on one, the chapter on the other).
+        let threshold = with_text.div_ceil(4).max(3);
         for (pi, p) in pages.iter().enumerate() {
             for i in edge(p) {
                 if count
@@ -468,115 +552,51 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
         }
     }
     let kept = |pi: usize, i: usize| !drop.contains(&(pi, i));
-    // Body size: the most common size, weighted by characters.
-    let mut weight: HashMap<i32, usize> = HashMap::new();
-    for (pi, p) in pages.iter().enumerate() {
-        for (i, l) in p.iter().enumerate() {
-            if kept(pi, i) {
-                *weight.entry((l.size * 2.0).round() as i32).or_default() += l.text.len();
-            }
-        }
-    }
-    let body = weight
-        .into_iter()
-        .max_by_key(|&(k, n)| (n, -k))
-        .map_or(10.0, |(k, _)| k as f32 / 2.0);
+    let kept_ref: &dyn Fn(usize, usize) -> bool = &kept;
+    let style = BodyStyle::of(pages, kept_ref);
+    let cells = table_rows(pages, kept_ref);
 
     // Heading levels per line: (page, first line) → (level, number of lines).
-    let mut heads: HashMap<(usize, usize), (u8, usize)> = HashMap::new();
     let from_outline = outline_headings(pages, outline, &kept);
-    if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
-        heads = from_outline;
+    let heads = if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
+        from_outline
     } else {
-        // Font size: lines clearly larger than the body, or bold and a little larger,
-        // or bold and standing alone (a blank line's height above and below); runs of
-        // up to three lines of the same size make one heading.
-        let mut sized: Vec<(usize, usize, usize, f32)> = Vec::new();
-        for (pi, p) in pages.iter().enumerate() {
-            let mut i = 0;
-            while i < p.len() {
-                let l = &p[i];
-                let alone = |k: usize| {
-                    let before = (0..k).rev().find(|&j| kept(pi, j)).map(|j| p[j].y - p[k].y);
-                    let after = (k + 1..p.len())
-                        .find(|&j| kept(pi, j))
-                        .map(|j| p[k].y - p[j].y);
-                    let far = |g: Option<f32>| g.is_none_or(|g| g < 0.0 || g > 1.8 * p[k].size);
-                    far(before) && far(after)
-                };
-                let candidate = kept(pi, i)
-                    && !l.mono
-                    && l.text.chars().any(char::is_alphabetic)
-                    && (l.size >= body * 1.12
-                        || l.bold && l.size >= body * 1.05
-                        || l.bold
-                            && l.size >= body * 0.95
-                            && l.text.chars().count() <= 80
-                            && alone(i));
-                if !candidate {
-                    i += 1;
-                    continue;
-                }
-                let mut j = i + 1;
-                while j < p.len()
-                    && kept(pi, j)
-                    && (p[j].size - l.size).abs() < 0.25
-                    && p[j].bold == l.bold
-                    && l.size >= body * 1.05
-                {
-                    j += 1;
-                }
-                let joined = (i..j)
-                    .map(|k| p[k].text.trim())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if j - i <= 3 && heading_like(&joined) {
-                    sized.push((pi, i, j - i, l.size));
-                }
-                i = j;
-            }
-        }
-        let mut sizes: Vec<i32> = sized.iter().map(|s| (s.3 * 2.0).round() as i32).collect();
-        sizes.sort_unstable_by(|a, b| b.cmp(a));
-        sizes.dedup();
-        for (pi, i, n, size) in sized {
-            let rank = sizes
-                .iter()
-                .position(|&s| s == (size * 2.0).round() as i32)
-                .unwrap_or(0);
-            let level =
-                numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
-            heads.insert((pi, i), (level, n));
-        }
-        // Numbered headings in bold at about the body size, or a little larger.
-        for (pi, p) in pages.iter().enumerate() {
-            for (i, l) in p.iter().enumerate() {
-                let t = l.text.trim();
-                if kept(pi, i)
-                    && !l.mono
-                    && !heads.contains_key(&(pi, i))
-                    && (l.bold && l.size >= body * 0.95 || l.size >= body * 1.05)
-                    && t.chars().count() <= 100
-                    && heading_like(t)
-                {
-                    if let Some(d) = numbering_depth(t) {
-                        heads.insert((pi, i), (d, 1));
-                    }
-                }
-            }
-        }
-    }
-
+        layout_headings(pages, kept_ref, &style, &cells)
+    };
     let mut out = Assembled::default();
     let text = &mut out.text;
     for (pi, p) in pages.iter().enumerate() {
         let start = text.len();
         let mut prev: Option<&Line> = None;
+        let mut prev_row = false;
         let mut i = 0;
         while i < p.len() {
             if !kept(pi, i) {
                 i += 1;
                 continue;
+            }
+            if let Some(row) = cells.get(&(pi, i)) {
+                // A table row: its cells on one line, in order, rows one under another.
+                if prev_row {
+                    text.push('\n');
+                } else {
+                    paragraph_break(text);
+                }
+                let cells: Vec<String> = row
+                    .iter()
+                    .map(|cell| join_lines(cell.iter().map(|&k| p[k].text.trim())))
+                    .collect();
+                text.push_str(&cells.join(" | "));
+                let last = row.iter().flatten().copied().max().unwrap_or(i);
+                prev = Some(&p[last]);
+                prev_row = true;
+                i = last + 1;
+                continue;
+            }
+            if prev_row {
+                paragraph_break(text);
+                prev = None;
+                prev_row = false;
             }
             if let Some(&(level, n)) = heads.get(&(pi, i)) {
                 paragraph_break(text);
@@ -624,6 +644,338 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
         out.pages.push((start, text.len()));
     }
     out
+}
+
+/// Lines joined with spaces, a word hyphenated at a line end joined.
+fn join_lines<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for t in lines {
+        if out.is_empty() {
+            out.push_str(t);
+            continue;
+        }
+        let hyphen = out.ends_with('-')
+            && out[..out.len() - 1]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_lowercase)
+            && t.chars().next().is_some_and(char::is_lowercase);
+        if hyphen {
+            out.pop();
+        } else {
+            out.push(' ');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
+/// The body text's size and face, over the document and per page.
+#[derive(Debug)]
+pub(crate) struct BodyStyle {
+    /// The most common size, weighted by characters.
+    pub size: f32,
+    /// The most common font among lines at that size.
+    pub face: String,
+    /// Per page: its own most common size when the page is set smaller than the
+    /// document (enough text at one smaller size), else the document's.
+    pub page: Vec<f32>,
+}
+
+impl BodyStyle {
+    /// Characters at one size a page needs for its own body size.
+    const PAGE_MIN_CHARS: usize = 400;
+
+    pub(crate) fn of(pages: &[Vec<Line>], kept: &dyn Fn(usize, usize) -> bool) -> Self {
+        let key = |s: f32| (s * 2.0).round() as i32;
+        let top = |w: &HashMap<i32, usize>| {
+            w.iter()
+                .max_by_key(|&(&k, &n)| (n, -k))
+                .map(|(&k, &n)| (k as f32 / 2.0, n))
+        };
+        let mut all: HashMap<i32, usize> = HashMap::new();
+        let mut per_page: Vec<HashMap<i32, usize>> = vec![HashMap::new(); pages.len()];
+        for (pi, p) in pages.iter().enumerate() {
+            for (i, l) in p.iter().enumerate() {
+                if kept(pi, i) {
+                    let n = l.text.chars().filter(|c| !c.is_whitespace()).count();
+                    *all.entry(key(l.size)).or_default() += n;
+                    *per_page[pi].entry(key(l.size)).or_default() += n;
+                }
+            }
+        }
+        let size = top(&all).map_or(10.0, |(s, _)| s);
+        let mut faces: HashMap<&str, usize> = HashMap::new();
+        for (pi, p) in pages.iter().enumerate() {
+            for (i, l) in p.iter().enumerate() {
+                if kept(pi, i) && key(l.size) == key(size) {
+                    *faces.entry(l.face.as_str()).or_default() += l.text.chars().count();
+                }
+            }
+        }
+        let face = faces
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+            .map(|(f, _)| f.to_string())
+            .unwrap_or_default();
+        // A page gets its own body size when it is set in a smaller size throughout:
+        // enough text at that size and hardly any at the document's.
+        let page = per_page
+            .iter()
+            .map(|w| {
+                let total: usize = w.values().sum();
+                let at_body = w.get(&key(size)).copied().unwrap_or(0);
+                match top(w) {
+                    Some((s, n))
+                        if n >= Self::PAGE_MIN_CHARS && s < size - 0.25 && at_body * 10 < total =>
+                    {
+                        s
+                    }
+                    _ => size,
+                }
+            })
+            .collect();
+        BodyStyle { size, face, page }
+    }
+}
+
+/// Table rows: (page, first line) → the row's cells, each the indices of its lines.
+/// The lines of a row are consecutive in reading order.
+pub(crate) type Rows = HashMap<(usize, usize), Vec<Vec<usize>>>;
+
+/// Most lines in one cell of a table row.
+const MAX_CELL_LINES: usize = 6;
+
+/// Table rows from the layout: PDFium gives a table cell by cell, each cell's lines one
+/// under another; a row is a run of such blocks that start at about the same height,
+/// each to the right of the one before with a gutter between them.
+pub(crate) fn table_rows(pages: &[Vec<Line>], kept: &dyn Fn(usize, usize) -> bool) -> Rows {
+    let mut rows = Rows::new();
+    for (pi, p) in pages.iter().enumerate() {
+        // Blocks: consecutive lines going down the page at one left edge (continuation
+        // lines may be indented a little).
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        for i in (0..p.len()).filter(|&i| kept(pi, i)) {
+            let l = &p[i];
+            let joins = blocks.last().is_some_and(|b| {
+                let (first, last) = (&p[b[0]], &p[b[b.len() - 1]]);
+                let gap = last.y - l.y;
+                gap > 0.0
+                    && gap <= 1.6 * last.size.max(l.size).max(1.0)
+                    && l.x >= first.x - 2.0
+                    && l.x <= first.x + 1.5 * first.size.max(1.0)
+            });
+            match blocks.last_mut() {
+                Some(b) if joins => b.push(i),
+                _ => blocks.push(vec![i]),
+            }
+        }
+        let right = |b: &Vec<usize>| b.iter().map(|&k| p[k].x_end).fold(f32::MIN, f32::max);
+        // Candidate rows as block ranges [k, m).
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        let mut k = 0;
+        while k < blocks.len() {
+            let first = &p[blocks[k][0]];
+            let mut edge = right(&blocks[k]);
+            let mut m = k + 1;
+            while m < blocks.len() {
+                let b = &p[blocks[m][0]];
+                let tol = first.size.min(b.size).max(1.0);
+                let alike = first.size.max(b.size) <= 1.3 * tol;
+                if alike && (b.y - first.y).abs() <= tol && b.x >= edge + 0.8 * tol {
+                    edge = right(&blocks[m]);
+                    m += 1;
+                } else {
+                    break;
+                }
+            }
+            if m - k >= 2 && blocks[k..m].iter().all(|b| b.len() <= MAX_CELL_LINES) {
+                found.push((k, m));
+            }
+            k = m;
+        }
+        // A table has two rows or more with as many cells, one right after the other
+        // (a lone "row" is more likely two columns of text side by side).
+        for (r, &(k, m)) in found.iter().enumerate() {
+            let twin = |o: Option<&(usize, usize)>| {
+                o.is_some_and(|&(k2, m2)| (m2 == k || m == k2) && m2 - k2 == m - k)
+            };
+            if twin(r.checked_sub(1).and_then(|q| found.get(q))) || twin(found.get(r + 1)) {
+                rows.insert((pi, blocks[k][0]), blocks[k..m].to_vec());
+            }
+        }
+    }
+    rows
+}
+
+/// "Figure 3", "Table 2-1:", "Fig. 7.2": a caption's opening (a word, then a number).
+fn caption_like(s: &str) -> bool {
+    let mut words = s.split_whitespace();
+    let (Some(w), Some(n)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let w = w.trim_end_matches('.');
+    let n = n.trim_end_matches([':', '.']);
+    w.chars().count() >= 3
+        && w.chars().all(char::is_alphabetic)
+        && n.starts_with(|c: char| c.is_ascii_digit())
+        && n.chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '-' | '.' | '–'))
+}
+
+/// Headings from the layout when there is no usable outline: lines set larger than the
+/// body, bold lines standing alone, lines in another face than the body with space above
+/// that lead into the text below, and numbered bold lines. Table cells, captions and
+/// lines that do not lead into text below them (figure labels) are not headings.
+fn layout_headings(
+    pages: &[Vec<Line>],
+    kept: &dyn Fn(usize, usize) -> bool,
+    style: &BodyStyle,
+    rows: &Rows,
+) -> HashMap<(usize, usize), (u8, usize)> {
+    let in_table: HashSet<(usize, usize)> = rows
+        .iter()
+        .flat_map(|(&(pi, _), cells)| cells.iter().flatten().map(move |&i| (pi, i)))
+        .collect();
+    let usable = |pi: usize, i: usize| kept(pi, i) && !in_table.contains(&(pi, i));
+    let body = style.size;
+    // A heading leads into what follows: the next line is not just above it (figure
+    // labels and diagram boxes go back up the page a little; a new column or a block
+    // placed later in the file goes up a long way, three line heights or more).
+    let leads_down = |pi: usize, k: usize| {
+        let p = &pages[pi];
+        (k + 1..p.len())
+            .find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
+            .is_none_or(|j| {
+                let up = p[j].y - p[k].y;
+                up < 0.5 * p[k].size || up > 3.0 * p[k].size.max(p[j].size)
+            })
+    };
+    let mut heads = HashMap::new();
+    // Size-based headings: (page, first line, lines, size).
+    let mut sized: Vec<(usize, usize, usize, f32)> = Vec::new();
+    for (pi, p) in pages.iter().enumerate() {
+        let local = style.page[pi];
+        // Neighbouring kept lines with a letter or digit (stray marks do not count).
+        let prev_of = |k: usize| {
+            (0..k)
+                .rev()
+                .find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
+        };
+        let next_of = |k: usize| {
+            (k + 1..p.len()).find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
+        };
+        // How far line b is below line a (negative when above).
+        let drop_to = |a: usize, b: usize| p[a].y - p[b].y;
+        let far = |g: Option<f32>, size: f32| g.is_none_or(|g| g < 0.0 || g > 1.8 * size);
+        let alone = |k: usize| {
+            far(prev_of(k).map(|j| drop_to(j, k)), p[k].size)
+                && far(next_of(k).map(|j| drop_to(k, j)), p[k].size)
+        };
+        let space_above = |k: usize| far(prev_of(k).map(|j| drop_to(j, k)), p[k].size);
+        let leads_in = |k: usize| {
+            next_of(k).is_some_and(|j| {
+                let g = drop_to(k, j);
+                g > 0.0
+                    && g <= 2.5 * p[k].size.max(1.0)
+                    && (p[j].face != p[k].face || !p[j].uniform)
+            })
+        };
+        // The last heading run accepted on this page: its last line and size.
+        let mut last_head: Option<(usize, f32)> = None;
+        let mut i = 0;
+        while i < p.len() {
+            let l = &p[i];
+            let t = l.text.trim();
+            let chars = t.chars().count();
+            let larger =
+                l.size >= local * 1.12 && (local >= body - 0.25 || (l.size - body).abs() > 0.25);
+            let bold_larger = l.bold && l.size >= local * 1.05;
+            let weak = !larger && !bold_larger;
+            let bold_alone = l.bold && l.size >= local * 0.95 && chars <= 80 && alone(i);
+            let face_change = l.uniform
+                && !l.face.is_empty()
+                && l.face != style.face
+                && l.size >= local * 0.95
+                && chars <= 80
+                && space_above(i)
+                && leads_in(i);
+            // A line set tight under a larger heading is its subtitle, not a heading.
+            let subtitle = last_head.is_some_and(|(end, size)| {
+                prev_of(i) == Some(end)
+                    && l.size < size - 0.25
+                    && drop_to(end, i) > 0.0
+                    && drop_to(end, i) < 1.3 * l.size
+                    && numbering_depth(t).is_none()
+            });
+            let candidate = usable(pi, i)
+                && !l.mono
+                && t.chars().any(char::is_alphabetic)
+                && (larger || bold_larger || bold_alone || face_change)
+                && !(weak && caption_like(t))
+                && !subtitle;
+            if !candidate {
+                i += 1;
+                continue;
+            }
+            // Runs of up to three lines of the same size (or, for display sizes, a near
+            // size one under another) make one heading.
+            let mut j = i + 1;
+            while j < p.len() && usable(pi, j) && p[j].bold == l.bold && l.size >= local * 1.05 {
+                let same = (p[j].size - l.size).abs() < 0.25;
+                let ratio = p[j].size / l.size.max(0.1);
+                let g = drop_to(j - 1, j);
+                let display = l.size >= local * 1.5
+                    && (0.85..=1.18).contains(&ratio)
+                    && g > 0.0
+                    && g <= 1.6 * l.size.max(p[j].size);
+                if !(same || display) {
+                    break;
+                }
+                j += 1;
+            }
+            let joined = (i..j)
+                .map(|k| p[k].text.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if j - i <= 3 && heading_like(&joined) && leads_down(pi, j - 1) {
+                sized.push((pi, i, j - i, l.size));
+                last_head = Some((j - 1, l.size));
+            }
+            i = j;
+        }
+    }
+    let mut sizes: Vec<i32> = sized.iter().map(|s| (s.3 * 2.0).round() as i32).collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes.dedup();
+    for (pi, i, n, size) in sized {
+        let rank = sizes
+            .iter()
+            .position(|&s| s == (size * 2.0).round() as i32)
+            .unwrap_or(0);
+        let level = numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
+        heads.insert((pi, i), (level, n));
+    }
+    // Numbered headings in bold at about the body size, or a little larger.
+    for (pi, p) in pages.iter().enumerate() {
+        let local = style.page[pi];
+        for (i, l) in p.iter().enumerate() {
+            let t = l.text.trim();
+            if usable(pi, i)
+                && !l.mono
+                && !heads.contains_key(&(pi, i))
+                && (l.bold && l.size >= local * 0.95 || l.size >= local * 1.05)
+                && t.chars().count() <= 100
+                && heading_like(t)
+                && leads_down(pi, i)
+            {
+                if let Some(d) = numbering_depth(t) {
+                    heads.insert((pi, i), (d, 1));
+                }
+            }
+        }
+    }
+    heads
 }
 
 /// Ends the text with a blank line (nothing at the very start).
@@ -694,9 +1046,8 @@ mod tests {
         Line {
             text: text.into(),
             size,
-            bold: false,
             y,
-            mono: false,
+            ..Line::default()
         }
     }
 
@@ -779,8 +1130,140 @@ mod tests {
         assert_eq!(numbering_depth("1 들어가며"), Some(1));
         assert_eq!(page_list(&[0, 1, 2, 6]), "1–3, 7");
         assert_eq!(furniture_key("Page 12 of 40"), "page # of #");
+        assert_eq!(numbering_depth("124 Row and Column"), None);
         let mut s = String::new();
         push_normalised(&mut s, '\u{fb01}');
         assert_eq!(s, "fi");
+        let mut s = String::new();
+        push_normalised(&mut s, '\u{fefb}');
+        assert_eq!(s, "\u{644}\u{627}");
+    }
+
+    #[test]
+    fn captions_addresses_and_font_names() {
+        assert!(caption_like("Figure 3-1 CREATE PERMISSION statement"));
+        assert!(caption_like("Table 2: Results"));
+        assert!(caption_like("Fig. 7.2 A nut"));
+        assert!(!caption_like("Reading the table"));
+        assert!(!caption_like("3 Results"));
+        assert!(!heading_like("For more information: ibm.com/redbooks"));
+        assert!(!heading_like("= #(pMLAST:<<MLAST>,<A,B>>)"));
+        assert!(heading_like("Input/output"));
+        assert!(heading_like("(2) Results"));
+        assert_eq!(strip_subset("GUCMMW+Times-Roman"), "Times-Roman");
+        assert_eq!(strip_subset("Calibri,Bold"), "Calibri,Bold");
+        assert!(right_to_left('\u{644}') && !right_to_left('a'));
+    }
+
+    fn arb_line() -> impl proptest::strategy::Strategy<Value = Line> {
+        use proptest::prelude::*;
+        (
+            "[a-zA-Z0-9 .:|(/@=-]{0,40}|[\u{600}-\u{6ff} ]{1,10}|[\u{ac00}-\u{ac20}]{1,8}",
+            prop_oneof![Just(0.0f32), 6.0f32..40.0],
+            any::<bool>(),
+            // Baselines and left edges on a grid too, so that rows and columns line up.
+            prop_oneof![-50.0f32..800.0, (0..60u8).prop_map(|k| f32::from(k) * 12.0)],
+            prop_oneof![0.0f32..600.0, (0..6u8).prop_map(|k| f32::from(k) * 100.0)],
+            0.0f32..200.0,
+            0usize..3,
+            any::<bool>(),
+        )
+            .prop_map(|(text, size, bold, y, x, w, face, uniform)| Line {
+                text,
+                size,
+                bold,
+                y,
+                mono: face == 2 && bold,
+                x,
+                x_end: x + w,
+                face: ["Times-Roman", "Times-Italic", "Courier"][face].into(),
+                uniform,
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// Whatever lines PDFium gives, the text is built without a panic, the pages
+        /// partition it and every heading starts inside it at a character boundary.
+        #[test]
+        fn any_lines_assemble(
+            pages in proptest::collection::vec(proptest::collection::vec(arb_line(), 0..30), 0..5),
+            with_outline in proptest::prelude::any::<bool>(),
+        ) {
+            let outline: Vec<OutlineEntry> = if with_outline {
+                pages.iter().enumerate().flat_map(|(pi, p)| p.iter().take(2).map(move |l| OutlineEntry {
+                    title: l.text.clone(),
+                    level: 1 + (pi % 3) as u8,
+                    page: Some(pi),
+                })).collect()
+            } else {
+                Vec::new()
+            };
+            let a = assemble(&pages, &outline);
+            proptest::prop_assert_eq!(a.pages.len(), pages.len());
+            let mut at = 0;
+            for &(s, e) in &a.pages {
+                proptest::prop_assert_eq!(s, at);
+                proptest::prop_assert!(e >= s);
+                at = e;
+            }
+            proptest::prop_assert_eq!(at, a.text.len());
+            for h in &a.headings {
+                proptest::prop_assert!(h.start < a.text.len() && a.text.is_char_boundary(h.start));
+            }
+        }
+    }
+
+    fn placed(text: &str, x: f32, y: f32, face: &str) -> Line {
+        Line {
+            text: text.into(),
+            size: 10.0,
+            y,
+            x,
+            x_end: x + 5.0 * text.chars().count() as f32,
+            face: face.into(),
+            uniform: true,
+            ..Line::default()
+        }
+    }
+
+    #[test]
+    fn face_change_headings_and_table_rows() {
+        let body = "Body text set in the body face, long enough to be the body.";
+        let mut page = vec![
+            placed(body, 72.0, 700.0, "Times-Roman"),
+            placed(body, 72.0, 688.0, "Times-Roman"),
+            // Another face, space above, leading into the text below: a heading.
+            placed("Elastic Stop Nut", 72.0, 663.0, "Times-Italic"),
+            placed(body, 72.0, 649.0, "Times-Roman"),
+            placed(body, 72.0, 637.0, "Times-Roman"),
+            // Italic in the body's run of lines (no space above): not a heading.
+            placed("an emphasised line", 72.0, 625.0, "Times-Italic"),
+            placed(body, 72.0, 613.0, "Times-Roman"),
+        ];
+        // A table given cell by cell: a two-line first cell, then two cells to its right.
+        for (r, (a, b, c, d)) in [
+            ("Cork", "Ireland", "07:48", "14:02"),
+            ("Brest", "France", "08:10", "14:30"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let y = 580.0 - 30.0 * r as f32;
+            page.push(placed(a, 72.0, y, "Times-Roman"));
+            page.push(placed(b, 72.0, y - 12.0, "Times-Roman"));
+            page.push(placed(c, 200.0, y, "Times-Roman"));
+            page.push(placed(d, 300.0, y, "Times-Roman"));
+        }
+        page.push(placed(body, 72.0, 480.0, "Times-Roman"));
+        let a = assemble(&[page], &[]);
+        let heads: Vec<&str> = a.headings.iter().map(|h| h.text.as_str()).collect();
+        assert_eq!(heads, ["Elastic Stop Nut"], "{}", a.text);
+        assert!(
+            a.text
+                .contains("\n\nCork Ireland | 07:48 | 14:02\nBrest France | 08:10 | 14:30\n\n"),
+            "{}",
+            a.text
+        );
     }
 }
