@@ -16,6 +16,7 @@ use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
 use crate::{Engine, EngineError, Mode, QueryRequest};
 
 /// Which documents a query may return, as spelled by a user.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterSpec {
@@ -50,6 +51,7 @@ impl FilterSpec {
 /// One query as spelled by a user: every field but `query` is optional and takes the
 /// [`QueryRequest::new`] default when absent. Unknown fields are refused when parsed from
 /// JSON, so a typo is an error rather than a silently ignored option.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuerySpec {
@@ -162,6 +164,7 @@ pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
 }
 
 /// One line of a document listing.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DocumentSummary {
     /// Document id.
@@ -202,9 +205,11 @@ impl DocumentSummary {
 }
 
 /// Figures about the committed index.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IndexStats {
     /// The index directory.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub index: std::path::PathBuf,
     /// Committed generation.
     pub generation: u64,

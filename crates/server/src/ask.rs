@@ -14,7 +14,9 @@ use excerpt::{AskOptions, QuerySpec};
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
+use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
+use crate::openapi::AskBody;
 use crate::{ApiError, AppState};
 
 /// The events of a streamed answer, read from the channel the engine's callback fills.
@@ -43,6 +45,33 @@ fn event(name: &str, value: &Value) -> Event {
 /// one `answer` event with the whole [`excerpt::Answer`], or an `error` event
 /// `{"error": {"code", "message"}}` when retrieval or the model fails once the stream
 /// has begun (a bad body is still a 400 before it).
+#[utoipa::path(
+    post,
+    path = "/v1/ask",
+    tag = "query",
+    summary = "An answer with checked citations",
+    description = "Retrieves a context as `POST /v1/query` does, asks the server's chat \
+model for an answer citing its numbered pieces, and checks every citation: a number that \
+names no piece, or a quote not in its piece, is listed in `unsupported`. With \
+`\"stream\": true` the answer is a server-sent-event stream: `delta` events `{\"text\"}` as \
+the model writes, then one `answer` event with the whole answer, or an `error` event \
+`{\"error\": {\"code\", \"message\"}}`. Spends the chat endpoint's tokens, so it needs the \
+token like a write when the server has one.",
+    request_body = AskBody,
+    responses(
+        (status = 200, description = "The answer (JSON), or its event stream (`stream: true`).",
+            content(
+                (excerpt::Answer = "application/json"),
+                (String = "text/event-stream"),
+            )
+        ),
+        (status = 400, description = "A bad question: unknown field, strategy, fusion or filter.", body = ErrorBody),
+        (status = 404, description = "No index yet, or a filter names an unknown document.", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit.", body = ErrorBody),
+        (status = 415, description = "The body is not sent as JSON.", body = ErrorBody),
+        (status = 501, description = "The server has no chat endpoint configured.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn ask(
     State(st): State<AppState>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
