@@ -56,9 +56,11 @@ impl FilterSpec {
 #[serde(deny_unknown_fields)]
 pub struct QuerySpec {
     /// The query text.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub query: String,
     /// `dense`, `bm25` or `hybrid` (default).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(dense|bm25|hybrid)$"))]
     pub mode: Option<String>,
     /// Context strategy: `auto` (default), `rse`, `rse:precision`, `topk`, `adjacent`,
     /// `window`, `section`, with optional `:key=value,...` parameters.
@@ -72,10 +74,15 @@ pub struct QuerySpec {
     pub top_k: Option<usize>,
     /// Candidates each search returns before fusion (default 100).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub candidates: Option<usize>,
     /// Fusion in hybrid mode: `rrf[:K]` (default `rrf:60`), `minmax[:ALPHA]`,
     /// `dbsf[:ALPHA]`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = r"^(rrf(:[1-9][0-9]{0,5})?|(minmax|min_max|dbsf)(:(0(\.[0-9]{1,6})?|1(\.0{1,6})?))?)$")
+    )]
     pub fusion: Option<String>,
     /// Which documents may be returned.
     #[serde(default)]

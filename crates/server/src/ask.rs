@@ -19,6 +19,30 @@ use crate::extract::{blocking, JsonBody};
 use crate::openapi::AskBody;
 use crate::{ApiError, AppState};
 
+/// The name of an event of a streamed answer.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // only its schema is used: the events are built by `event`
+pub(crate) enum AskEventName {
+    /// More text of the answer: `{"text"}`.
+    Delta,
+    /// The last event of a stream that succeeded: the whole answer (`Answer`).
+    Answer,
+    /// The last event of a stream that failed: `{"error": {"code", "message"}}`.
+    Error,
+}
+
+/// One server-sent event of a streamed answer.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // only its schema is used
+pub(crate) struct AskEvent {
+    /// What the data is.
+    event: AskEventName,
+    /// JSON: `{"text"}` for `delta`, the `Answer` for `answer`, an `ErrorBody` for
+    /// `error`.
+    data: String,
+}
+
 /// The events of a streamed answer, read from the channel the engine's callback fills.
 struct Events(mpsc::UnboundedReceiver<Event>);
 
@@ -62,7 +86,7 @@ token like a write when the server has one.",
         (status = 200, description = "The answer (JSON), or its event stream (`stream: true`).",
             content(
                 (excerpt::Answer = "application/json"),
-                (String = "text/event-stream"),
+                (AskEvent = "text/event-stream"),
             )
         ),
         (status = 400, description = "A bad question: unknown field, strategy, fusion or filter.", body = ErrorBody),

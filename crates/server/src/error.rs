@@ -86,7 +86,8 @@ impl IntoResponse for ApiError {
     /// The JSON answer. A server fault (500) is also logged with its message, since the
     /// client's copy is the only other trace of it.
     fn into_response(self) -> Response {
-        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
+        // 501 and 503 are the server's configuration or its dependencies, not a fault.
+        if self.status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(code = self.code, message = %self.message, "server fault");
         }
         let body = ErrorBody {

@@ -200,12 +200,17 @@ pub(crate) enum InputFormat {
 #[serde(deny_unknown_fields)]
 pub(crate) struct InputDocument {
     /// The document id: a relative path such as `guides/setup.md` (an existing id is
-    /// replaced).
+    /// replaced); not blank, no control characters, at most 1024 bytes.
+    #[schema(
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$",
+        max_length = 1024
+    )]
     id: String,
     /// The title; when absent or blank, the one found in the text (or the id).
     #[serde(default)]
     title: Option<String>,
-    /// The text, in `format` (a PDF: the file, base64-encoded).
+    /// The text, in `format` (a PDF: the file, base64-encoded); not blank.
+    #[schema(pattern = r"\S")]
     text: String,
     /// Metadata, matched by query filters (`where`); keys here override front matter.
     #[serde(default)]
@@ -220,6 +225,7 @@ pub(crate) struct InputDocument {
 #[serde(deny_unknown_fields)]
 pub(crate) struct IngestBody {
     /// The documents, at least one, each id once.
+    #[schema(min_items = 1)]
     documents: Vec<InputDocument>,
 }
 
@@ -384,9 +390,22 @@ pub(crate) struct SectionView {
 /// The answer of `GET /v1/documents/{id}`.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct DocumentView {
-    /// What the listing says of the document.
-    #[serde(flatten)]
-    summary: DocumentSummary,
+    /// Document id.
+    id: String,
+    /// Display title.
+    title: String,
+    /// Where it came from (a path), if anywhere.
+    source: Option<String>,
+    /// Characters of text.
+    chars: usize,
+    /// Bytes of text (UTF-8).
+    bytes: usize,
+    /// Chunks.
+    chunks: usize,
+    /// Content hash.
+    hash: String,
+    /// Metadata.
+    metadata: Map<String, Value>,
     /// The sections, in reading order.
     sections: Vec<SectionView>,
     /// The text (unless `text=false`); offsets index it in characters.
@@ -447,8 +466,17 @@ pub(crate) async fn get_document(
             .doc_index(&id)
             .and_then(|i| snap.doc(i))
             .ok_or_else(|| ApiError::document_not_found(&id))?;
+        // Not `DocumentSummary` flattened: its `sections` is a count, here the list.
+        let summary = DocumentSummary::of(d);
         let view = DocumentView {
-            summary: DocumentSummary::of(d),
+            id: summary.id,
+            title: summary.title,
+            source: summary.source,
+            chars: summary.chars,
+            bytes: summary.bytes,
+            chunks: summary.chunks,
+            hash: summary.hash,
+            metadata: summary.metadata,
             sections: d
                 .sections
                 .iter()
