@@ -81,7 +81,9 @@ pub struct QuerySpec {
     #[serde(default)]
     #[cfg_attr(
         feature = "openapi",
-        schema(pattern = r"^(rrf(:[1-9][0-9]{0,5})?|(minmax|min_max|dbsf)(:(0(\.[0-9]{1,6})?|1(\.0{1,6})?))?)$")
+        schema(
+            pattern = r"^(rrf(:[1-9][0-9]{0,5})?|(minmax|min_max|dbsf)(:(0(\.[0-9]{1,6})?|1(\.0{1,6})?))?)$"
+        )
     )]
     pub fusion: Option<String>,
     /// Which documents may be returned.

@@ -12,6 +12,8 @@
 //!    request has [`ServerOptions::request_timeout`] to finish.
 //!
 //! `GET /healthz` passes only the first: it stays instant while the API is saturated.
+//! `/mcp` (MCP over streamable HTTP) passes the token guard like a read and carries
+//! whether it may write ([`excerpt_mcp::WritesAllowed`]) to the MCP server.
 
 use std::sync::Arc;
 
@@ -138,10 +140,23 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// The MCP endpoint. Its messages read or write (the `ingest` tool), so the guard lets it
+/// through like a read, and marks each request with whether it may write: the MCP
+/// server lists and runs `ingest` only for a request that would pass as a write.
+pub(crate) const MCP_PATH: &str = "/mcp";
+
 /// With a token configured: 401 for a request that needs it and does not carry it.
-pub(crate) async fn check_token(State(g): State<Guard>, req: Request, next: Next) -> Response {
+pub(crate) async fn check_token(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
+    let mcp = req.uri().path() == MCP_PATH;
+    if mcp {
+        let may_write = g.options.token.as_ref().is_none_or(|token| {
+            bearer(req.headers()).is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes()))
+        });
+        req.extensions_mut()
+            .insert(excerpt_mcp::WritesAllowed(may_write));
+    }
     if let Some(token) = &g.options.token {
-        let write = is_write(req.method(), req.uri().path());
+        let write = !mcp && is_write(req.method(), req.uri().path());
         let needed = write || !g.options.public_reads;
         let given = bearer(req.headers());
         if needed && !given.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {

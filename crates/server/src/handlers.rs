@@ -11,8 +11,8 @@ use excerpt::{
     context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec,
     RenderFormat,
 };
-use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 use excerpt_context::Context;
+use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};

@@ -12,6 +12,7 @@
 //! | `GET /v1/stats` | index statistics | `excerpt stats --json` |
 //! | `GET /healthz` | liveness | |
 //! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
+//! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
 //!
 //! Engine work is blocking, so every handler runs it on `tokio::task::spawn_blocking`.
 //! Writes (ingest, delete) are serialized by one lock in the server; the index's own
@@ -147,7 +148,17 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
     let (open, api) = openapi::routes();
     let (open, _) = open.split_for_parts();
     let (api, _) = api.split_for_parts();
+    let mcp = excerpt_mcp::streamable_http_service(
+        state.engine.clone(),
+        excerpt_mcp::McpOptions {
+            allow_writes: true,
+            ingest: options.ingest.clone(),
+        },
+        state.writer.clone(),
+        options.body_limit,
+    );
     let api = api
+        .route_service(guard::MCP_PATH, mcp)
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.body_limit))

@@ -44,6 +44,7 @@ answers with checked citations; document ingest and inspection. Served by `excer
     tags(
         (name = "query", description = "Context and answers for a query."),
         (name = "documents", description = "Ingest, list, read and remove documents."),
+        (name = "mcp", description = "The Model Context Protocol, for agents."),
         (name = "server", description = "The server itself."),
     ),
 )]
@@ -136,6 +137,38 @@ fn spec_with(description: &str, extra: Vec<(&str, Object)>) -> RefOr<Schema> {
     }
 }
 
+/// `POST /mcp`: documented here, served by rmcp's streamable HTTP service
+/// ([`excerpt_mcp::streamable_http_service`], mounted by [`crate::router`]).
+#[utoipa::path(
+    post,
+    path = "/mcp",
+    tag = "mcp",
+    summary = "Model Context Protocol (streamable HTTP)",
+    description = "The MCP server of `excerpt mcp` over HTTP, stateless: each POST carries \
+one JSON-RPC 2.0 message (`initialize`, `tools/list`, `tools/call`, ...) and is answered \
+with JSON. Tools: `search`, `get_document`, `list_documents`, and `ingest` for requests \
+that may write (no token on the server, or the server's token sent). With a token and \
+without public reads, every request needs the token. The `Accept` header must list \
+`application/json` and `text/event-stream`.",
+    request_body(content = Object, description = "One JSON-RPC 2.0 message."),
+    responses(
+        (status = 200, description = "The JSON-RPC response.", body = Object),
+        (status = 202, description = "A notification or a response was accepted."),
+        (status = 400, description = "Not a JSON-RPC message the server can take.", body = String, content_type = "text/plain"),
+        (status = 404, description = "An unknown session.", body = String, content_type = "text/plain"),
+        (status = 406, description = "The `Accept` header does not list both media types.", body = String, content_type = "text/plain"),
+        (status = 413, description = "The body is over the size limit.", body = String, content_type = "text/plain"),
+        (status = 415, description = "The body is not sent as JSON.", body = String, content_type = "text/plain"),
+    ),
+)]
+#[allow(dead_code)] // documentation only
+fn mcp() {}
+
+/// The paths served by services rather than handlers.
+#[derive(OpenApi)]
+#[openapi(paths(mcp))]
+struct ServiceDoc;
+
 /// `GET /openapi.json`.
 #[utoipa::path(
     get,
@@ -176,10 +209,7 @@ const GUARD_ANSWERS: &[(&str, &str)] = &[
         "The server has a token and the request needs it (writes, answers, and reads \
 unless the server allows public reads): send `Authorization: Bearer TOKEN`.",
     ),
-    (
-        "500",
-        "The server failed; the message says how.",
-    ),
+    ("500", "The server failed; the message says how."),
     (
         "503",
         "The server is busy (`overloaded`, with `Retry-After`), the request took too long \
@@ -233,6 +263,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     let (open, api) = routes();
     let (_, mut doc) = open.split_for_parts();
     let (_, mut api_doc) = api.split_for_parts();
+    api_doc.merge(ServiceDoc::openapi());
     for item in api_doc.paths.paths.values_mut() {
         for op in operations(item) {
             add_guard_answers(op, true);

@@ -121,7 +121,11 @@ fn document_is_well_formed() {
         assert!(!path.contains('*'), "an axum wildcard left in {path}");
     }
     // Bodies of the routes that take one.
-    for (method, path) in [("post", "/v1/query"), ("post", "/v1/ask"), ("post", "/v1/ingest")] {
+    for (method, path) in [
+        ("post", "/v1/query"),
+        ("post", "/v1/ask"),
+        ("post", "/v1/ingest"),
+    ] {
         let body = &doc["paths"][path][method]["requestBody"];
         assert_eq!(body["required"], true, "{path}");
         assert!(
@@ -132,7 +136,15 @@ fn document_is_well_formed() {
     // The query body is QuerySpec's fields plus the handler's own, and still refuses
     // unknown fields.
     let query = &schemas["QueryBody"];
-    for field in ["query", "mode", "strategy", "budget", "filter", "format", "instruction"] {
+    for field in [
+        "query",
+        "mode",
+        "strategy",
+        "budget",
+        "filter",
+        "format",
+        "instruction",
+    ] {
         assert!(query["properties"][field].is_object(), "QueryBody.{field}");
     }
     assert_eq!(query["additionalProperties"], false);
