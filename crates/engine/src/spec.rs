@@ -68,13 +68,15 @@ pub struct QuerySpec {
     pub strategy: Option<String>,
     /// LLM tokens for the whole context (default 2000).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub budget: Option<usize>,
     /// Hits handed to the strategy (default: every fused candidate).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub top_k: Option<usize>,
     /// Candidates each search returns before fusion (default 100).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub candidates: Option<usize>,
     /// Fusion in hybrid mode: `rrf[:K]` (default `rrf:60`), `minmax[:ALPHA]`,
     /// `dbsf[:ALPHA]`.
@@ -91,6 +93,7 @@ pub struct QuerySpec {
     pub filter: FilterSpec,
     /// Rerank this many of the best fused candidates with the configured reranker.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub rerank: Option<usize>,
 }
 

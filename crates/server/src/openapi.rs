@@ -12,18 +12,16 @@
 //! `GET /openapi.json` serves the document; `docs/openapi.json` is a copy that a test
 //! regenerates and compares.
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use axum::http::header;
 use axum::response::IntoResponse;
-use excerpt::QuerySpec;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::response::{Response, ResponseBuilder};
-use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
+
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr};
-use utoipa::{OpenApi, PartialSchema, ToSchema};
+use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -50,93 +48,6 @@ answers with checked citations; document ingest and inspection. Served by `excer
 )]
 struct ApiDoc;
 
-/// The body of `POST /v1/query`: a [`QuerySpec`] plus `format` and `instruction`.
-pub(crate) struct QueryBody;
-
-impl PartialSchema for QueryBody {
-    fn schema() -> RefOr<Schema> {
-        spec_with(
-            "A query: the text and, optionally, how to retrieve and assemble its context \
-(`excerpt query`'s options), and how to answer it.",
-            vec![
-                (
-                    "format",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .enum_values(Some(["json", "text", "markdown"]))
-                        .description(Some(
-                            "`json` (default): the context with its pieces; `text` (for a \
-prompt) or `markdown` (for people): the context rendered, in `context`.",
-                        ))
-                        .build(),
-                ),
-                (
-                    "instruction",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .description(Some(
-                            "The closing instruction of the `text` rendering (default: one \
-that says how the pieces are ordered).",
-                        ))
-                        .build(),
-                ),
-            ],
-        )
-    }
-}
-
-impl ToSchema for QueryBody {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <QuerySpec as ToSchema>::schemas(schemas);
-    }
-}
-
-/// The body of `POST /v1/ask`: a [`QuerySpec`] plus `stream`.
-pub(crate) struct AskBody;
-
-impl PartialSchema for AskBody {
-    fn schema() -> RefOr<Schema> {
-        spec_with(
-            "A question: the fields of a query, plus whether to stream the answer.",
-            vec![(
-                "stream",
-                ObjectBuilder::new()
-                    .schema_type(Type::Boolean)
-                    .description(Some(
-                        "Answer as a server-sent-event stream (default false: one JSON value).",
-                    ))
-                    .build(),
-            )],
-        )
-    }
-}
-
-impl ToSchema for AskBody {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("AskBody")
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <QuerySpec as ToSchema>::schemas(schemas);
-    }
-}
-
-/// `QuerySpec`'s schema with more properties (none of them required).
-fn spec_with(description: &str, extra: Vec<(&str, Object)>) -> RefOr<Schema> {
-    match <QuerySpec as PartialSchema>::schema() {
-        RefOr::T(Schema::Object(mut object)) => {
-            for (name, schema) in extra {
-                object
-                    .properties
-                    .insert(name.to_string(), RefOr::T(Schema::Object(schema)));
-            }
-            object.description = Some(description.to_string());
-            RefOr::T(Schema::Object(object))
-        }
-        other => other,
-    }
-}
-
 /// `POST /mcp`: documented here, served by rmcp's streamable HTTP service
 /// ([`excerpt_mcp::streamable_http_service`], mounted by [`crate::router`]).
 #[utoipa::path(
@@ -156,7 +67,7 @@ without public reads, every request needs the token. The `Accept` header must li
         (status = 202, description = "A notification or a response was accepted."),
         (status = 400, description = "Not a JSON-RPC message the server can take.", body = String, content_type = "text/plain"),
         (status = 404, description = "An unknown session.", body = String, content_type = "text/plain"),
-        (status = 406, description = "The `Accept` header does not list both media types.", body = String, content_type = "text/plain"),
+        (status = 406, description = "The `Accept` header does not list both media types."),
         (status = 413, description = "The body is over the size limit.", body = String, content_type = "text/plain"),
         (status = 415, description = "The body is not sent as JSON.", body = String, content_type = "text/plain"),
     ),

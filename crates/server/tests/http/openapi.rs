@@ -148,6 +148,13 @@ fn document_is_well_formed() {
         assert!(query["properties"][field].is_object(), "QueryBody.{field}");
     }
     assert_eq!(query["additionalProperties"], false);
+    // The bounds written in the schema attributes are the engine's.
+    let spec = &query["properties"];
+    assert_eq!(spec["budget"]["maximum"], excerpt::MAX_BUDGET);
+    for count in ["candidates", "top_k", "rerank"] {
+        assert_eq!(spec[count]["maximum"], excerpt::MAX_CANDIDATES, "{count}");
+        assert_eq!(spec[count]["minimum"], 1, "{count}");
+    }
     assert_eq!(query["required"], serde_json::json!(["query"]));
 }
 
