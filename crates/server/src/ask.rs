@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use excerpt::{AskOptions, QuerySpec};
 use serde_json::{json, Map, Value};
@@ -20,6 +21,7 @@ use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
+use crate::guard::HeldPermit;
 use crate::handlers::spec_with;
 use crate::{ApiError, AppState};
 
@@ -132,6 +134,7 @@ token like a write when the server has one.",
 )]
 pub(crate) async fn ask(
     State(st): State<AppState>,
+    permit: Option<Extension<HeldPermit>>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let stream = match body.remove("stream") {
@@ -160,6 +163,10 @@ pub(crate) async fn ask(
         let answer = blocking(move || Ok(engine.ask(&req, &opts, &mut |_| {})?)).await?;
         return Ok(Json(answer).into_response());
     }
+    // The stream's work (retrieval and the model's answer) keeps the request's
+    // concurrency permit until it ends; how slowly the client reads does not matter, the
+    // events wait in the channel.
+    let permit = permit.and_then(|Extension(p)| p.take());
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::task::spawn_blocking(move || {
         let deltas = tx.clone();
@@ -185,6 +192,11 @@ pub(crate) async fn ask(
             }
         };
         let _ = tx.send(last);
+        // The permit goes before the stream ends (the senders' drop ends it), so a client
+        // that has read the whole answer finds the slot free.
+        drop(permit);
+        drop(deltas);
+        drop(tx);
     });
     Ok(Sse::new(Events(rx))
         .keep_alive(KeepAlive::default())
