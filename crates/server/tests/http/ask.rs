@@ -113,6 +113,15 @@ fn ask_without_an_endpoint_is_not_implemented() {
     );
 }
 
+/// Opens the gate when dropped.
+struct Release(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.add_permits(16);
+    }
+}
+
 #[test]
 fn a_streamed_answer_holds_its_slot_until_the_answer_is_written() {
     // The chat model answers only when the test lets it.
@@ -145,6 +154,8 @@ fn a_streamed_answer_holds_its_slot_until_the_answer_is_written() {
     );
     let (status, _) = post(&server, "/v1/ingest", &ingest_body());
     assert_eq!(status, 200);
+    // Should an assertion fail, the model is let go first, so nothing waits on it.
+    let _release = Release(gate.clone());
 
     let url = format!("{}/v1/ask", server.base);
     let reader = std::thread::spawn(move || {
