@@ -42,6 +42,7 @@ pub trait LlmTokens: Sync {
 }
 
 /// One exact slice of one document.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Piece {
     /// Document id.
@@ -77,6 +78,7 @@ pub struct Piece {
 }
 
 /// The order pieces are handed to the LLM in.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PieceOrder {
@@ -92,6 +94,7 @@ pub enum PieceOrder {
 
 /// The context assembled for one query: what the CLI prints, the server returns and the
 /// eval harness scores.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Context {
     /// The strategy that assembled it.

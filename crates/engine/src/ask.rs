@@ -40,6 +40,7 @@ impl AskOptions {
 }
 
 /// A cited piece, once per piece however often it is cited.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Citation {
     /// The piece's number in the prompt (from 1).
@@ -67,6 +68,7 @@ pub struct Citation {
 }
 
 /// A quoted phrase of the answer located in the document.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QuoteSpan {
     /// The document's own characters start..end (which may differ from the quote in
@@ -79,6 +81,7 @@ pub struct QuoteSpan {
 }
 
 /// Why a citation is not supported.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsupportedReason {
@@ -89,6 +92,7 @@ pub enum UnsupportedReason {
 }
 
 /// A citation the check flags.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unsupported {
     /// Why.
@@ -124,6 +128,7 @@ pub struct CitationCheck {
 }
 
 /// Token usage and timings of one answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct AskUsage {
     /// Prompt tokens, as the server reported them.
@@ -139,6 +144,7 @@ pub struct AskUsage {
 }
 
 /// An answer with its sources.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Answer {
     /// The question.

@@ -28,6 +28,7 @@ pub struct NoProgress;
 impl IngestProgress for NoProgress {}
 
 /// A file or line that was not ingested, and why.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Problem {
     /// The path (with `:line` for JSONL lines).
@@ -37,6 +38,7 @@ pub struct Problem {
 }
 
 /// What an ingest did.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestReport {
     /// Files the walk found.

@@ -16,6 +16,7 @@ use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
 use crate::{Engine, EngineError, Mode, QueryRequest};
 
 /// Which documents a query may return, as spelled by a user.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterSpec {
@@ -50,13 +51,16 @@ impl FilterSpec {
 /// One query as spelled by a user: every field but `query` is optional and takes the
 /// [`QueryRequest::new`] default when absent. Unknown fields are refused when parsed from
 /// JSON, so a typo is an error rather than a silently ignored option.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuerySpec {
     /// The query text.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub query: String,
     /// `dense`, `bm25` or `hybrid` (default).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(dense|bm25|hybrid)$"))]
     pub mode: Option<String>,
     /// Context strategy: `auto` (default), `rse`, `rse:precision`, `topk`, `adjacent`,
     /// `window`, `section`, with optional `:key=value,...` parameters.
@@ -64,22 +68,32 @@ pub struct QuerySpec {
     pub strategy: Option<String>,
     /// LLM tokens for the whole context (default 2000).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub budget: Option<usize>,
     /// Hits handed to the strategy (default: every fused candidate).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub top_k: Option<usize>,
     /// Candidates each search returns before fusion (default 100).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub candidates: Option<usize>,
     /// Fusion in hybrid mode: `rrf[:K]` (default `rrf:60`), `minmax[:ALPHA]`,
     /// `dbsf[:ALPHA]`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = r"^(rrf(:[1-9][0-9]{0,5})?|(minmax|min_max|dbsf)(:(0(\.[0-9]{1,6})?|1(\.0{1,6})?))?)$"
+        )
+    )]
     pub fusion: Option<String>,
     /// Which documents may be returned.
     #[serde(default)]
     pub filter: FilterSpec,
     /// Rerank this many of the best fused candidates with the configured reranker.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub rerank: Option<usize>,
 }
 
@@ -162,6 +176,7 @@ pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
 }
 
 /// One line of a document listing.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DocumentSummary {
     /// Document id.
@@ -202,9 +217,11 @@ impl DocumentSummary {
 }
 
 /// Figures about the committed index.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IndexStats {
     /// The index directory.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub index: std::path::PathBuf,
     /// Committed generation.
     pub generation: u64,

@@ -39,6 +39,41 @@ pub struct McpOptions {
     pub ingest: IngestOptions,
 }
 
+/// A mark an HTTP server puts in a request's extensions to say whether that request
+/// may write: with `WritesAllowed(false)`, the `ingest` tool is neither listed nor run
+/// for it, whatever [`McpOptions::allow_writes`] says. `excerpt serve` marks every
+/// request to `/mcp`: allowed when the server has no token or the request carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WritesAllowed(pub bool);
+
+/// MCP over streamable HTTP, as a tower service to mount in an HTTP router (`excerpt
+/// serve` mounts it at `/mcp`). Stateless: every POST carries one JSON-RPC message and
+/// is answered with JSON; there are no sessions to keep or resume, so the service
+/// needs nothing from the host at shutdown. The `Host` and `Origin` checks and the
+/// token are the host router's: rmcp's own host check is off. Ingests take `writer`.
+#[cfg(feature = "http")]
+pub fn streamable_http_service(
+    engine: Arc<Engine>,
+    options: McpOptions,
+    writer: Arc<tokio::sync::Mutex<()>>,
+    body_limit: usize,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    ExcerptMcp,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let server = ExcerptMcp::with_writer(engine, options, writer);
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(body_limit);
+    StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config)
+}
+
 /// Serves `engine` over MCP on stdin/stdout until the client closes the connection,
 /// on a tokio runtime of its own. Nothing else may write to stdout meanwhile: it is
 /// the protocol's channel (logs go to stderr).

@@ -8,13 +8,18 @@ use excerpt::{
 };
 use excerpt_ingest::{load_str, DocFormat};
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{tool, tool_handler, tool_router, Json, ServerHandler};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Extensions,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_handler, tool_router, ErrorData, Json, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::McpOptions;
+use crate::{McpOptions, WritesAllowed};
 
 /// Documents `list_documents` returns when no limit is given.
 pub const DEFAULT_LIST_LIMIT: usize = 50;
@@ -307,6 +312,24 @@ impl ExcerptMcp {
         }
     }
 
+    /// A server over `engine` whose ingests take `writer`, the lock every other writer
+    /// of the process takes too (the HTTP server's, for MCP under `excerpt serve`).
+    pub fn with_writer(
+        engine: Arc<Engine>,
+        options: McpOptions,
+        writer: Arc<tokio::sync::Mutex<()>>,
+    ) -> Self {
+        let mut server = Self::new(engine, options);
+        server.writer = writer;
+        server
+    }
+
+    /// Whether the message in `extensions` may write: writes must be allowed, and when
+    /// it came over HTTP, its request must not be marked [`WritesAllowed`]`(false)`.
+    fn writes_allowed(&self, extensions: &Extensions) -> bool {
+        self.options.allow_writes && writes_marked_allowed(extensions)
+    }
+
     /// The names of the tools offered, in the order they are listed.
     pub fn tool_names(&self) -> Vec<String> {
         self.tool_router
@@ -582,8 +605,61 @@ as format \"markdown\" so its headings become sections.",
     }
 }
 
+/// Whether the HTTP request that carried a message (if any) is not marked
+/// [`WritesAllowed`]`(false)`.
+#[cfg(feature = "http")]
+fn writes_marked_allowed(extensions: &Extensions) -> bool {
+    extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<WritesAllowed>())
+        .is_none_or(|w| w.0)
+}
+
+/// Without HTTP, no message carries a mark.
+#[cfg(not(feature = "http"))]
+fn writes_marked_allowed(_: &Extensions) -> bool {
+    let _ = WritesAllowed(true);
+    true
+}
+
+/// What a model is told when it calls `ingest` without the right to write.
+const NO_WRITES: &str = "ingest is not available: this connection may not write to the \
+index (over HTTP, send the server's token as `Authorization: Bearer TOKEN`)";
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for ExcerptMcp {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        if !self.writes_allowed(&context.extensions) {
+            tools.retain(|t| t.name != "ingest");
+        }
+        // The list depends on the request's rights, so no cache hints.
+        Ok(ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: None,
+            cache_scope: None,
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "ingest" && !self.writes_allowed(&context.extensions) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(NO_WRITES)]).into());
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("excerpt", env!("CARGO_PKG_VERSION")))

@@ -9,13 +9,75 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use excerpt::{AskOptions, QuerySpec};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use tokio::sync::mpsc;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
+use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
+use crate::guard::HeldPermit;
+use crate::handlers::spec_with;
 use crate::{ApiError, AppState};
+
+/// The body of `POST /v1/ask`: a [`QuerySpec`] plus `stream`.
+pub(crate) struct AskBody;
+
+impl PartialSchema for AskBody {
+    fn schema() -> RefOr<Schema> {
+        spec_with(
+            "A question: the fields of a query, plus whether to stream the answer.",
+            vec![(
+                "stream",
+                ObjectBuilder::new()
+                    .schema_type(Type::Boolean)
+                    .description(Some(
+                        "Answer as a server-sent-event stream (default false: one JSON value).",
+                    ))
+                    .build(),
+            )],
+        )
+    }
+}
+
+impl ToSchema for AskBody {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("AskBody")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <QuerySpec as ToSchema>::schemas(schemas);
+    }
+}
+
+/// The name of an event of a streamed answer.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // only its schema is used: the events are built by `event`
+pub(crate) enum AskEventName {
+    /// More text of the answer: `{"text"}`.
+    Delta,
+    /// The last event of a stream that succeeded: the whole answer (`Answer`).
+    Answer,
+    /// The last event of a stream that failed: `{"error": {"code", "message"}}`.
+    Error,
+}
+
+/// One server-sent event of a streamed answer.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // only its schema is used
+pub(crate) struct AskEvent {
+    /// What the data is.
+    event: AskEventName,
+    /// JSON: `{"text"}` for `delta`, the `Answer` for `answer`, an `ErrorBody` for
+    /// `error`.
+    data: String,
+}
 
 /// The events of a streamed answer, read from the channel the engine's callback fills.
 struct Events(mpsc::UnboundedReceiver<Event>);
@@ -43,8 +105,36 @@ fn event(name: &str, value: &Value) -> Event {
 /// one `answer` event with the whole [`excerpt::Answer`], or an `error` event
 /// `{"error": {"code", "message"}}` when retrieval or the model fails once the stream
 /// has begun (a bad body is still a 400 before it).
+#[utoipa::path(
+    post,
+    path = "/v1/ask",
+    tag = "query",
+    summary = "An answer with checked citations",
+    description = "Retrieves a context as `POST /v1/query` does, asks the server's chat \
+model for an answer citing its numbered pieces, and checks every citation: a number that \
+names no piece, or a quote not in its piece, is listed in `unsupported`. With \
+`\"stream\": true` the answer is a server-sent-event stream: `delta` events `{\"text\"}` as \
+the model writes, then one `answer` event with the whole answer, or an `error` event \
+`{\"error\": {\"code\", \"message\"}}`. Spends the chat endpoint's tokens, so it needs the \
+token like a write when the server has one.",
+    request_body = AskBody,
+    responses(
+        (status = 200, description = "The answer (JSON), or its event stream (`stream: true`).",
+            content(
+                (excerpt::Answer = "application/json"),
+                (AskEvent = "text/event-stream"),
+            )
+        ),
+        (status = 400, description = "A bad question: unknown field, strategy, fusion or filter.", body = ErrorBody),
+        (status = 404, description = "No index yet, or a filter names an unknown document.", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit.", body = ErrorBody),
+        (status = 415, description = "The body is not sent as JSON.", body = ErrorBody),
+        (status = 501, description = "The server has no chat endpoint configured.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn ask(
     State(st): State<AppState>,
+    permit: Option<Extension<HeldPermit>>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
     let stream = match body.remove("stream") {
@@ -73,6 +163,10 @@ pub(crate) async fn ask(
         let answer = blocking(move || Ok(engine.ask(&req, &opts, &mut |_| {})?)).await?;
         return Ok(Json(answer).into_response());
     }
+    // The stream's work (retrieval and the model's answer) keeps the request's
+    // concurrency permit until it ends; how slowly the client reads does not matter, the
+    // events wait in the channel.
+    let permit = permit.and_then(|Extension(p)| p.take());
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::task::spawn_blocking(move || {
         let deltas = tx.clone();
@@ -98,6 +192,11 @@ pub(crate) async fn ask(
             }
         };
         let _ = tx.send(last);
+        // The permit goes before the stream ends (the senders' drop ends it), so a client
+        // that has read the whole answer finds the slot free.
+        drop(permit);
+        drop(deltas);
+        drop(tx);
     });
     Ok(Sse::new(Events(rx))
         .keep_alive(KeepAlive::default())

@@ -9,6 +9,23 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{EngineError, ErrorKind};
 
+/// The body of every error answer: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub(crate) struct ErrorBody {
+    /// What went wrong.
+    pub(crate) error: ErrorDetail,
+}
+
+/// What went wrong, for programs (`code`) and for people (`message`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// A stable, machine-readable code: `bad_request`, `not_found`,
+    /// `document_not_found`, `unauthorized`, `host_not_allowed`, `overloaded`, ...
+    pub(crate) code: String,
+    /// What went wrong, in a sentence.
+    pub(crate) message: String,
+}
+
 /// An error answered to a client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{status} {code}: {message}")]
@@ -69,12 +86,16 @@ impl IntoResponse for ApiError {
     /// The JSON answer. A server fault (500) is also logged with its message, since the
     /// client's copy is the only other trace of it.
     fn into_response(self) -> Response {
-        if self.status.is_server_error() && self.status != StatusCode::SERVICE_UNAVAILABLE {
+        // 501 and 503 are the server's configuration or its dependencies, not a fault.
+        if self.status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(code = self.code, message = %self.message, "server fault");
         }
-        let body = serde_json::json!({
-            "error": { "code": self.code, "message": self.message }
-        });
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }

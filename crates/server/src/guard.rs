@@ -12,6 +12,8 @@
 //!    request has [`ServerOptions::request_timeout`] to finish.
 //!
 //! `GET /healthz` passes only the first: it stays instant while the API is saturated.
+//! `/mcp` (MCP over streamable HTTP) passes the token guard like a read and carries
+//! whether it may write ([`excerpt_mcp::WritesAllowed`]) to the MCP server.
 
 use std::sync::Arc;
 
@@ -19,7 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{ApiError, ServerOptions};
 
@@ -138,10 +140,23 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
+/// The MCP endpoint. Its messages read or write (the `ingest` tool), so the guard lets it
+/// through like a read, and marks each request with whether it may write: the MCP
+/// server lists and runs `ingest` only for a request that would pass as a write.
+pub(crate) const MCP_PATH: &str = "/mcp";
+
 /// With a token configured: 401 for a request that needs it and does not carry it.
-pub(crate) async fn check_token(State(g): State<Guard>, req: Request, next: Next) -> Response {
+pub(crate) async fn check_token(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
+    let mcp = req.uri().path() == MCP_PATH;
+    if mcp {
+        let may_write = g.options.token.as_ref().is_none_or(|token| {
+            bearer(req.headers()).is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes()))
+        });
+        req.extensions_mut()
+            .insert(excerpt_mcp::WritesAllowed(may_write));
+    }
     if let Some(token) = &g.options.token {
-        let write = is_write(req.method(), req.uri().path());
+        let write = !mcp && is_write(req.method(), req.uri().path());
         let needed = write || !g.options.public_reads;
         let given = bearer(req.headers());
         if needed && !given.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
@@ -162,11 +177,26 @@ pub(crate) async fn check_token(State(g): State<Guard>, req: Request, next: Next
     next.run(req).await
 }
 
+/// A request's concurrency permit, in its extensions, for a handler whose work outlives
+/// its response head (a streamed answer): [`HeldPermit::take`] moves the permit into
+/// that work, so it is released when the work ends, neither when the head is sent nor
+/// when a slow client finishes reading. Not taken, it is released with the response.
+#[derive(Clone)]
+pub(crate) struct HeldPermit(Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl HeldPermit {
+    /// The permit, if the guard gave one and nobody took it yet.
+    pub(crate) fn take(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.lock().ok().and_then(|mut p| p.take())
+    }
+}
+
 /// At most `max_concurrent` requests at once (503 + `Retry-After: 1` beyond), each with
 /// `request_timeout` to finish (503 `timeout`; the engine work it started still ends
-/// cleanly: a write holds its lock until its commit is done).
-pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> Response {
-    let Ok(_permit) = g.permits.clone().try_acquire_owned() else {
+/// cleanly: a write holds its lock until its commit is done). The permit is held until
+/// the response head is ready, or by the work a handler takes it into ([`HeldPermit`]).
+pub(crate) async fn limit(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
+    let Ok(permit) = g.permits.clone().try_acquire_owned() else {
         let mut res = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "overloaded",
@@ -180,6 +210,9 @@ pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> R
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return res;
     };
+    let held = HeldPermit(Arc::new(std::sync::Mutex::new(Some(permit))));
+    req.extensions_mut().insert(held.clone());
+    let _held = held;
     let timeout = g.options.request_timeout;
     match tokio::time::timeout(timeout, next.run(req)).await {
         Ok(res) => res,

@@ -11,16 +11,97 @@ use excerpt::{
     context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec,
     RenderFormat,
 };
+use excerpt_context::Context;
 use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
+use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
 use crate::{ApiError, AppState};
 
+/// The body of `POST /v1/query`: a [`QuerySpec`] plus `format` and `instruction`.
+pub(crate) struct QueryBody;
+
+impl PartialSchema for QueryBody {
+    fn schema() -> RefOr<Schema> {
+        spec_with(
+            "A query: the text and, optionally, how to retrieve and assemble its context \
+(`excerpt query`'s options), and how to answer it.",
+            vec![
+                (
+                    "format",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some(["json", "text", "markdown"]))
+                        .description(Some(
+                            "`json` (default): the context with its pieces; `text` (for a \
+prompt) or `markdown` (for people): the context rendered, in `context`.",
+                        ))
+                        .build(),
+                ),
+                (
+                    "instruction",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .description(Some(
+                            "The closing instruction of the `text` rendering (default: one \
+that says how the pieces are ordered).",
+                        ))
+                        .build(),
+                ),
+            ],
+        )
+    }
+}
+
+impl ToSchema for QueryBody {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        <QuerySpec as ToSchema>::schemas(schemas);
+    }
+}
+
+/// `QuerySpec`'s schema with more properties (none of them required).
+pub(crate) fn spec_with(description: &str, extra: Vec<(&str, Object)>) -> RefOr<Schema> {
+    match <QuerySpec as PartialSchema>::schema() {
+        RefOr::T(Schema::Object(mut object)) => {
+            for (name, schema) in extra {
+                object
+                    .properties
+                    .insert(name.to_string(), RefOr::T(Schema::Object(schema)));
+            }
+            object.description = Some(description.to_string());
+            RefOr::T(Schema::Object(object))
+        }
+        other => other,
+    }
+}
+
+/// The answer of `GET /healthz`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub(crate) struct Health {
+    /// Always `ok`.
+    status: String,
+}
+
 /// `GET /healthz`.
-pub(crate) async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "server",
+    summary = "Liveness",
+    description = "Answers while the server runs, even when every request slot is busy; \
+needs no token.",
+    responses((status = 200, description = "The server is up.", body = Health)),
+    security(()),
+)]
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
 }
 
 /// Unknown routes.
@@ -52,6 +133,52 @@ fn take_string(body: &mut Map<String, Value>, key: &str) -> Result<Option<String
     }
 }
 
+/// The answer of `POST /v1/query` with `format: "json"`: the context as `excerpt query
+/// --format json` prints it.
+#[derive(Debug, ToSchema)]
+pub(crate) struct ContextAnswer {
+    /// The query text.
+    query: String,
+    /// The context.
+    #[serde(flatten)]
+    context: Context,
+}
+
+/// Serialized through [`context_value`], like the CLI's output, so the numbers are
+/// spelled the same way (its scores are `f32`s widened to `f64`).
+impl Serialize for ContextAnswer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        context_value(&self.query, &self.context).serialize(s)
+    }
+}
+
+/// The answer of `POST /v1/query` with `format` `text` or `markdown`: the rendering.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RenderedContext {
+    /// The query text.
+    query: String,
+    /// `text` or `markdown`.
+    format: String,
+    /// The strategy that assembled the context.
+    strategy: String,
+    /// The token budget asked for.
+    budget: usize,
+    /// LLM tokens of all pieces.
+    tokens: usize,
+    /// The rendered context.
+    context: String,
+}
+
+/// The answer of `POST /v1/query`: a context, or its rendering.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub(crate) enum QueryAnswer {
+    /// `format: "json"` (the default).
+    Context(ContextAnswer),
+    /// `format: "text"` or `"markdown"`.
+    Rendered(RenderedContext),
+}
+
 /// `POST /v1/query`: the body is a [`QuerySpec`] (`query`, `mode`, `strategy`, `budget`,
 /// `top_k`, `candidates`, `fusion`, `filter`, `rerank`) plus `format` (`json`, the
 /// default, `text` or `markdown`) and `instruction` (closing instruction of `text`).
@@ -59,10 +186,27 @@ fn take_string(body: &mut Map<String, Value>, key: &str) -> Result<Option<String
 /// `json` answers the value `excerpt query --format json` prints (the context plus
 /// `query`). `text` and `markdown` answer `{query, format, strategy, budget, tokens,
 /// context}` with the rendering in `context`.
+#[utoipa::path(
+    post,
+    path = "/v1/query",
+    tag = "query",
+    summary = "Context for a query",
+    description = "Retrieves and assembles the context for a query: exact slices of \
+documents with their ids and character offsets, within a token budget. The same request \
+as `excerpt query --format json`.",
+    request_body = QueryBody,
+    responses(
+        (status = 200, description = "The context (`format: json`) or its rendering.", body = QueryAnswer),
+        (status = 400, description = "A bad query: unknown field, strategy, fusion, filter or format.", body = ErrorBody),
+        (status = 404, description = "No index yet, or a filter names an unknown document.", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit.", body = ErrorBody),
+        (status = 415, description = "The body is not sent as JSON.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn query(
     State(st): State<AppState>,
     JsonBody(mut body): JsonBody<Map<String, Value>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<QueryAnswer>, ApiError> {
     let format = match take_string(&mut body, "format")? {
         None => RenderFormat::Json,
         Some(f) => f.parse::<RenderFormat>().map_err(ApiError::bad_request)?,
@@ -78,37 +222,68 @@ pub(crate) async fn query(
     })
     .await?;
     if format == RenderFormat::Json {
-        return Ok(Json(context_value(&req.text, &ctx)));
+        return Ok(Json(QueryAnswer::Context(ContextAnswer {
+            query: req.text,
+            context: ctx,
+        })));
     }
     let rendered = render(&req.text, &ctx, format, instruction);
-    Ok(Json(json!({
-        "query": req.text,
-        "format": format.name(),
-        "strategy": ctx.strategy,
-        "budget": ctx.budget,
-        "tokens": ctx.tokens,
-        "context": rendered,
+    Ok(Json(QueryAnswer::Rendered(RenderedContext {
+        query: req.text,
+        format: format.name().to_string(),
+        strategy: ctx.strategy,
+        budget: ctx.budget,
+        tokens: ctx.tokens,
+        context: rendered,
     })))
 }
 
+/// The format of a posted document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum InputFormat {
+    /// Plain text (the default).
+    #[default]
+    Text,
+    /// Markdown: headings become sections; front matter becomes metadata.
+    Markdown,
+    /// HTML: headings become sections.
+    Html,
+    /// A PDF file, base64-encoded in `text`.
+    Pdf,
+}
+
 /// One document of `POST /v1/ingest`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct InputDocument {
+    /// The document id: a relative path such as `guides/setup.md` (an existing id is
+    /// replaced); not blank, no control characters, at most 1024 bytes.
+    #[schema(
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$",
+        max_length = 1024
+    )]
     id: String,
+    /// The title; when absent or blank, the one found in the text (or the id).
     #[serde(default)]
     title: Option<String>,
+    /// The text, in `format` (a PDF: the file, base64-encoded); not blank.
+    #[schema(pattern = r"\S")]
     text: String,
+    /// Metadata, matched by query filters (`where`); keys here override front matter.
     #[serde(default)]
     metadata: Map<String, Value>,
+    /// How to read `text`: `text` (default), `markdown`, `html` or `pdf`.
     #[serde(default)]
-    format: Option<String>,
+    format: Option<InputFormat>,
 }
 
 /// The body of `POST /v1/ingest`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct IngestBody {
+    /// The documents, at least one, each id once.
+    #[schema(min_items = 1)]
     documents: Vec<InputDocument>,
 }
 
@@ -119,17 +294,11 @@ fn parse_document(
     warnings: &mut Vec<excerpt::Problem>,
 ) -> Result<ParsedDocument, ApiError> {
     excerpt::check_document_id(&d.id).map_err(ApiError::bad_request)?;
-    let format = match d.format.as_deref() {
-        None | Some("text") => DocFormat::Text,
-        Some("markdown") => DocFormat::Markdown,
-        Some("html") => DocFormat::Html,
-        Some("pdf") => DocFormat::Pdf,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "document {:?}: unknown format {other:?}: expected text, markdown, html or pdf",
-                d.id
-            )))
-        }
+    let format = match d.format.unwrap_or_default() {
+        InputFormat::Text => DocFormat::Text,
+        InputFormat::Markdown => DocFormat::Markdown,
+        InputFormat::Html => DocFormat::Html,
+        InputFormat::Pdf => DocFormat::Pdf,
     };
     let loaded = if format == DocFormat::Pdf {
         use base64::Engine as _;
@@ -169,6 +338,23 @@ fn parse_document(
 /// in `text`). Every document is checked
 /// first; one bad document refuses the whole request (400). Answers the report
 /// `excerpt ingest --json` prints; when nothing at all could be ingested, 400.
+#[utoipa::path(
+    post,
+    path = "/v1/ingest",
+    tag = "documents",
+    summary = "Add or replace documents",
+    description = "Loads each document as a file of its format would be, then chunks, \
+embeds and commits them. Every document is checked first: one bad document refuses the \
+whole request. Needs the token when the server has one.",
+    request_body = IngestBody,
+    responses(
+        (status = 200, description = "What the ingest did (`excerpt ingest --json`).", body = excerpt::IngestReport),
+        (status = 400, description = "A bad document, or nothing could be ingested.", body = ErrorBody),
+        (status = 409, description = "Another process holds the index lock.", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit.", body = ErrorBody),
+        (status = 415, description = "The body is not sent as JSON.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn ingest(
     State(st): State<AppState>,
     JsonBody(body): JsonBody<IngestBody>,
@@ -218,6 +404,17 @@ pub(crate) async fn ingest(
 
 /// `GET /v1/documents`: the listing `excerpt docs --json` prints (an index not created
 /// yet lists nothing).
+#[utoipa::path(
+    get,
+    path = "/v1/documents",
+    tag = "documents",
+    summary = "List documents",
+    description = "Every document of the index, in id order (`excerpt docs --json`); an \
+index not created yet lists nothing.",
+    responses(
+        (status = 200, description = "The documents.", body = Vec<DocumentSummary>),
+    ),
+)]
 pub(crate) async fn list_documents(
     State(st): State<AppState>,
 ) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
@@ -232,10 +429,13 @@ pub(crate) async fn list_documents(
 }
 
 /// One section of `GET /v1/documents/{id}`, with character offsets.
-#[derive(Debug, Serialize)]
-struct SectionView {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SectionView {
+    /// The heading text.
     heading: String,
+    /// The heading level (1 for a top-level heading).
     level: u8,
+    /// The heading path, ` > ` between levels.
     path: String,
     /// Start of the section (its heading), in characters.
     start: usize,
@@ -246,17 +446,34 @@ struct SectionView {
 }
 
 /// The answer of `GET /v1/documents/{id}`.
-#[derive(Debug, Serialize)]
-struct DocumentView {
-    #[serde(flatten)]
-    summary: DocumentSummary,
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DocumentView {
+    /// Document id.
+    id: String,
+    /// Display title.
+    title: String,
+    /// Where it came from (a path), if anywhere.
+    source: Option<String>,
+    /// Characters of text.
+    chars: usize,
+    /// Bytes of text (UTF-8).
+    bytes: usize,
+    /// Chunks.
+    chunks: usize,
+    /// Content hash.
+    hash: String,
+    /// Metadata.
+    metadata: Map<String, Value>,
+    /// The sections, in reading order.
     sections: Vec<SectionView>,
+    /// The text (unless `text=false`); offsets index it in characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
 }
 
 /// Query string of `GET /v1/documents/{id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct DocumentQuery {
     /// Include the text (default true); pieces' `start`/`end` index it in characters.
     #[serde(default = "yes")]
@@ -274,11 +491,28 @@ fn path_id(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
 
 /// `GET /v1/documents/{id}` (`?text=false` to leave the text out). The id may contain
 /// `/` (ids are paths), raw or percent-encoded.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/{*id}",
+    tag = "documents",
+    summary = "One document",
+    description = "A document's summary, sections with character offsets, and text. The id \
+may contain `/`, raw or percent-encoded.",
+    params(
+        ("id" = String, Path, description = "The document id."),
+        DocumentQuery,
+    ),
+    responses(
+        (status = 200, description = "The document.", body = DocumentView),
+        (status = 400, description = "A bad query string.", body = ErrorBody),
+        (status = 404, description = "No such document, or no index yet.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn get_document(
     State(st): State<AppState>,
     id: Result<Path<String>, PathRejection>,
     q: Result<Query<DocumentQuery>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<DocumentView>, ApiError> {
     let id = path_id(id)?;
     let with_text = q
         .map(|Query(q)| q.text)
@@ -290,8 +524,17 @@ pub(crate) async fn get_document(
             .doc_index(&id)
             .and_then(|i| snap.doc(i))
             .ok_or_else(|| ApiError::document_not_found(&id))?;
+        // Not `DocumentSummary` flattened: its `sections` is a count, here the list.
+        let summary = DocumentSummary::of(d);
         let view = DocumentView {
-            summary: DocumentSummary::of(d),
+            id: summary.id,
+            title: summary.title,
+            source: summary.source,
+            chars: summary.chars,
+            bytes: summary.bytes,
+            chunks: summary.chunks,
+            hash: summary.hash,
+            metadata: summary.metadata,
             sections: d
                 .sections
                 .iter()
@@ -306,19 +549,42 @@ pub(crate) async fn get_document(
                 .collect(),
             text: with_text.then(|| d.text.clone()),
         };
-        serde_json::to_value(view)
-            .map(Json)
-            .map_err(|e| ApiError::internal(e.to_string()))
+        Ok(Json(view))
     })
     .await
 }
 
+/// The answer of `DELETE /v1/documents/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Removed {
+    /// The ids removed (the one asked for).
+    removed: Vec<String>,
+    /// The generation committed by the removal.
+    generation: u64,
+    /// Documents left in the index.
+    documents: usize,
+}
+
 /// `DELETE /v1/documents/{id}`: `{removed: [id], generation, documents}`; 404 when the
 /// id is not in the index.
+#[utoipa::path(
+    delete,
+    path = "/v1/documents/{*id}",
+    tag = "documents",
+    summary = "Remove a document",
+    description = "Removes a document and commits. Needs the token when the server has one.",
+    params(("id" = String, Path, description = "The document id.")),
+    responses(
+        (status = 200, description = "The document was removed.", body = Removed),
+        (status = 400, description = "A bad id.", body = ErrorBody),
+        (status = 404, description = "No such document, or no index yet.", body = ErrorBody),
+        (status = 409, description = "Another process holds the index lock.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn delete_document(
     State(st): State<AppState>,
     id: Result<Path<String>, PathRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Removed>, ApiError> {
     let id = path_id(id)?;
     let guard = st.writer.clone().lock_owned().await;
     let engine = st.engine.clone();
@@ -332,16 +598,27 @@ pub(crate) async fn delete_document(
             return Err(ApiError::document_not_found(&id));
         }
         let snap = engine.snapshot()?;
-        Ok(Json(json!({
-            "removed": removed,
-            "generation": snap.manifest().generation,
-            "documents": snap.documents().len(),
-        })))
+        Ok(Json(Removed {
+            removed,
+            generation: snap.manifest().generation,
+            documents: snap.documents().len(),
+        }))
     })
     .await
 }
 
 /// `GET /v1/stats`: what `excerpt stats --json` prints.
+#[utoipa::path(
+    get,
+    path = "/v1/stats",
+    tag = "documents",
+    summary = "Index statistics",
+    description = "Figures about the committed index (`excerpt stats --json`).",
+    responses(
+        (status = 200, description = "The statistics.", body = excerpt::IndexStats),
+        (status = 404, description = "No index yet.", body = ErrorBody),
+    ),
+)]
 pub(crate) async fn stats(
     State(st): State<AppState>,
 ) -> Result<Json<excerpt::IndexStats>, ApiError> {

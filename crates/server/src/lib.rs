@@ -11,6 +11,8 @@
 //! | `DELETE /v1/documents/{id}` | remove a document | `excerpt rm` |
 //! | `GET /v1/stats` | index statistics | `excerpt stats --json` |
 //! | `GET /healthz` | liveness | |
+//! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
+//! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
 //!
 //! Engine work is blocking, so every handler runs it on `tokio::task::spawn_blocking`.
 //! Writes (ingest, delete) are serialized by one lock in the server; the index's own
@@ -37,6 +39,7 @@ mod error;
 mod extract;
 mod guard;
 mod handlers;
+mod openapi;
 mod serve;
 
 use std::future::Future;
@@ -46,13 +49,13 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post};
 use axum::Router;
 use excerpt::{ChatConfig, Engine, EngineError, IngestOptions};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
+pub use openapi::{document as openapi, document_json as openapi_json};
 
 /// Default request body limit: 16 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -140,16 +143,22 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
         permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1))),
         options: options.clone(),
     };
-    let api = Router::new()
-        .route("/v1/query", post(handlers::query))
-        .route("/v1/ask", post(ask::ask))
-        .route("/v1/ingest", post(handlers::ingest))
-        .route("/v1/documents", get(handlers::list_documents))
-        .route(
-            "/v1/documents/{*id}",
-            get(handlers::get_document).delete(handlers::delete_document),
-        )
-        .route("/v1/stats", get(handlers::stats))
+    // The routes come with their OpenAPI documentation (`openapi.rs`); the document
+    // itself is built from the same list by `openapi::document`.
+    let (open, api) = openapi::routes();
+    let (open, _) = open.split_for_parts();
+    let (api, _) = api.split_for_parts();
+    let mcp = excerpt_mcp::streamable_http_service(
+        state.engine.clone(),
+        excerpt_mcp::McpOptions {
+            allow_writes: true,
+            ingest: options.ingest.clone(),
+        },
+        state.writer.clone(),
+        options.body_limit,
+    );
+    let api = api
+        .route_service(guard::MCP_PATH, mcp)
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.body_limit))
@@ -158,9 +167,9 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
             g.clone(),
             guard::check_token,
         ))
-        .with_state(state);
-    let app = Router::new()
-        .route("/healthz", get(handlers::healthz))
+        .with_state(state.clone());
+    let app = open
+        .with_state(state)
         .merge(api)
         .layer(middleware::from_fn_with_state(g, guard::check_origin));
     if log {

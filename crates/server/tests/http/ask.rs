@@ -112,3 +112,65 @@ fn ask_without_an_endpoint_is_not_implemented() {
         "chat endpoint",
     );
 }
+
+/// Opens the gate when dropped.
+struct Release(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.add_permits(16);
+    }
+}
+
+#[test]
+fn a_streamed_answer_holds_its_slot_until_the_answer_is_written() {
+    // The chat model answers only when the test lets it.
+    let (reached_tx, reached_rx) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let (reached_tx, g) = (
+        std::sync::Arc::new(std::sync::Mutex::new(reached_tx)),
+        gate.clone(),
+    );
+    let chat = FakeServer::start(Router::new().route(
+        "/v1/chat/completions",
+        route_post(move |body: Json<Value>| {
+            let _ = reached_tx.lock().unwrap().send(());
+            let g = g.clone();
+            async move {
+                let _ = g.acquire().await.unwrap();
+                complete(body).await
+            }
+        }),
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let server = start_with(
+        tmp.path(),
+        ServerOptions {
+            log_requests: false,
+            max_concurrent: 1,
+            ask: Some(ChatConfig::new(chat.url(), "fake-model")),
+            ..ServerOptions::default()
+        },
+    );
+    let (status, _) = post(&server, "/v1/ingest", &ingest_body());
+    assert_eq!(status, 200);
+    // Should an assertion fail, the model is let go first, so nothing waits on it.
+    let _release = Release(gate.clone());
+
+    let url = format!("{}/v1/ask", server.base);
+    let reader = std::thread::spawn(move || {
+        let mut r = ureq::post(url)
+            .send_json(json!({"query": "how do I restart the database cluster?", "stream": true}))
+            .expect("the server answers");
+        r.body_mut().read_to_string().unwrap()
+    });
+    reached_rx.recv().expect("the question reaches the model");
+    // The head of the stream is sent, the answer is being written: the one slot is taken.
+    assert_error(super::get(&server, "/v1/stats"), 503, "already answering 1");
+    gate.add_permits(1);
+    let body = reader.join().unwrap();
+    assert!(body.contains("event: answer"), "{body}");
+    // The answer is written: the slot is free again.
+    let (status, v) = super::get(&server, "/v1/stats");
+    assert_eq!(status, 200, "{v}");
+}

@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 
 mod ask;
 mod guards;
+mod mcp;
+mod openapi;
 
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.
 struct TestServer {

@@ -1,0 +1,158 @@
+//! MCP over streamable HTTP at `/mcp`: rmcp's own client against a real server on
+//! 127.0.0.1, with and without the server's token.
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use super::{agent, ingest_body, post, start, start_with, ServerOptions, TestServer};
+
+async fn connect(s: &TestServer, token: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", s.base));
+    if let Some(t) = token {
+        config = config.auth_header(t);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ().serve(transport).await.expect("MCP handshake over HTTP")
+}
+
+async fn tool_names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("calling {tool}: {e}"))
+}
+
+fn ok(result: &CallToolResult) -> &Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    result
+        .structured_content
+        .as_ref()
+        .expect("structured content")
+}
+
+fn error_text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// Runs `f` on a runtime of its own (the test server has its own on another thread).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+#[test]
+fn an_mcp_client_over_http_searches_and_ingests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("index"));
+    let (st, v) = post(&s, "/v1/ingest", &ingest_body());
+    assert_eq!(st, 200, "{v}");
+    block_on(async {
+        let client = connect(&s, None).await;
+        // No token on a loopback server: anyone who may POST /v1/ingest may ingest.
+        assert_eq!(
+            tool_names(&client).await,
+            ["get_document", "ingest", "list_documents", "search"]
+        );
+        let found = call(
+            &client,
+            "search",
+            json!({"query": "how do I restart the database cluster?", "budget": 300}),
+        )
+        .await;
+        let found = ok(&found);
+        assert_eq!(found["pieces"][0]["doc_id"], "infra/runbook", "{found}");
+
+        let added = call(
+            &client,
+            "ingest",
+            json!({"id": "notes/kettle.md", "text": "# Kettle\n\nThe brass kettle whistles at ninety-eight degrees.\n", "format": "markdown"}),
+        )
+        .await;
+        assert_eq!(ok(&added)["status"], "added");
+        let doc = call(&client, "get_document", json!({"id": "notes/kettle.md"})).await;
+        assert_eq!(ok(&doc)["title"], "Kettle");
+        client.cancel().await.unwrap();
+    });
+    // The document ingested over MCP is in the index the HTTP API reads.
+    let (st, v) = super::get(&s, "/v1/documents/notes/kettle.md?text=false");
+    assert_eq!(st, 200, "{v}");
+}
+
+#[test]
+fn with_a_token_only_requests_that_carry_it_may_ingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = tmp.path().join("index");
+    let options = |public_reads| ServerOptions {
+        log_requests: false,
+        token: Some("s3cret".into()),
+        public_reads,
+        ..ServerOptions::default()
+    };
+    let s = start_with(&index, options(true));
+    block_on(async {
+        // Public reads: the client without the token reads, but is offered no ingest,
+        // and calling it anyway is refused with what to do.
+        let reader = connect(&s, None).await;
+        assert_eq!(
+            tool_names(&reader).await,
+            ["get_document", "list_documents", "search"]
+        );
+        let refused = call(&reader, "ingest", json!({"id": "a.txt", "text": "Alpha."})).await;
+        assert!(error_text(&refused).contains("Authorization: Bearer"));
+        reader.cancel().await.unwrap();
+
+        let writer = connect(&s, Some("s3cret")).await;
+        assert!(tool_names(&writer).await.contains(&"ingest".to_string()));
+        let added = call(
+            &writer,
+            "ingest",
+            json!({"id": "a.txt", "text": "Alpha beta."}),
+        )
+        .await;
+        assert_eq!(ok(&added)["status"], "added");
+        writer.cancel().await.unwrap();
+    });
+    drop(s);
+
+    // Without public reads, no MCP request passes without the token.
+    let s = start_with(&index, options(false));
+    let r = agent()
+        .post(format!("{}/mcp", s.base))
+        .header("Accept", "application/json, text/event-stream")
+        .send_json(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    block_on(async {
+        let client = connect(&s, Some("s3cret")).await;
+        assert!(tool_names(&client).await.contains(&"search".to_string()));
+        client.cancel().await.unwrap();
+    });
+}
