@@ -7,7 +7,7 @@
 //!   transaction under an advisory lock on the document id; an unchanged content hash
 //!   writes nothing.
 //! - Queries: [`PgIndex`] implements [`excerpt_retrieve::Store`] (dense through HNSW,
-//!   lexical through full-text ranking, documents fetched for the strategies); fusion
+//!   lexical as BM25 over full text, documents fetched for the strategies); fusion
 //!   and everything after it stay in Excerpt.
 
 #![forbid(unsafe_code)]

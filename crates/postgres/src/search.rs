@@ -4,9 +4,12 @@
 //! - Dense: the HNSW index (cosine), `hnsw.ef_search` at least the results asked for,
 //!   iterative scans (`relaxed_order`) so a filter still yields enough rows; the rows are
 //!   re-sorted by score, ties by key.
-//! - Lexical: PostgreSQL full text: the query's English lexemes (`plainto_tsquery`)
-//!   joined by OR, ranked by `ts_rank` (normalised by the log of the chunk length). This
-//!   is not BM25 (docs/EVAL.md has the difference).
+//! - Lexical: BM25 over PostgreSQL full text: the query's English lexemes, the chunks
+//!   matching any of them (at most [`LEXICAL_POOL`], the best by `ts_rank` when more
+//!   match), each scored by BM25 from its lexeme frequencies and token count, with the
+//!   document frequencies counted through the GIN index over the chunks the filter
+//!   allows (all without one; the average length is the candidates'). Stems and stop words are PostgreSQL's `english`
+//!   configuration, not tantivy's (docs/EVAL.md has the difference).
 //! - Filters: ids and id prefixes in SQL; metadata conditions checked on the rows those
 //!   select (id and metadata only), the allowed documents then passed to both searches.
 //! - Keys: [`ChunkKey::doc`] is the document's `pk`.
@@ -68,6 +71,44 @@ fn like_prefix(prefix: &str) -> String {
     }
     out.push('%');
     out
+}
+
+/// Most chunks ranked by BM25 per lexical search (more when ten times the results asked
+/// for is more): the matching chunks beyond it, by `ts_rank`, are not scored.
+const LEXICAL_POOL: usize = 2000;
+
+/// BM25 (k1 = 1.2, b = 0.75, the parameters tantivy uses) of each candidate chunk, given
+/// as its length in tokens and its (lexeme, frequency) pairs for the query's lexemes,
+/// with document frequencies `df` over `n` chunks (those the query may return). The average length is the
+/// candidates' own (the collection's would need a scan of every chunk per query).
+/// A candidate chunk for BM25: its length in tokens and its (lexeme, frequency) pairs.
+type Candidate = (f64, Vec<(String, f64)>);
+
+fn bm25(
+    chunks: &HashMap<ChunkKey, Candidate>,
+    df: &HashMap<String, i64>,
+    n: f64,
+) -> Vec<(ChunkKey, f32)> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    if chunks.is_empty() {
+        return Vec::new();
+    }
+    let avg = chunks.values().map(|c| c.0).sum::<f64>() / chunks.len() as f64;
+    chunks
+        .iter()
+        .map(|(key, (len, terms))| {
+            let score: f64 = terms
+                .iter()
+                .map(|(lexeme, tf)| {
+                    let d = df.get(lexeme).copied().unwrap_or(0) as f64;
+                    let idf = (1.0 + (n - d + 0.5) / (d + 0.5)).ln();
+                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                })
+                .sum();
+            (*key, score as f32)
+        })
+        .collect()
 }
 
 fn sort_results(list: &mut [(ChunkKey, f32)]) {
@@ -171,35 +212,77 @@ impl PgIndex {
         allowed: Option<&Vec<i32>>,
     ) -> Result<Vec<(ChunkKey, f32)>, StoreError> {
         let db = |e| StoreError::from(self.db(e));
-        // The query's lexemes, joined by OR (plainto_tsquery joins them by AND).
-        let query: String = tx
-            .query_one(
-                "SELECT replace(plainto_tsquery('english', $1)::text, ' & ', ' | ')",
+        // The query's lexemes, as the chunks' tsvectors spell them.
+        let lexemes: Vec<String> = tx
+            .query(
+                "SELECT lexeme FROM unnest(to_tsvector('english', $1)) ORDER BY lexeme",
                 &[&text],
             )
             .map_err(db)?
-            .get(0);
-        if query.trim().is_empty() {
+            .into_iter()
+            .map(|r| r.get(0))
+            .collect();
+        if lexemes.is_empty() {
             return Ok(Vec::new());
         }
+        // Collection statistics over the chunks the query may return (the whole index
+        // without a filter): their number and each lexeme's document frequency (the GIN
+        // index counts those). Scoped to the filter, a query's scores depend only on the
+        // documents it may see, so writes elsewhere never change its answer.
+        let n: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM excerpt_chunks
+                 WHERE ($1::integer[] IS NULL OR doc = ANY($1))",
+                &[&allowed],
+            )
+            .map_err(db)?
+            .get(0);
+        let df: HashMap<String, i64> = tx
+            .query(
+                "SELECT l, (SELECT count(*) FROM excerpt_chunks c
+                            WHERE c.tsv @@ quote_literal(l)::tsquery
+                              AND ($2::integer[] IS NULL OR c.doc = ANY($2)))
+                 FROM unnest($1::text[]) AS l",
+                &[&lexemes, &allowed],
+            )
+            .map_err(db)?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        // Candidates: the chunks matching any lexeme, at most LEXICAL_POOL of them
+        // (the best by ts_rank when more match), with each lexeme's frequency and the
+        // chunk's length in tokens; BM25 then ranks them.
+        let pool = (k * 10).max(LEXICAL_POOL) as i64;
         let rows = tx
             .query(
-                "SELECT c.doc, c.ordinal, ts_rank(c.tsv, $1::text::tsquery, 1)::real AS score
-                 FROM excerpt_chunks c
-                 WHERE c.tsv @@ $1::text::tsquery
-                   AND ($2::integer[] IS NULL OR c.doc = ANY($2))
-                 ORDER BY score DESC, c.doc, c.ordinal LIMIT $3",
-                &[&query, &allowed, &(k as i64)],
+                "WITH q AS (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS tq
+                            FROM unnest($1::text[]) AS l),
+                 cand AS (
+                    SELECT c.doc, c.ordinal, c.tsv FROM excerpt_chunks c, q
+                    WHERE c.tsv @@ q.tq AND ($2::integer[] IS NULL OR c.doc = ANY($2))
+                    ORDER BY ts_rank(c.tsv, q.tq, 1) DESC, c.doc, c.ordinal LIMIT $3)
+                 SELECT cand.doc, cand.ordinal,
+                        (SELECT sum(coalesce(array_length(x.positions, 1), 1))
+                         FROM unnest(cand.tsv) AS x)::integer AS len,
+                        u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
+                 FROM cand CROSS JOIN LATERAL unnest(cand.tsv) AS u
+                 WHERE u.lexeme = ANY($1)",
+                &[&lexemes, &allowed, &pool],
             )
             .map_err(db)?;
-        let mut out: Vec<(ChunkKey, f32)> = rows
-            .into_iter()
-            .map(|r| {
-                let (d, o, s): (i32, i32, f32) = (r.get(0), r.get(1), r.get(2));
-                (ChunkKey::new(d as u32, o as u32), s)
-            })
-            .collect();
+        let mut chunks: HashMap<ChunkKey, Candidate> = HashMap::new();
+        for r in rows {
+            let (d, o, len, lexeme, tf): (i32, i32, i32, String, i32) =
+                (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+            chunks
+                .entry(ChunkKey::new(d as u32, o as u32))
+                .or_insert_with(|| (f64::from(len), Vec::new()))
+                .1
+                .push((lexeme, f64::from(tf)));
+        }
+        let mut out = bm25(&chunks, &df, n as f64);
         sort_results(&mut out);
+        out.truncate(k);
         Ok(out)
     }
 
@@ -332,6 +415,23 @@ impl Store for PgIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bm25_prefers_rare_terms_and_short_chunks() {
+        let key = |o| ChunkKey::new(1, o);
+        let mut chunks = HashMap::new();
+        chunks.insert(key(0), (10.0, vec![("rare".to_string(), 1.0)]));
+        chunks.insert(key(1), (10.0, vec![("common".to_string(), 1.0)]));
+        chunks.insert(key(2), (40.0, vec![("rare".to_string(), 1.0)]));
+        let df: HashMap<String, i64> = [("rare".to_string(), 2), ("common".to_string(), 50)]
+            .into_iter()
+            .collect();
+        let mut out = bm25(&chunks, &df, 100.0);
+        sort_results(&mut out);
+        let order: Vec<u32> = out.iter().map(|(k, _)| k.ordinal).collect();
+        assert_eq!(order, [0, 2, 1]);
+        assert!(bm25(&HashMap::new(), &df, 100.0).is_empty());
+    }
 
     #[test]
     fn prefixes_match_literally() {
