@@ -374,10 +374,12 @@ pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRan
 /// unit; a longer one stays cut into its lines.
 const MAX_BLOCK_CHARS: usize = 1500;
 
-/// The fenced code blocks (between lines opening with three backticks or tildes) and
-/// tables (runs of lines opening with `|`) of `doc` of at most [`MAX_BLOCK_CHARS`]
-/// characters and more than one sentence, as a map from a block's first sentence to its
-/// last. Sentences break at every line end, so a block is a whole run of sentences.
+/// The units of sentence-level `topk` that span several sentences: the fenced code blocks
+/// (between lines opening with three backticks or tildes) and tables (runs of lines
+/// opening with `|`) of `doc` of at most [`MAX_BLOCK_CHARS`] characters, and the
+/// sentences hard-wrapped over several lines ([`wrapped_runs`]), as a map from a unit's
+/// first sentence to its last. Sentences break at every line end, so each is a whole run
+/// of sentences.
 pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
     let text = doc.text.as_str();
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -408,7 +410,7 @@ pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
         }
     }
     spans.extend(table);
-    let mut out = BTreeMap::new();
+    let mut out = wrapped_runs(doc);
     for (start, end) in spans {
         if text[start..end].chars().count() > MAX_BLOCK_CHARS {
             continue;
@@ -419,8 +421,64 @@ pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
             .partition_point(|s| s.byte_start < end)
             .saturating_sub(1);
         if last > first {
+            // A block replaces the wrapped runs it overlaps.
+            out.retain(|&a, &mut b| b < first || a > last);
             out.insert(first, last);
         }
+    }
+    out
+}
+
+/// Runs of sentences that are one sentence hard-wrapped over several lines (Markdown and
+/// plain text wrapped at a fixed width, which the sentence splitter breaks at every line
+/// end), as a map from a run's first sentence to its last. A line continues into the
+/// next when it ends without a full stop, question or exclamation mark, colon or
+/// semicolon, is not a heading, is followed by no blank line, and the next line starts
+/// with a lower-case letter, or is itself at least 50 characters long (a wrapped line,
+/// not a title); and when the next line opens no list item, heading, quote, table or
+/// code fence. Runs stop at [`MAX_BLOCK_CHARS`].
+fn wrapped_runs(doc: &Document) -> BTreeMap<usize, usize> {
+    let text = doc.text.as_str();
+    let s = &doc.sentences;
+    let continues = |i: usize| -> bool {
+        let cur = s[i].slice(text);
+        let Some(next) = s.get(i + 1).map(|r| r.slice(text)) else {
+            return false;
+        };
+        if !cur.ends_with('\n') || cur.trim_end_matches([' ', '\t']).ends_with("\n\n") {
+            return false;
+        }
+        let t = cur.trim();
+        let line_start = text[..s[i].byte_start].rfind('\n').map_or(0, |p| p + 1);
+        let line = text[line_start..s[i].byte_end].trim();
+        if t.is_empty()
+            || t.ends_with(['.', '!', '?', ':', ';'])
+            || line.starts_with('#')
+            || cur.contains("\n\n")
+        {
+            return false;
+        }
+        let n = next.trim_start();
+        let opens_block = n.starts_with(['#', '>', '|', '-', '*', '+'])
+            || n.starts_with("```")
+            || n.starts_with("~~~")
+            || starts_with_enumerator(n);
+        let lower = n.chars().next().is_some_and(char::is_lowercase);
+        !opens_block && (lower || line.chars().count() >= 50)
+    };
+    let mut out = BTreeMap::new();
+    let mut i = 0;
+    while i < s.len() {
+        let first = i;
+        let mut chars = s[i].char_end - s[i].char_start;
+        while continues(i) && chars + (s[i + 1].char_end - s[i + 1].char_start) <= MAX_BLOCK_CHARS {
+            i += 1;
+            chars += s[i].char_end - s[i].char_start;
+        }
+        if i > first {
+            out.insert(first, i);
+        }
+        i += 1;
     }
     out
 }

@@ -705,6 +705,40 @@ fn topk_sentences_keep_a_code_block_or_table_whole() {
 }
 
 #[test]
+fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
+    let c = TestCorpus::new(vec![build_doc(
+        "notes.md",
+        "Notes",
+        &[
+            chunk(&["# Caching\n\n", "Short title line\n", "Other words here.\n"]),
+            chunk(&[
+                "Answers from the chat endpoint are cached in the index directory, so\n",
+                "re-ingesting the same zeta files costs nothing at all.\n",
+                "- a list item about zeta\n",
+                "Unrelated closing words. ",
+            ]),
+        ],
+    )]);
+    let hits = vec![hit(0, 1, 0.9), hit(0, 0, 0.5)];
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
+    let mut r = req(&c, &hits, 22, None, None);
+    r.query = "zeta files";
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 22, &WordTokens, true).unwrap();
+    let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+    // The sentence comes with both of its lines; the list item and the title line stay
+    // units of their own.
+    assert_eq!(
+        texts[0],
+        "Answers from the chat endpoint are cached in the index directory, so\nre-ingesting the same zeta files costs nothing at all.\n"
+    );
+    assert!(
+        texts.iter().all(|t| !t.starts_with("re-ingesting")),
+        "{texts:?}"
+    );
+}
+
+#[test]
 fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
     let c = TestCorpus::new(vec![build_doc(
         "nda.md",
