@@ -445,16 +445,17 @@ fn wrapped_runs(doc: &Document) -> BTreeMap<usize, usize> {
         let Some(next) = s.get(i + 1).map(|r| r.slice(text)) else {
             return false;
         };
-        if !cur.ends_with('\n') || cur.trim_end_matches([' ', '\t']).ends_with("\n\n") {
+        // Exactly one line end in the trailing whitespace: the line ends, no blank line
+        // (even one of spaces) follows.
+        let t = cur.trim_end();
+        if cur[t.len()..].matches('\n').count() != 1 {
             return false;
         }
-        let t = cur.trim();
         let line_start = text[..s[i].byte_start].rfind('\n').map_or(0, |p| p + 1);
         let line = text[line_start..s[i].byte_end].trim();
-        if t.is_empty()
+        if t.trim_start().is_empty()
             || t.ends_with(['.', '!', '?', ':', ';'])
             || line.starts_with('#')
-            || cur.contains("\n\n")
         {
             return false;
         }

@@ -710,7 +710,12 @@ fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
         "notes.md",
         "Notes",
         &[
-            chunk(&["# Caching\n\n", "Short title line\n", "Other words here.\n"]),
+            chunk(&[
+                "# Caching\n\n",
+                "Short title line\n",
+                "Other words here.\n",
+                "A paragraph that ends without its stop and a blank line of spaces\n \n",
+            ]),
             chunk(&[
                 "Answers from the chat endpoint are cached in the index directory, so\n",
                 "re-ingesting the same zeta files costs nothing at all.\n",
@@ -735,6 +740,15 @@ fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
     assert!(
         texts.iter().all(|t| !t.starts_with("re-ingesting")),
         "{texts:?}"
+    );
+    // A blank line ends a paragraph even when it holds spaces.
+    let mut r = req(&c, &hits, 13, None, None);
+    r.query = "paragraph spaces";
+    let ctx = assemble(&cfg, &r).unwrap();
+    let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["A paragraph that ends without its stop and a blank line of spaces\n \n"]
     );
 }
 
