@@ -12,6 +12,9 @@ local queries = {
   "evaluate strategies on a dataset",
 }
 local ingest_every = tonumber(os.getenv("INGEST_EVERY") or "20")
+-- LOAD_QUERIES=bench: four words of the generated collection of `excerpt bench` per
+-- query (w0 ... w7cf, skewed to the frequent ones as its generator draws them).
+local bench_words = os.getenv("LOAD_QUERIES") == "bench"
 local token = os.getenv("EXCERPT_TOKEN")
 local counter = 0
 local threads = {}
@@ -41,6 +44,11 @@ function request()
     return wrk.format("POST", "/v1/ingest", headers(), body)
   end
   local q = queries[(counter % #queries) + 1]
+  if bench_words then
+    local w = {}
+    for i = 1, 4 do w[i] = string.format("w%x", math.floor(math.random() ^ 3 * 2000)) end
+    q = table.concat(w, " ")
+  end
   return wrk.format("POST", "/v1/query", headers(), string.format('{"query": "%s", "budget": 1000}', q))
 end
 

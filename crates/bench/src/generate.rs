@@ -103,9 +103,9 @@ impl Collection {
     }
 }
 
-/// Generates a collection of `spec` into a new index at `dir`, drawing everything from
-/// `rng` (the same seed gives the same collection).
-pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collection> {
+/// The vocabulary, cluster centres and model id of a collection of `spec`, drawn from
+/// `rng` (the documents are drawn after them, by [`next_document`]).
+pub fn setup(spec: &CollectionSpec, rng: &mut Rng) -> Collection {
     let vocab: Vec<String> = (0..VOCABULARY).map(|i| format!("w{i:x}")).collect();
     let clusters = CLUSTERS.min(spec.chunks.max(1));
     let centers: Vec<Vec<f32>> = (0..clusters)
@@ -115,9 +115,52 @@ pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collect
             v
         })
         .collect();
-    let model_id = format!("bench-random-{}", spec.dim);
+    Collection {
+        model_id: format!("bench-random-{}", spec.dim),
+        vocab,
+        centers,
+        build_seconds: 0.0,
+    }
+}
+
+/// How many documents a collection of `spec` has.
+pub fn document_count(spec: &CollectionSpec) -> usize {
+    spec.chunks.div_ceil(spec.chunks_per_doc.max(1))
+}
+
+/// Document number `d` of a collection of `spec` and its chunk vectors (row-major),
+/// drawn from `rng`: documents must be drawn in order, after [`setup`].
+pub fn next_document(
+    d: usize,
+    spec: &CollectionSpec,
+    collection: &Collection,
+    rng: &mut Rng,
+) -> Result<(Document, Vec<f32>)> {
+    let per_doc = spec.chunks_per_doc.max(1);
+    let n = per_doc.min(spec.chunks - d * per_doc);
+    let vocab = &collection.vocab;
+    let mut text = String::new();
+    let mut bounds = Vec::with_capacity(n);
+    let mut vectors = Vec::with_capacity(n * spec.dim);
+    for _ in 0..n {
+        let start = text.len();
+        for _ in 0..WORDS_PER_CHUNK {
+            text.push_str(&vocab[rng.word(vocab.len())]);
+            text.push(' ');
+        }
+        text.push('\n');
+        bounds.push((start, text.len()));
+        vectors.extend(near_center(&collection.centers, rng));
+    }
+    Ok((document(d, text, &bounds)?, vectors))
+}
+
+/// Generates a collection of `spec` into a new index at `dir`, drawing everything from
+/// `rng` (the same seed gives the same collection).
+pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collection> {
+    let mut collection = setup(spec, rng);
     let config = IndexConfig {
-        model_id: model_id.clone(),
+        model_id: collection.model_id.clone(),
         dimension: spec.dim,
         chunker: ChunkerConfig::default(),
         headers: false,
@@ -125,36 +168,17 @@ pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collect
     };
     let started = Instant::now();
     let mut w = IndexWriter::open(dir, config)?;
-    let per_doc = spec.chunks_per_doc.max(1);
-    let docs = spec.chunks.div_ceil(per_doc);
-    for d in 0..docs {
-        let n = per_doc.min(spec.chunks - d * per_doc);
-        let mut text = String::new();
-        let mut bounds = Vec::with_capacity(n);
-        let mut vectors = Vec::with_capacity(n * spec.dim);
-        for _ in 0..n {
-            let start = text.len();
-            for _ in 0..WORDS_PER_CHUNK {
-                text.push_str(&vocab[rng.word(vocab.len())]);
-                text.push(' ');
-            }
-            text.push('\n');
-            bounds.push((start, text.len()));
-            vectors.extend(near_center(&centers, rng));
-        }
-        w.put(document(d, text, &bounds)?, vectors)?;
+    for d in 0..document_count(spec) {
+        let (doc, vectors) = next_document(d, spec, &collection, rng)?;
+        w.put(doc, vectors)?;
         if w.staged() >= COMMIT_EVERY {
             w.commit()?;
         }
     }
     w.commit()?;
     drop(w);
-    Ok(Collection {
-        model_id,
-        vocab,
-        centers,
-        build_seconds: started.elapsed().as_secs_f64(),
-    })
+    collection.build_seconds = started.elapsed().as_secs_f64();
+    Ok(collection)
 }
 
 /// Document number `d`: `text` cut into chunks at the byte `bounds`, one sentence per

@@ -8,12 +8,16 @@
 //! every strategy ([`query`]). The figures come back as a [`BenchReport`], which
 //! serialises to JSON and displays as the text table the command prints.
 //!
+//! [`postgres::run`] does the same on a PostgreSQL index: bulk load through the real
+//! write path, HNSW build, incremental writes, searches and whole queries.
+//!
 //! The criterion benches (`cargo bench -p excerpt-bench`) time context assembly alone
 //! on a smaller generated collection.
 
 #![forbid(unsafe_code)]
 
 pub mod generate;
+pub mod postgres;
 pub mod query;
 pub mod report;
 pub mod search;

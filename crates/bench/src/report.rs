@@ -74,32 +74,38 @@ impl fmt::Display for BenchReport {
             )?;
         }
         if let Some(q) = &self.query {
-            writeln!(
-                f,
-                "queries      budget {} tokens, {} candidates per search; model inference excluded",
-                q.budget, q.candidates
-            )?;
-            let r = &q.retrieve;
-            writeln!(
-                f,
-                "  retrieve   p50 {:.2} ms   p99 {:.2} ms   (dense + bm25 + rrf)",
-                r.p50_ms, r.p99_ms
-            )?;
-            for st in &q.strategies {
-                writeln!(
-                    f,
-                    "  {:<10} assemble p50 {:.2} ms  p99 {:.2} ms   whole query p50 {:.2} ms  p99 {:.2} ms   {:.1} pieces",
-                    st.strategy,
-                    st.assemble.p50_ms,
-                    st.assemble.p99_ms,
-                    st.query.p50_ms,
-                    st.query.p99_ms,
-                    st.pieces
-                )?;
-            }
+            write_query_phase(f, q)?;
         }
         Ok(())
     }
+}
+
+/// The lines of the query phase (shared by the PostgreSQL report).
+pub(crate) fn write_query_phase(f: &mut fmt::Formatter<'_>, q: &QueryPhase) -> fmt::Result {
+    writeln!(
+        f,
+        "queries      budget {} tokens, {} candidates per search; model inference excluded",
+        q.budget, q.candidates
+    )?;
+    let r = &q.retrieve;
+    writeln!(
+        f,
+        "  retrieve   p50 {:.2} ms   p99 {:.2} ms   (dense + bm25 + rrf)",
+        r.p50_ms, r.p99_ms
+    )?;
+    for st in &q.strategies {
+        writeln!(
+            f,
+            "  {:<10} assemble p50 {:.2} ms  p99 {:.2} ms   whole query p50 {:.2} ms  p99 {:.2} ms   {:.1} pieces",
+            st.strategy,
+            st.assemble.p50_ms,
+            st.assemble.p99_ms,
+            st.query.p50_ms,
+            st.query.p99_ms,
+            st.pieces
+        )?;
+    }
+    Ok(())
 }
 
 /// How the report names the ANN index's state.

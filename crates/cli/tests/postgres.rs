@@ -193,3 +193,65 @@ fn database_failures_are_one_line_and_exit_non_zero() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("cannot reach PostgreSQL"), "{err}");
 }
+
+#[test]
+fn bench_on_postgres_loads_builds_and_measures() {
+    let Some(url) = excerpt_testkit::postgres::database("bench") else {
+        return;
+    };
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--postgres",
+            &url,
+            "--chunks",
+            "600",
+            "--chunks-per-doc",
+            "20",
+            "--dim",
+            "32",
+            "--queries",
+            "10",
+            "--budget",
+            "500",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        bin().args(&args).output().unwrap()
+    };
+    let out = run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["chunks"], 600);
+    assert_eq!(report["documents"], 30);
+    assert_eq!(report["reused"], false);
+    assert!(report["load_chunks_per_second"].as_f64().unwrap() > 0.0);
+    assert!(report["incremental_chunks"].as_u64().unwrap() > 0);
+    // HNSW on a small collection finds (nearly) the exact neighbours.
+    assert!(
+        report["dense_recall_at_10"].as_f64().unwrap() >= 0.9,
+        "{report}"
+    );
+    assert!(report["lexical"]["p50_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["query"]["strategies"].as_array().unwrap().len(), 6);
+    // The incremental documents were removed again: the collection is reusable.
+    let (bad, docs) = consistent(&url);
+    assert_eq!((bad, docs), (0, 30));
+    let again = run(&["--reuse"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let report: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(report["reused"], true);
+    // Without --reuse, a database holding an index is refused, in one line.
+    let refused = run(&[]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("already holds an index"), "{err}");
+}

@@ -276,6 +276,7 @@ impl PgIndex {
             tx.rollback().map_err(db)?;
             return Ok(false);
         }
+        let old = forget_statistics(&mut tx, std::slice::from_ref(&doc.id)).map_err(db)?;
         tx.execute("DELETE FROM excerpt_documents WHERE id = $1", &[&doc.id])
             .map_err(db)?;
         let pk: i32 = tx
@@ -313,13 +314,17 @@ impl PgIndex {
             .map(|v| Vector::from(v.to_vec()))
             .collect();
         tx.execute(
-            "INSERT INTO excerpt_chunks (doc, ordinal, char_start, char_end, indexed, embed_key, embedding)
-             SELECT $1, o, s, e, t, k, v
+            "INSERT INTO excerpt_chunks
+               (doc, ordinal, char_start, char_end, indexed, embed_key, embedding, tokens)
+             SELECT $1, o, s, e, t, k, v,
+                    (SELECT coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)
+                     FROM unnest(to_tsvector('english', t)) AS x)
              FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::vector[])
                   AS u(o, s, e, t, k, v)",
             &[&pk, &ordinals, &starts, &ends, &w.indexed, &w.embed_keys, &vectors],
         )
         .map_err(db)?;
+        record_statistics(&mut tx, pk, old).map_err(db)?;
         tx.commit().map_err(db)?;
         Ok(true)
     }
@@ -327,15 +332,56 @@ impl PgIndex {
     /// Deletes documents by id in one transaction; returns the ids that existed.
     pub fn delete(&self, ids: &[String]) -> Result<Vec<String>, PgError> {
         let mut conn = self.conn()?;
-        let rows = conn
+        let db = |e| self.db(e);
+        let mut tx = conn.transaction().map_err(db)?;
+        // Statistics read first, the rows then deleted, the statistics updated last: the
+        // lock order of a replace (document rows, lexemes, totals), so no deadlock.
+        // The documents' write locks first (sorted, as a replace takes one), so a replace
+        // of one of them is committed before its statistics are read.
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(k)
+             FROM (SELECT DISTINCT hashtextextended(i, 0) AS k FROM unnest($1::text[]) AS i
+                   ORDER BY k) AS s",
+            &[&ids],
+        )
+        .map_err(db)?;
+        let old = forget_statistics(&mut tx, ids).map_err(db)?;
+        let rows = tx
             .query(
                 "DELETE FROM excerpt_documents WHERE id = ANY($1) RETURNING id",
                 &[&ids],
             )
-            .map_err(|e| self.db(e))?;
+            .map_err(db)?;
+        apply_statistics(&mut tx, &old.lexemes, &old.counts, old.chunks, old.tokens).map_err(db)?;
+        tx.commit().map_err(db)?;
         let mut out: Vec<String> = rows.into_iter().map(|r| r.get(0)).collect();
         out.sort();
         Ok(out)
+    }
+
+    /// Drops the HNSW index on the chunk vectors, for a bulk load: rows then go in without
+    /// the graph being maintained, and [`PgIndex::build_ann_index`] builds it once at the
+    /// end (pgvector's advice for large loads). Dense searches scan every vector until then.
+    pub fn drop_ann_index(&self) -> Result<(), PgError> {
+        self.require_config()?;
+        let mut conn = self.conn()?;
+        conn.batch_execute("DROP INDEX IF EXISTS excerpt_chunks_hnsw")
+            .map_err(|e| self.db(e))
+    }
+
+    /// Builds the HNSW index on the chunk vectors when it is missing (after
+    /// [`PgIndex::drop_ann_index`]), with `maintenance_work_mem` set to `memory_mib` for
+    /// the build (the graph should fit in it, else the build slows down several-fold) and
+    /// PostgreSQL's parallel maintenance workers.
+    pub fn build_ann_index(&self, memory_mib: usize) -> Result<(), PgError> {
+        self.require_config()?;
+        let mut conn = self.conn()?;
+        conn.batch_execute(&format!(
+            "SET maintenance_work_mem = '{memory_mib}MB';
+             {}",
+            schema::ANN_INDEX
+        ))
+        .map_err(|e| self.db(e))
     }
 
     /// Number of committed documents.
@@ -356,6 +402,102 @@ impl PgIndex {
             .map_err(|e| self.db(e))?;
         Ok(rows.into_iter().map(|r| r.get(0)).collect())
     }
+}
+
+/// What documents about to be deleted contributed to the BM25 statistics, negated.
+pub(crate) struct Removed {
+    lexemes: Vec<String>,
+    counts: Vec<i64>,
+    chunks: i64,
+    tokens: i64,
+}
+
+/// Reads the (negated) contribution of documents `ids` to the statistics, before they
+/// are deleted.
+fn forget_statistics(
+    tx: &mut postgres::Transaction<'_>,
+    ids: &[String],
+) -> Result<Removed, postgres::Error> {
+    let rows = tx.query(
+        "SELECT u.lexeme, -count(*) FROM excerpt_documents d
+           JOIN excerpt_chunks c ON c.doc = d.pk, unnest(c.tsv) AS u
+         WHERE d.id = ANY($1) GROUP BY u.lexeme",
+        &[&ids],
+    )?;
+    let (lexemes, counts) = rows
+        .into_iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+        .unzip();
+    let totals = tx.query_one(
+        "SELECT -count(*), -coalesce(sum(c.tokens), 0)::bigint FROM excerpt_documents d
+           JOIN excerpt_chunks c ON c.doc = d.pk WHERE d.id = ANY($1)",
+        &[&ids],
+    )?;
+    Ok(Removed {
+        lexemes,
+        counts,
+        chunks: totals.get(0),
+        tokens: totals.get(1),
+    })
+}
+
+/// Adds document `pk`'s chunks to the statistics, minus what `old` (the document it
+/// replaces) contributed, in one pass over the lexemes in sorted order.
+fn record_statistics(
+    tx: &mut postgres::Transaction<'_>,
+    pk: i32,
+    old: Removed,
+) -> Result<(), postgres::Error> {
+    let rows = tx.query(
+        "SELECT lexeme, sum(n)::bigint FROM (
+             SELECT u.lexeme, 1::bigint AS n FROM excerpt_chunks c, unnest(c.tsv) AS u
+             WHERE c.doc = $1
+             UNION ALL
+             SELECT l, n FROM unnest($2::text[], $3::bigint[]) AS o(l, n)) AS x
+         GROUP BY lexeme HAVING sum(n) <> 0",
+        &[&pk, &old.lexemes, &old.counts],
+    )?;
+    let (lexemes, counts): (Vec<String>, Vec<i64>) = rows
+        .into_iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+        .unzip();
+    let totals = tx.query_one(
+        "SELECT count(*), coalesce(sum(tokens), 0)::bigint FROM excerpt_chunks WHERE doc = $1",
+        &[&pk],
+    )?;
+    apply_statistics(
+        tx,
+        &lexemes,
+        &counts,
+        totals.get::<_, i64>(0) + old.chunks,
+        totals.get::<_, i64>(1) + old.tokens,
+    )
+}
+
+/// Adds `counts` to the document frequencies of `lexemes` (rows locked in lexeme order,
+/// so concurrent writers never deadlock) and the deltas to the totals.
+fn apply_statistics(
+    tx: &mut postgres::Transaction<'_>,
+    lexemes: &[String],
+    counts: &[i64],
+    chunks: i64,
+    tokens: i64,
+) -> Result<(), postgres::Error> {
+    if !lexemes.is_empty() {
+        tx.execute(
+            "INSERT INTO excerpt_lexicon AS x (lexeme, df)
+             SELECT l, n FROM unnest($1::text[], $2::bigint[]) AS u(l, n) ORDER BY l COLLATE \"C\"
+             ON CONFLICT (lexeme) DO UPDATE SET df = x.df + EXCLUDED.df",
+            &[&lexemes, &counts],
+        )?;
+    }
+    if chunks != 0 || tokens != 0 {
+        tx.execute(
+            "UPDATE excerpt_totals SET chunks = chunks + $1, tokens = tokens + $2",
+            &[&chunks, &tokens],
+        )?;
+    }
+    Ok(())
 }
 
 /// The config row, if any.

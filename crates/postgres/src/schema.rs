@@ -13,12 +13,19 @@
 //!   `vector(N)` and a generated `tsvector` of the indexed text. Created with the config
 //!   row, since N is the model's dimension; with it an HNSW index (cosine) on the
 //!   vectors, a GIN index on the tsvector and a B-tree on the embedding key (the
-//!   primary key is the B-tree on (document, ordinal)).
+//!   primary key is the B-tree on (document, ordinal)). Since version 2 each row also
+//!   holds `tokens`, the chunk's length in full-text tokens (BM25's length).
+//! - `excerpt_lexicon` (version 2): per lexeme, the number of chunks holding it, and
+//!   `excerpt_totals`: the number of chunks and their tokens. Both are kept by every
+//!   write in its own transaction, so BM25 reads collection statistics with one lookup
+//!   per query lexeme instead of counting through the GIN index (a count that grows
+//!   with the collection). Writers update lexemes in sorted order, so concurrent writers
+//!   wait for each other there and never deadlock.
 
 use postgres::GenericClient;
 
 /// The version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Advisory lock key held while the schema is created or migrated.
 const MIGRATION_LOCK: i64 = 0x0065_7863_6572_7074; // "excerpt"
@@ -54,6 +61,36 @@ CREATE TABLE IF NOT EXISTS excerpt_documents (
 );
 ";
 
+/// Version 2: the collection statistics of BM25 (see the module docs). A version-1
+/// database with chunks gets its token counts and statistics computed from them.
+const V2: &str = "
+CREATE TABLE IF NOT EXISTS excerpt_lexicon (
+    lexeme text PRIMARY KEY,
+    df bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS excerpt_totals (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    chunks bigint NOT NULL,
+    tokens bigint NOT NULL
+);
+INSERT INTO excerpt_totals (chunks, tokens) VALUES (0, 0) ON CONFLICT DO NOTHING;
+DO $$
+BEGIN
+  IF to_regclass('excerpt_chunks') IS NOT NULL THEN
+    ALTER TABLE excerpt_chunks ADD COLUMN IF NOT EXISTS tokens integer;
+    UPDATE excerpt_chunks SET tokens = (SELECT coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)
+                                        FROM unnest(tsv) AS x)
+      WHERE tokens IS NULL;
+    ALTER TABLE excerpt_chunks ALTER COLUMN tokens SET NOT NULL;
+    DELETE FROM excerpt_lexicon;
+    INSERT INTO excerpt_lexicon (lexeme, df)
+      SELECT u.lexeme, count(*) FROM excerpt_chunks c, unnest(c.tsv) AS u GROUP BY u.lexeme;
+    UPDATE excerpt_totals SET chunks = (SELECT count(*) FROM excerpt_chunks),
+                              tokens = (SELECT coalesce(sum(tokens), 0) FROM excerpt_chunks);
+  END IF;
+END $$;
+";
+
 /// Creates the schema or migrates it to [`SCHEMA_VERSION`], under an advisory lock so
 /// concurrent processes do it once. Creates the `vector` extension when missing.
 pub(crate) fn migrate(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
@@ -77,6 +114,7 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<Migrated, postgres:
     }
     let mut tx = client.transaction()?;
     tx.batch_execute(V1)?;
+    tx.batch_execute(V2)?;
     tx.execute("DELETE FROM excerpt_schema", &[])?;
     tx.execute(
         "INSERT INTO excerpt_schema (version) VALUES ($1)",
@@ -85,6 +123,11 @@ fn migrate_locked(client: &mut impl GenericClient) -> Result<Migrated, postgres:
     tx.commit()?;
     Ok(Migrated::Current)
 }
+
+/// The HNSW index on the chunk vectors (cosine distance, pgvector's default graph
+/// parameters).
+pub(crate) const ANN_INDEX: &str = "CREATE INDEX IF NOT EXISTS excerpt_chunks_hnsw
+    ON excerpt_chunks USING hnsw (embedding vector_cosine_ops);";
 
 /// The statements that create the chunk table for vectors of `dimension`.
 pub(crate) fn chunk_table(dimension: usize) -> String {
@@ -97,11 +140,11 @@ pub(crate) fn chunk_table(dimension: usize) -> String {
             indexed text NOT NULL,
             embed_key text NOT NULL,
             embedding vector({dimension}) NOT NULL,
+            tokens integer NOT NULL,
             tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', indexed)) STORED,
             PRIMARY KEY (doc, ordinal)
         );
-        CREATE INDEX IF NOT EXISTS excerpt_chunks_hnsw
-            ON excerpt_chunks USING hnsw (embedding vector_cosine_ops);
+        {ANN_INDEX}
         CREATE INDEX IF NOT EXISTS excerpt_chunks_tsv ON excerpt_chunks USING gin (tsv);
         CREATE INDEX IF NOT EXISTS excerpt_chunks_embed_key ON excerpt_chunks (embed_key);"
     )

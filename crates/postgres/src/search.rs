@@ -4,18 +4,19 @@
 //! - Dense: the HNSW index (cosine), `hnsw.ef_search` at least the results asked for,
 //!   iterative scans (`relaxed_order`) so a filter still yields enough rows; the rows are
 //!   re-sorted by score, ties by key.
-//! - Lexical: BM25 over PostgreSQL full text: the query's English lexemes, the chunks
-//!   matching any of them (at most [`LEXICAL_POOL`], the best by `ts_rank` when more
-//!   match), each scored by BM25 from its lexeme frequencies and token count, with the
-//!   document frequencies counted through the GIN index over the chunks the filter
-//!   allows (all without one; the average length is the candidates'). Stems and stop words are PostgreSQL's `english`
-//!   configuration, not tantivy's (docs/EVAL.md has the difference).
+//! - Lexical: BM25 over PostgreSQL full text: the query's English lexemes; statistics
+//!   (chunks, tokens, document frequencies) of the chunks the filter allows, or of the
+//!   whole index from the tables every write keeps; candidates the chunks holding the
+//!   rarest lexemes (as many as fit in [`CANDIDATE_ROWS`] postings), each scored by BM25
+//!   from its lexeme frequencies and stored token count. Stems and stop words are
+//!   PostgreSQL's `english` configuration, not tantivy's (docs/EVAL.md has the
+//!   difference).
 //! - Filters: ids and id prefixes in SQL; metadata conditions checked on the rows those
 //!   select (id and metadata only), the allowed documents then passed to both searches.
 //! - Keys: [`ChunkKey::doc`] is the document's `pk`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use excerpt_context::Corpus;
 use excerpt_core::{ChunkKey, Document, ErrorKind};
@@ -24,7 +25,7 @@ use pgvector::Vector;
 use postgres::{IsolationLevel, Transaction};
 
 use crate::error::PgError;
-use crate::index::PgIndex;
+use crate::index::{PgIndex, Pool};
 
 impl From<PgError> for StoreError {
     fn from(e: PgError) -> Self {
@@ -35,14 +36,57 @@ impl From<PgError> for StoreError {
     }
 }
 
-/// A fetched document: itself, its chunk vectors and its sentence vectors (row-major).
-type Fetched = (Document, Vec<f32>, Option<Vec<f32>>);
+/// A fetched document and its sentence vectors (row-major).
+type Fetched = (Document, Option<Vec<f32>>);
 
-/// The documents a query's results name, with their chunk (and sentence) vectors.
-#[derive(Debug, Default)]
+/// The documents a query's results name, with their sentence vectors; chunk vectors are
+/// read on first use, for every document at once (only some strategies read them, and
+/// they are most of the bytes). A document's `pk` names one version of it (a replace inserts a new
+/// row), so a late read finds that version's vectors or, once it was replaced or
+/// deleted, none: never another version's.
+#[derive(Default)]
 pub struct PgCorpus {
     dim: usize,
     docs: HashMap<u32, Fetched>,
+    pool: Option<Pool>,
+    vectors: OnceLock<HashMap<u32, Vec<f32>>>,
+}
+
+impl std::fmt::Debug for PgCorpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgCorpus")
+            .field("dim", &self.dim)
+            .field("documents", &self.docs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgCorpus {
+    /// The chunk vectors of every document, row-major, by `pk` (a document whose
+    /// vectors cannot be read is missing).
+    fn read_vectors(&self) -> HashMap<u32, Vec<f32>> {
+        let mut out: HashMap<u32, Vec<f32>> = HashMap::new();
+        let Some(pool) = &self.pool else {
+            return out;
+        };
+        let Ok(mut conn) = pool.get() else {
+            return out;
+        };
+        let pks: Vec<i32> = self.docs.keys().map(|&k| k as i32).collect();
+        let Ok(rows) = conn.query(
+            "SELECT doc, embedding FROM excerpt_chunks WHERE doc = ANY($1) ORDER BY doc, ordinal",
+            &[&pks],
+        ) else {
+            return out;
+        };
+        for r in rows {
+            let pk: i32 = r.get(0);
+            out.entry(pk as u32)
+                .or_default()
+                .extend_from_slice(r.get::<_, Vector>(1).as_slice());
+        }
+        out
+    }
 }
 
 impl Corpus for PgCorpus {
@@ -50,12 +94,19 @@ impl Corpus for PgCorpus {
         self.docs.get(&doc).map(|d| &d.0)
     }
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
-        let (_, v, _) = self.docs.get(&key.doc)?;
+        let (d, _) = self.docs.get(&key.doc)?;
+        let v = self
+            .vectors
+            .get_or_init(|| self.read_vectors())
+            .get(&key.doc)?;
+        if v.len() != d.chunks.len() * self.dim {
+            return None;
+        }
         let i = key.ordinal as usize;
         v.get(i * self.dim..(i + 1) * self.dim)
     }
     fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
-        let sv = self.docs.get(&doc)?.2.as_ref()?;
+        let sv = self.docs.get(&doc)?.1.as_ref()?;
         sv.get(sentence * self.dim..(sentence + 1) * self.dim)
     }
 }
@@ -73,37 +124,45 @@ fn like_prefix(prefix: &str) -> String {
     out
 }
 
-/// Most chunks ranked by BM25 per lexical search (more when ten times the results asked
-/// for is more): the matching chunks beyond it, by `ts_rank`, are not scored.
+/// Chunks ranked by BM25 when the rarest query lexeme alone is in more than
+/// [`CANDIDATE_ROWS`] chunks (the best of them by `ts_rank`; more when ten times the
+/// results asked for is more).
 const LEXICAL_POOL: usize = 2000;
 
-/// BM25 (k1 = 1.2, b = 0.75, the parameters tantivy uses) of each candidate chunk, given
-/// as its length in tokens and its (lexeme, frequency) pairs for the query's lexemes,
-/// with document frequencies `df` over `n` chunks (those the query may return). The average length is the
-/// candidates' own (the collection's would need a scan of every chunk per query).
+/// Postings the candidate search reads at most (see [`PgIndex::lexical`]).
+const CANDIDATE_ROWS: i64 = 20_000;
+
+/// Largest filter (in chunks) whose own statistics BM25 uses; past it, the index's.
+const SCOPED_STATS_MAX: i64 = 50_000;
+
 /// A candidate chunk for BM25: its length in tokens and its (lexeme, frequency) pairs.
 type Candidate = (f64, Vec<(String, f64)>);
 
-fn bm25(
-    chunks: &HashMap<ChunkKey, Candidate>,
-    df: &HashMap<String, i64>,
-    n: f64,
-) -> Vec<(ChunkKey, f32)> {
+/// BM25's collection statistics: chunks, their tokens, and each lexeme's document
+/// frequency.
+#[derive(Debug, Default)]
+struct Statistics {
+    n: i64,
+    tokens: i64,
+    df: HashMap<String, i64>,
+}
+
+/// BM25 (k1 = 1.2, b = 0.75, the parameters tantivy uses) of each candidate chunk, given
+/// as its length in tokens and its (lexeme, frequency) pairs for the query's lexemes.
+fn bm25(chunks: &HashMap<ChunkKey, Candidate>, stats: &Statistics) -> Vec<(ChunkKey, f32)> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
-    if chunks.is_empty() {
-        return Vec::new();
-    }
-    let avg = chunks.values().map(|c| c.0).sum::<f64>() / chunks.len() as f64;
+    let n = stats.n as f64;
+    let avg = (stats.tokens as f64 / n.max(1.0)).max(1.0);
     chunks
         .iter()
         .map(|(key, (len, terms))| {
             let score: f64 = terms
                 .iter()
                 .map(|(lexeme, tf)| {
-                    let d = df.get(lexeme).copied().unwrap_or(0) as f64;
+                    let d = stats.df.get(lexeme).copied().unwrap_or(0) as f64;
                     let idf = (1.0 + (n - d + 0.5) / (d + 0.5)).ln();
-                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg))
                 })
                 .sum();
             (*key, score as f32)
@@ -225,49 +284,51 @@ impl PgIndex {
         if lexemes.is_empty() {
             return Ok(Vec::new());
         }
-        // Collection statistics over the chunks the query may return (the whole index
-        // without a filter): their number and each lexeme's document frequency (the GIN
-        // index counts those). Scoped to the filter, a query's scores depend only on the
-        // documents it may see, so writes elsewhere never change its answer.
-        let n: i64 = tx
-            .query_one(
-                "SELECT count(*) FROM excerpt_chunks
-                 WHERE ($1::integer[] IS NULL OR doc = ANY($1))",
-                &[&allowed],
-            )
-            .map_err(db)?
-            .get(0);
-        let df: HashMap<String, i64> = tx
-            .query(
-                "SELECT l, (SELECT count(*) FROM excerpt_chunks c
-                            WHERE c.tsv @@ quote_literal(l)::tsquery
-                              AND ($2::integer[] IS NULL OR c.doc = ANY($2)))
-                 FROM unnest($1::text[]) AS l",
-                &[&lexemes, &allowed],
-            )
-            .map_err(db)?
-            .into_iter()
-            .map(|r| (r.get(0), r.get(1)))
+        let stats = self.statistics(tx, &lexemes, allowed)?;
+        // Candidates: the chunks holding one of the rarest lexemes, as many lexemes as
+        // fit in CANDIDATE_ROWS postings (at least the rarest). A chunk holding only
+        // the others scores low (their idf is small), and reading every posting of a
+        // word half the collection holds would cost more than the rest of the query.
+        let mut by_rarity: Vec<(&String, i64)> = lexemes
+            .iter()
+            .map(|l| (l, stats.df.get(l).copied().unwrap_or(0)))
+            .filter(|(_, df)| *df > 0)
             .collect();
-        // Candidates: the chunks matching any lexeme, at most LEXICAL_POOL of them
-        // (the best by ts_rank when more match), with each lexeme's frequency and the
-        // chunk's length in tokens; BM25 then ranks them.
-        let pool = (k * 10).max(LEXICAL_POOL) as i64;
+        by_rarity.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+        let mut chosen: Vec<&String> = Vec::new();
+        let mut postings = 0i64;
+        for (l, df) in &by_rarity {
+            if !chosen.is_empty() && postings + df > CANDIDATE_ROWS {
+                break;
+            }
+            postings += df;
+            chosen.push(l);
+        }
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Past CANDIDATE_ROWS (the rarest lexeme alone is that common), the best
+        // LEXICAL_POOL of them by ts_rank are scored.
+        let pool: Option<i64> =
+            (postings > CANDIDATE_ROWS).then(|| (k * 10).max(LEXICAL_POOL) as i64);
+        // Each candidate's frequencies of the query's lexemes: its tsvector cut down to
+        // them in C (marked with weight A, the only weight `to_tsvector` does not give)
+        // before it is unnested, three times faster than unnesting every lexeme.
         let rows = tx
             .query(
                 "WITH q AS (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS tq
                             FROM unnest($1::text[]) AS l),
                  cand AS (
-                    SELECT c.doc, c.ordinal, c.tsv FROM excerpt_chunks c, q
+                    SELECT c.doc, c.ordinal, c.tokens, c.tsv FROM excerpt_chunks c, q
                     WHERE c.tsv @@ q.tq AND ($2::integer[] IS NULL OR c.doc = ANY($2))
-                    ORDER BY ts_rank(c.tsv, q.tq, 1) DESC, c.doc, c.ordinal LIMIT $3)
-                 SELECT cand.doc, cand.ordinal,
-                        (SELECT sum(coalesce(array_length(x.positions, 1), 1))
-                         FROM unnest(cand.tsv) AS x)::integer AS len,
+                    ORDER BY CASE WHEN $4::bigint IS NULL THEN 0 ELSE ts_rank(c.tsv, q.tq, 1) END DESC,
+                             c.doc, c.ordinal
+                    LIMIT $4)
+                 SELECT cand.doc, cand.ordinal, cand.tokens,
                         u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-                 FROM cand CROSS JOIN LATERAL unnest(cand.tsv) AS u
-                 WHERE u.lexeme = ANY($1)",
-                &[&lexemes, &allowed, &pool],
+                 FROM cand CROSS JOIN LATERAL
+                      unnest(ts_filter(setweight(cand.tsv, 'A', $3), '{a}')) AS u",
+                &[&chosen, &allowed, &lexemes, &pool],
             )
             .map_err(db)?;
         let mut chunks: HashMap<ChunkKey, Candidate> = HashMap::new();
@@ -280,19 +341,76 @@ impl PgIndex {
                 .1
                 .push((lexeme, f64::from(tf)));
         }
-        let mut out = bm25(&chunks, &df, n as f64);
+        let mut out = bm25(&chunks, &stats);
         sort_results(&mut out);
         out.truncate(k);
         Ok(out)
     }
 
-    /// Reads documents `pks` and their chunk vectors (two statements of the caller's
-    /// transaction).
+    /// BM25's collection statistics for `lexemes`: over the chunks the filter allows
+    /// when it allows at most SCOPED_STATS_MAX of them (counted through the GIN index, so
+    /// a scoped answer does not move when other documents are written), else over the
+    /// whole index from the statistics every write keeps (`excerpt_lexicon`,
+    /// `excerpt_totals`).
+    fn statistics(
+        &self,
+        tx: &mut Transaction<'_>,
+        lexemes: &[String],
+        allowed: Option<&Vec<i32>>,
+    ) -> Result<Statistics, StoreError> {
+        let db = |e| StoreError::from(self.db(e));
+        if let Some(allowed) = allowed {
+            let row = tx
+                .query_one(
+                    "SELECT count(*), coalesce(sum(tokens), 0)::bigint FROM excerpt_chunks
+                     WHERE doc = ANY($1)",
+                    &[allowed],
+                )
+                .map_err(db)?;
+            let (n, tokens): (i64, i64) = (row.get(0), row.get(1));
+            if n <= SCOPED_STATS_MAX {
+                let df = tx
+                    .query(
+                        "SELECT l, (SELECT count(*) FROM excerpt_chunks c
+                                    WHERE c.tsv @@ quote_literal(l)::tsquery AND c.doc = ANY($2))
+                         FROM unnest($1::text[]) AS l",
+                        &[&lexemes, allowed],
+                    )
+                    .map_err(db)?
+                    .into_iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                return Ok(Statistics { n, tokens, df });
+            }
+        }
+        let row = tx
+            .query_one("SELECT chunks, tokens FROM excerpt_totals", &[])
+            .map_err(db)?;
+        let df = tx
+            .query(
+                "SELECT lexeme, df FROM excerpt_lexicon WHERE lexeme = ANY($1)",
+                &[&lexemes],
+            )
+            .map_err(db)?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        Ok(Statistics {
+            n: row.get(0),
+            tokens: row.get(1),
+            df,
+        })
+    }
+
+    /// Reads documents `pks` (one statement of the caller's transaction); their chunk
+    /// vectors are read when first asked for.
     fn fetch(&self, tx: &mut Transaction<'_>, pks: &[i32]) -> Result<PgCorpus, StoreError> {
         let dim = self.config.as_ref().map_or(0, |c| c.dimension);
         let mut corpus = PgCorpus {
             dim,
             docs: HashMap::with_capacity(pks.len()),
+            pool: Some(self.pool.clone()),
+            vectors: OnceLock::new(),
         };
         if pks.is_empty() {
             return Ok(corpus);
@@ -331,24 +449,7 @@ impl PgIndex {
                 chunks: serde_json::from_value(r.get(10)).map_err(|e| format("chunks", e))?,
             };
             let sentence_vectors: Option<Vec<f32>> = r.get(11);
-            let n = doc.chunks.len();
-            corpus.docs.insert(
-                pk as u32,
-                (doc, Vec::with_capacity(n * dim), sentence_vectors),
-            );
-        }
-        let rows = tx
-            .query(
-                "SELECT doc, embedding FROM excerpt_chunks WHERE doc = ANY($1) ORDER BY doc, ordinal",
-                &[&pks],
-            )
-            .map_err(db)?;
-        for r in rows {
-            let pk: i32 = r.get(0);
-            let v: Vector = r.get(1);
-            if let Some(entry) = corpus.docs.get_mut(&(pk as u32)) {
-                entry.1.extend_from_slice(v.as_slice());
-            }
+            corpus.docs.insert(pk as u32, (doc, sentence_vectors));
         }
         Ok(corpus)
     }
@@ -423,14 +524,18 @@ mod tests {
         chunks.insert(key(0), (10.0, vec![("rare".to_string(), 1.0)]));
         chunks.insert(key(1), (10.0, vec![("common".to_string(), 1.0)]));
         chunks.insert(key(2), (40.0, vec![("rare".to_string(), 1.0)]));
-        let df: HashMap<String, i64> = [("rare".to_string(), 2), ("common".to_string(), 50)]
-            .into_iter()
-            .collect();
-        let mut out = bm25(&chunks, &df, 100.0);
+        let stats = Statistics {
+            n: 100,
+            tokens: 2000,
+            df: [("rare".to_string(), 2), ("common".to_string(), 50)]
+                .into_iter()
+                .collect(),
+        };
+        let mut out = bm25(&chunks, &stats);
         sort_results(&mut out);
         let order: Vec<u32> = out.iter().map(|(k, _)| k.ordinal).collect();
         assert_eq!(order, [0, 2, 1]);
-        assert!(bm25(&HashMap::new(), &df, 100.0).is_empty());
+        assert!(bm25(&HashMap::new(), &stats).is_empty());
     }
 
     #[test]

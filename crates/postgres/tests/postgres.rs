@@ -375,3 +375,151 @@ fn an_empty_database_is_no_index_for_queries() {
     assert_eq!(err.kind(), ErrorKind::NotFound);
     assert!(err.to_string().contains("ingest documents first"));
 }
+
+/// The BM25 statistics every write keeps, against a recount from the chunks.
+fn statistics_match_a_recount(client: &mut postgres::Client) {
+    let stale: i64 = client
+        .query_one(
+            "SELECT count(*) FROM (
+                 SELECT lexeme, df FROM excerpt_lexicon WHERE df <> 0
+                 EXCEPT
+                 SELECT u.lexeme, count(*) FROM excerpt_chunks c, unnest(c.tsv) AS u GROUP BY 1
+             ) AS x",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let missing: i64 = client
+        .query_one(
+            "SELECT count(*) FROM (
+                 SELECT u.lexeme, count(*) FROM excerpt_chunks c, unnest(c.tsv) AS u GROUP BY 1
+                 EXCEPT
+                 SELECT lexeme, df FROM excerpt_lexicon
+             ) AS x",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!((stale, missing), (0, 0), "lexicon differs from a recount");
+    let totals = client
+        .query_one(
+            "SELECT t.chunks = (SELECT count(*) FROM excerpt_chunks),
+                    t.tokens = (SELECT coalesce(sum(tokens), 0) FROM excerpt_chunks),
+                    (SELECT bool_and(tokens = (SELECT coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)
+                                               FROM unnest(tsv) AS x)) FROM excerpt_chunks)
+             FROM excerpt_totals t",
+            &[],
+        )
+        .unwrap();
+    let (c, t, per_chunk): (bool, bool, Option<bool>) =
+        (totals.get(0), totals.get(1), totals.get(2));
+    assert!(
+        c && t && per_chunk.unwrap_or(true),
+        "totals differ from a recount"
+    );
+}
+
+#[test]
+fn bm25_statistics_follow_concurrent_replaces_and_deletes() {
+    let Some(url) = fresh_database("stats") else {
+        return;
+    };
+    let mut pg = PgIndex::connect(&url).unwrap();
+    pg.ensure_config(&config("m")).unwrap();
+    let pg = std::sync::Arc::new(pg);
+    let words = [
+        "contract",
+        "party",
+        "disclose",
+        "notice",
+        "term",
+        "agreement",
+        "confidential",
+        "return",
+        "destroy",
+        "copies",
+    ];
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let pg = pg.clone();
+            std::thread::spawn(move || {
+                for round in 0..12usize {
+                    // Writers share document ids and words, so their lexeme rows collide.
+                    let id = format!("doc{}.md", (t + round) % 5);
+                    if round % 4 == 3 {
+                        pg.delete(&[id, format!("doc{}.md", (t + round + 1) % 5)])
+                            .unwrap();
+                        continue;
+                    }
+                    let a = words[(t * 3 + round) % words.len()];
+                    let b = words[(t + round * 7) % words.len()];
+                    let first = format!("{a} {b} {a} round{round} ");
+                    let second = format!("{b} writer{t} ");
+                    let doc = document(&id, &[&first, &second], serde_json::json!({}));
+                    put(&pg, &doc, &[t, round]);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    statistics_match_a_recount(&mut client);
+    // A query's BM25 reads those statistics: the rarest word ranks first.
+    let doc = document(
+        "extra.md",
+        &["zebra contract ", "contract contract "],
+        serde_json::json!({}),
+    );
+    put(&pg, &doc, &[0, 1]);
+    let filter = Filter::default();
+    let found = pg
+        .search(&search(None, Some("zebra contract"), &filter))
+        .unwrap();
+    let top = ids(&pg, &found.lexical, found.corpus.as_corpus());
+    assert_eq!(top.first().map(String::as_str), Some("extra.md#0"));
+    statistics_match_a_recount(&mut client);
+}
+
+#[test]
+fn a_version_1_database_is_migrated_with_its_statistics() {
+    let Some(url) = fresh_database("v1") else {
+        return;
+    };
+    {
+        let mut pg = PgIndex::connect(&url).unwrap();
+        pg.ensure_config(&config("m")).unwrap();
+        put(
+            &pg,
+            &document(
+                "a.md",
+                &["alpha beta ", "beta gamma"],
+                serde_json::json!({}),
+            ),
+            &[0, 1],
+        );
+    }
+    // Back to version 1: no statistics tables, no token counts.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "DROP TABLE excerpt_lexicon; DROP TABLE excerpt_totals;
+             ALTER TABLE excerpt_chunks DROP COLUMN tokens;
+             UPDATE excerpt_schema SET version = 1;",
+        )
+        .unwrap();
+    let pg = PgIndex::connect(&url).unwrap();
+    statistics_match_a_recount(&mut client);
+    let df: i64 = client
+        .query_one("SELECT df FROM excerpt_lexicon WHERE lexeme = 'beta'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(df, 2);
+    let filter = Filter::default();
+    let found = pg.search(&search(None, Some("gamma"), &filter)).unwrap();
+    assert_eq!(
+        ids(&pg, &found.lexical, found.corpus.as_corpus()),
+        ["a.md#1"]
+    );
+}
