@@ -33,11 +33,11 @@ fn options(data: &Path, out: &str) -> EvalOptions {
     opts
 }
 
-/// Per results file, every line's (question, pieces as (document, start, end, text)).
-fn pieces(
-    out: &Path,
-    report: &EvalReport,
-) -> Vec<(String, Vec<(String, Vec<(String, i64, i64)>)>)> {
+/// One results line: the question and its pieces as (document, start, end).
+type Line = (String, Vec<(String, i64, i64)>);
+
+/// Per results file, every line.
+fn pieces(out: &Path, report: &EvalReport) -> Vec<(String, Vec<Line>)> {
     report
         .results
         .iter()

@@ -112,7 +112,7 @@ fn lists_reads_and_counts_what_was_written() {
     pg.ensure_config(&config()).unwrap();
     // Ids whose byte order differs from a linguistic collation's order ("B" < "a" <
     // "b/é" < "é" by bytes), texts with multi-byte characters.
-    let docs = vec![
+    let docs = [
         document(
             "b/é",
             &["Crème brûlée. ", "Ça va, naïve café."],
