@@ -217,13 +217,16 @@ impl Engine {
         Ok(self.llm_tokens.get_or_init(|| t).clone())
     }
 
-    /// The latest committed snapshot (cached; reopened when a newer generation exists).
-    /// A damaged index opens with what can be read ([`Snapshot::damage`] says what
-    /// cannot); a damaged manifest is recovered again at every call, never cached.
+    /// The latest committed snapshot of an index directory (cached; reopened when a
+    /// newer generation exists). A damaged index opens with what can be read
+    /// ([`Snapshot::damage`] says what cannot); a damaged manifest is recovered again at
+    /// every call, never cached. A PostgreSQL index has no snapshot
+    /// ([`EngineError::Unsupported`]): [`Engine::documents`], [`Engine::document`],
+    /// [`Engine::stats`] and [`Engine::contents`] read either store.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
         if let Some(url) = self.postgres_url() {
             return Err(EngineError::Unsupported(format!(
-                "this command reads the embedded index; it does not run on the PostgreSQL index at {} yet",
+                "this reads the files of an index directory; the index at {} is in PostgreSQL",
                 excerpt_postgres::redact(url)
             )));
         }
@@ -250,7 +253,7 @@ impl Engine {
     fn no_checks_on_postgres(&self, what: &str) -> Result<(), EngineError> {
         match self.postgres_url() {
             Some(url) => Err(EngineError::Unsupported(format!(
-                "`{what}` checks the files of an index directory; the index at {} is in PostgreSQL, which checks its own storage (use pg_amcheck, and the database's backups to restore)",
+                "`{what}` works on the files of an index directory; the index at {} is in PostgreSQL, which checks its own storage (use pg_amcheck, and the database's backups to restore)",
                 excerpt_postgres::redact(url)
             ))),
             None => Ok(()),
