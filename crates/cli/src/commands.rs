@@ -558,25 +558,22 @@ fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Res
 
 fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
-    let snap = engine.snapshot()?;
-    warn_damage(&snap);
+    if engine.postgres_url().is_none() {
+        warn_damage(&*engine.snapshot()?);
+    }
+    let list = engine.documents()?;
     let mut stdout = std::io::stdout().lock();
     if a.json {
-        let list: Vec<excerpt::DocumentSummary> = snap
-            .documents()
-            .iter()
-            .map(|d| excerpt::DocumentSummary::of(d))
-            .collect();
         writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
     } else {
-        for d in snap.documents() {
+        for d in &list {
             // Control characters in ids or titles (from an index written before ids
             // were checked) are escaped, never sent raw to the terminal.
             writeln!(
                 stdout,
                 "{}\t{} chunks\t{}",
                 printable(&d.id),
-                d.chunks.len(),
+                d.chunks,
                 printable(&d.title)
             )?;
         }
@@ -610,6 +607,9 @@ fn rm(g: &Global, ids: Vec<String>) -> Result<ExitCode> {
 
 fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
+    if engine.postgres_url().is_some() {
+        return postgres_stats(g, &engine, a);
+    }
     let snap = engine.snapshot()?;
     let s = snap.stats();
     let cfg = snap.config();
@@ -660,6 +660,45 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
             }
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `excerpt stats` on a PostgreSQL index: no generation, segments or damage (the
+/// database checks its own storage).
+fn postgres_stats(g: &Global, engine: &Engine, a: FormatArgs) -> Result<ExitCode> {
+    let s = engine.stats()?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&s)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(stdout, "index       {}", shown_index(&g.index))?;
+    writeln!(stdout, "documents   {}", s.documents)?;
+    writeln!(stdout, "chunks      {}", s.chunks)?;
+    writeln!(stdout, "text        {} bytes", s.text_bytes)?;
+    writeln!(
+        stdout,
+        "model       {} ({} dimensions)",
+        s.model, s.dimension
+    )?;
+    writeln!(stdout, "chunker     {}", s.chunker)?;
+    writeln!(
+        stdout,
+        "headers     {}",
+        if s.headers { "on" } else { "off" }
+    )?;
+    if s.sentence_vector_documents > 0 {
+        writeln!(
+            stdout,
+            "sentences   {} vectors stored, for {} of {} documents",
+            s.sentence_vectors, s.sentence_vector_documents, s.documents
+        )?;
+    }
+    writeln!(
+        stdout,
+        "in database {:.1} MiB (tables with their indexes)",
+        s.disk_bytes as f64 / 1048576.0
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,7 +8,8 @@
 //! BM25-searched) between the chunk header and the chunk text, never part of the
 //! chunk's text or offsets.
 //!
-//! Answers are cached on disk in `<index>/contextualize/cache.jsonl` (append-only, one
+//! Answers are cached on disk in `<index>/contextualize/cache.jsonl` (for a PostgreSQL
+//! index, under `Engine::context_cache_home` on the ingesting machine) (append-only, one
 //! JSON object per line, fsynced after every wave of requests; a torn or corrupt line is
 //! skipped), keyed by [`cache_key`]: model, [`PROMPT_VERSION`], window size, document
 //! hash, chunk position and chunk text. Re-ingesting after a crash, a `rm`, or into a

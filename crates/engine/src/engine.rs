@@ -217,13 +217,16 @@ impl Engine {
         Ok(self.llm_tokens.get_or_init(|| t).clone())
     }
 
-    /// The latest committed snapshot (cached; reopened when a newer generation exists).
-    /// A damaged index opens with what can be read ([`Snapshot::damage`] says what
-    /// cannot); a damaged manifest is recovered again at every call, never cached.
+    /// The latest committed snapshot of an index directory (cached; reopened when a
+    /// newer generation exists). A damaged index opens with what can be read
+    /// ([`Snapshot::damage`] says what cannot); a damaged manifest is recovered again at
+    /// every call, never cached. A PostgreSQL index has no snapshot
+    /// ([`EngineError::Unsupported`]): [`Engine::documents`], [`Engine::document`],
+    /// [`Engine::stats`] and [`Engine::contents`] read either store.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
         if let Some(url) = self.postgres_url() {
             return Err(EngineError::Unsupported(format!(
-                "this command reads the embedded index; it does not run on the PostgreSQL index at {} yet",
+                "this reads the files of an index directory; the index at {} is in PostgreSQL",
                 excerpt_postgres::redact(url)
             )));
         }
@@ -245,9 +248,23 @@ impl Engine {
         Ok(s)
     }
 
+    /// [`EngineError::Unsupported`] for `verify`/`repair` (`what`) on a PostgreSQL
+    /// index: the database checks and repairs its own storage.
+    fn no_checks_on_postgres(&self, what: &str) -> Result<(), EngineError> {
+        match self.postgres_url() {
+            Some(url) => Err(EngineError::Unsupported(format!(
+                "`{what}` works on the files of an index directory; the index at {} is in PostgreSQL, which checks its own storage (use pg_amcheck, and the database's backups to restore)",
+                excerpt_postgres::redact(url)
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Checks every file of the index ([`excerpt_index::verify`]): what is damaged and
-    /// which documents cannot be read. Damage is in the report, not an error.
+    /// which documents cannot be read. Damage is in the report, not an error. A
+    /// PostgreSQL index is [`EngineError::Unsupported`] (the database checks itself).
     pub fn verify(&self) -> Result<VerifyReport, EngineError> {
+        self.no_checks_on_postgres("verify")?;
         Ok(excerpt_index::verify(&self.options.index_dir)?)
     }
 
@@ -255,8 +272,9 @@ impl Engine {
     /// the documents lost), rebuilds BM25 and the ANN files, and commits a consistent
     /// generation. When the manifest is damaged and no previous generation is on disk,
     /// the segments are read with this engine's model, chunker and headers (the model
-    /// is loaded only then).
+    /// is loaded only then). A PostgreSQL index is [`EngineError::Unsupported`].
     pub fn repair(&self) -> Result<RepairReport, EngineError> {
+        self.no_checks_on_postgres("repair")?;
         let fallback = || -> Option<IndexConfig> {
             let embedder = self.embedder().ok()?;
             Some(IndexConfig {

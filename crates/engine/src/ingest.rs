@@ -75,7 +75,10 @@ impl Engine {
         };
         let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
         if let Some(existing) = &existing {
-            let dir = self.options.index_dir.display().to_string();
+            let dir = match self.postgres_url() {
+                Some(url) => excerpt_postgres::redact(url),
+                None => self.options.index_dir.display().to_string(),
+            };
             match (&existing.contextualizer, &contextualizer) {
                 (Some(e), None) => {
                     return Err(EngineError::ContextsRequired {
@@ -115,6 +118,19 @@ impl Engine {
         })
     }
 
+    /// The directory whose `contextualize/cache.jsonl` caches the answers of
+    /// `ingest --contextualize`: the index directory, or for a PostgreSQL index
+    /// `$EXCERPT_HOME/pg-indexes/<hash of the URL without its password>` on this
+    /// machine (the contexts themselves are stored with the chunks in the database).
+    pub fn context_cache_home(&self) -> PathBuf {
+        match self.postgres_url() {
+            Some(url) => excerpt_embed::default_home()
+                .join("pg-indexes")
+                .join(content_hash(&[excerpt_postgres::redact(url).as_bytes()])),
+            None => self.options.index_dir.clone(),
+        }
+    }
+
     /// Opens the writer and everything one ingest run needs.
     fn pipeline<'a>(
         &self,
@@ -126,11 +142,6 @@ impl Engine {
         let config = self.ingest_config(embedder.as_ref(), opts)?;
         let writer = match self.postgres_url() {
             Some(url) => {
-                if opts.contextualize.is_some() {
-                    return Err(EngineError::Unsupported(
-                        "chunk contexts are not available on a PostgreSQL index yet".into(),
-                    ));
-                }
                 let mut pg = PgIndex::connect(url)?;
                 pg.ensure_config(&config)?;
                 self.forget_postgres();
@@ -142,7 +153,7 @@ impl Engine {
             },
         };
         let contextualizer = match &opts.contextualize {
-            Some(c) => Some(Contextualizer::new(c, &self.options.index_dir)?),
+            Some(c) => Some(Contextualizer::new(c, &self.context_cache_home())?),
             None => None,
         };
         Ok(Pipeline {

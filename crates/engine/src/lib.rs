@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ask;
+mod contents;
 pub mod contextualize;
 mod engine;
 mod error;
@@ -42,6 +43,7 @@ mod report;
 mod spec;
 
 pub use ask::{Answer, AskOptions};
+pub use contents::IndexContents;
 pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, OpenStore, RerankerSpec};
 pub use error::EngineError;

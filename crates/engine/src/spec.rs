@@ -13,7 +13,7 @@ use excerpt_context::{Context, StrategyConfig};
 use excerpt_core::Document;
 use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
 
-use crate::{Engine, EngineError, Mode, QueryRequest};
+use crate::{EngineError, Mode, QueryRequest};
 
 /// Which documents a query may return, as spelled by a user.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -109,7 +109,7 @@ impl QuerySpec {
     /// Validates the strings into a typed request. Every error is
     /// [`EngineError::BadRequest`] with a message naming the bad value. (Whether the
     /// query text is empty or the filter names unknown documents is checked by
-    /// [`Engine::query`], which sees the index.)
+    /// [`crate::Engine::query`], which sees the index.)
     pub fn to_request(&self) -> Result<QueryRequest, EngineError> {
         let mut req = QueryRequest::new(self.query.clone());
         if let Some(m) = &self.mode {
@@ -220,10 +220,10 @@ impl DocumentSummary {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IndexStats {
-    /// The index directory.
+    /// The index directory, or the PostgreSQL URL (password hidden).
     #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub index: std::path::PathBuf,
-    /// Committed generation.
+    /// Committed generation (0 on PostgreSQL, which has no generations).
     pub generation: u64,
     /// Live documents.
     pub documents: usize,
@@ -231,9 +231,10 @@ pub struct IndexStats {
     pub chunks: usize,
     /// Bytes of document text.
     pub text_bytes: usize,
-    /// Segments.
+    /// Segments (0 on PostgreSQL).
     pub segments: usize,
-    /// Bytes the index directory takes on disk.
+    /// Bytes the index directory takes on disk; on PostgreSQL, what the index's tables
+    /// take with their indexes and TOAST (`pg_total_relation_size`).
     pub disk_bytes: u64,
     /// Embedding model id.
     pub model: String,
@@ -248,7 +249,8 @@ pub struct IndexStats {
     pub sentence_vectors: usize,
     /// Documents with stored sentence vectors.
     pub sentence_vector_documents: usize,
-    /// Whether some of the index cannot be read (`excerpt repair` fixes it).
+    /// Whether some of the index cannot be read (`excerpt repair` fixes it). Always
+    /// false on PostgreSQL, which checks its own storage (`pg_amcheck`).
     pub damaged: bool,
     /// What cannot be read, one line each (empty when not damaged).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -263,44 +265,6 @@ pub struct IndexStats {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
-}
-
-impl Engine {
-    /// Summaries of every document of the latest snapshot, in id order.
-    pub fn documents(&self) -> Result<Vec<DocumentSummary>, EngineError> {
-        let snap = self.snapshot()?;
-        Ok(snap
-            .documents()
-            .iter()
-            .map(|d| DocumentSummary::of(d))
-            .collect())
-    }
-
-    /// Statistics of the latest snapshot.
-    pub fn stats(&self) -> Result<IndexStats, EngineError> {
-        let snap = self.snapshot()?;
-        let s = snap.stats();
-        let cfg = snap.config();
-        Ok(IndexStats {
-            index: self.options.index_dir.clone(),
-            generation: s.generation,
-            documents: s.documents,
-            chunks: s.chunks,
-            text_bytes: s.text_bytes,
-            segments: s.segments,
-            disk_bytes: s.disk_bytes,
-            model: cfg.model_id.clone(),
-            dimension: cfg.dimension,
-            chunker: cfg.chunker.to_string(),
-            headers: cfg.headers,
-            sentence_vectors: s.sentence_vectors,
-            sentence_vector_documents: s.sentence_vector_documents,
-            damaged: !s.damage.is_empty(),
-            damage: s.damage.problems(),
-            unavailable_documents: s.damage.lost_documents(),
-            unavailable_unnamed: s.damage.lost_unnamed(),
-        })
-    }
 }
 
 #[cfg(test)]

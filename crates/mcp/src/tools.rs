@@ -412,10 +412,9 @@ around a search piece (e.g. start-1000..end+1000) or to read a short document in
     ) -> Result<Json<DocumentText>, String> {
         let engine = self.engine.clone();
         let doc = blocking(move || {
-            let snap = engine.snapshot().map_err(tool_error)?;
-            let d = snap
-                .doc_index(&p.id)
-                .and_then(|i| snap.doc(i))
+            let d = engine
+                .document(&p.id)
+                .map_err(tool_error)?
                 .ok_or_else(|| {
                     format!(
                         "no document with id {:?}; list_documents shows the ids",
@@ -479,8 +478,8 @@ answers: use search for that.",
         let prefix = p.prefix.unwrap_or_default();
         let engine = self.engine.clone();
         let list = blocking(move || {
-            let snap = match engine.snapshot() {
-                Ok(s) => s,
+            let (total, page) = match engine.documents_page(&prefix, offset, limit) {
+                Ok(p) => p,
                 // No index yet: nothing to list.
                 Err(EngineError::Index(IndexError::NotFound { .. })) => {
                     return Ok(DocumentList {
@@ -492,22 +491,14 @@ answers: use search for that.",
                 }
                 Err(e) => return Err(tool_error(e)),
             };
-            let matching: Vec<_> = snap
-                .documents()
-                .iter()
-                .filter(|d| d.id.starts_with(&prefix))
-                .collect();
-            let total = matching.len();
-            let documents: Vec<DocumentEntry> = matching
+            let documents: Vec<DocumentEntry> = page
                 .into_iter()
-                .skip(offset)
-                .take(limit)
                 .map(|d| DocumentEntry {
-                    id: d.id.clone(),
-                    title: d.title.clone(),
-                    chars: d.text.chars().count(),
-                    sections: d.sections.len(),
-                    metadata: d.metadata.clone(),
+                    id: d.id,
+                    title: d.title,
+                    chars: d.chars,
+                    sections: d.sections,
+                    metadata: d.metadata,
                 })
                 .collect();
             let next = offset.saturating_add(documents.len());

@@ -9,14 +9,18 @@
 //! - Queries: [`PgIndex`] implements [`excerpt_retrieve::Store`] (dense through HNSW,
 //!   lexical as BM25 over full text, documents fetched for the strategies); fusion
 //!   and everything after it stay in Excerpt.
+//! - Listings ([`PgIndex::list_documents`], [`PgIndex::document`], [`PgIndex::stats`],
+//!   [`PgIndex::all_documents`]): what `excerpt docs`, `stats` and `eval` read.
 
 #![forbid(unsafe_code)]
 
+mod catalog;
 mod error;
 mod index;
 pub mod schema;
 mod search;
 
+pub use catalog::{DocumentListing, DocumentWithVectors, PgStats};
 pub use error::{redact, PgError};
 pub use index::{is_postgres_url, DocumentWrite, PgIndex};
 pub use search::PgCorpus;

@@ -519,13 +519,11 @@ pub(crate) async fn get_document(
         .map_err(|e| ApiError::bad_request(e.body_text()))?;
     let engine = st.engine.clone();
     blocking(move || {
-        let snap = engine.snapshot()?;
-        let d = snap
-            .doc_index(&id)
-            .and_then(|i| snap.doc(i))
+        let d = engine
+            .document(&id)?
             .ok_or_else(|| ApiError::document_not_found(&id))?;
         // Not `DocumentSummary` flattened: its `sections` is a count, here the list.
-        let summary = DocumentSummary::of(d);
+        let summary = DocumentSummary::of(&d);
         let view = DocumentView {
             id: summary.id,
             title: summary.title,
@@ -559,7 +557,7 @@ pub(crate) async fn get_document(
 pub(crate) struct Removed {
     /// The ids removed (the one asked for).
     removed: Vec<String>,
-    /// The generation committed by the removal.
+    /// The generation committed by the removal (0 on PostgreSQL, which has none).
     generation: u64,
     /// Documents left in the index.
     documents: usize,
@@ -590,18 +588,18 @@ pub(crate) async fn delete_document(
     let engine = st.engine.clone();
     blocking(move || {
         let _guard = guard;
-        if engine.snapshot()?.doc_index(&id).is_none() {
+        if !engine.has_document(&id)? {
             return Err(ApiError::document_not_found(&id));
         }
         let removed = engine.remove(std::slice::from_ref(&id))?;
         if removed.is_empty() {
             return Err(ApiError::document_not_found(&id));
         }
-        let snap = engine.snapshot()?;
+        let (generation, documents) = engine.generation_and_documents()?;
         Ok(Json(Removed {
             removed,
-            generation: snap.manifest().generation,
-            documents: snap.documents().len(),
+            generation,
+            documents,
         }))
     })
     .await

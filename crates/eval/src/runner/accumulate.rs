@@ -7,9 +7,8 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
-use excerpt::{Context, Snapshot};
+use excerpt::{Context, IndexContents};
 use excerpt_context::StrategyConfig;
-use excerpt_core::ChunkKey;
 
 use crate::format::{write_jsonl_line, QueryLine, ResultLine, ResultPiece};
 use crate::metrics::{
@@ -51,17 +50,16 @@ pub(super) struct AnswerAcc {
 /// What scoring a context needs besides the context.
 pub(super) struct Scoring<'a> {
     pub(super) texts: &'a CorpusTexts,
-    pub(super) vectors: SnapshotVectors<'a>,
+    pub(super) vectors: IndexVectors<'a>,
     pub(super) boundaries: &'a HashMap<String, Vec<usize>>,
 }
 
-/// Chunk vectors of a snapshot, by document id.
-pub(super) struct SnapshotVectors<'a>(pub(super) &'a Snapshot);
+/// Chunk vectors of the indexed documents, by document id.
+pub(super) struct IndexVectors<'a>(pub(super) &'a IndexContents);
 
-impl ChunkVectors for SnapshotVectors<'_> {
+impl ChunkVectors for IndexVectors<'_> {
     fn chunk_vector(&self, doc_id: &str, ordinal: u32) -> Option<&[f32]> {
-        let d = self.0.doc_index(doc_id)?;
-        self.0.vector(ChunkKey::new(d, ordinal))
+        self.0.chunk_vector(doc_id, ordinal)
     }
 }
 

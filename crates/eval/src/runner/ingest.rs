@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
-use excerpt::{Engine, IngestOptions, IngestProgress, Snapshot};
+use excerpt::{Engine, IndexContents, IngestOptions, IngestProgress};
 use excerpt_context::LlmTokens;
 use excerpt_core::content_hash;
 
@@ -17,12 +16,13 @@ use crate::EvalError;
 /// What the ingest stage leaves for the others: the index as queried and the corpus as
 /// scored.
 pub(super) struct Indexed {
-    pub(super) snapshot: Arc<Snapshot>,
+    /// Every indexed document with its chunk vectors (from either store).
+    pub(super) contents: IndexContents,
     /// The corpus texts, sliceable by character offsets.
     pub(super) texts: CorpusTexts,
     /// Documents in the corpus.
     pub(super) documents: usize,
-    /// Sentence boundary offsets of every indexed document ([`snapshot_boundaries`]).
+    /// Sentence boundary offsets of every indexed document ([`sentence_offsets`]).
     pub(super) boundaries: HashMap<String, Vec<usize>>,
     /// Name of the LLM token encoding budgets are counted in.
     pub(super) llm_encoding: String,
@@ -55,14 +55,18 @@ pub(super) fn ingest(
         .chain(&report.skipped)
         .map(|p| format!("{}: {}", p.path, p.reason))
         .collect();
-    let snapshot = engine.snapshot()?;
-    verify_index(&snapshot, corpus_hashes, engine.index_dir(), &failures_seen)?;
+    let contents = engine.contents()?;
+    let shown = match engine.postgres_url() {
+        Some(url) => std::path::PathBuf::from(excerpt::redact_url(url)),
+        None => engine.index_dir().to_path_buf(),
+    };
+    verify_index(&contents, corpus_hashes, &shown, &failures_seen)?;
     let documents = corpus.len();
     let texts = CorpusTexts::new(corpus.into_iter().map(|d| (d.id, d.text)));
-    let boundaries = snapshot_boundaries(&snapshot);
+    let boundaries = sentence_offsets(&contents);
     let llm_encoding = engine.llm_tokens()?.name().to_string();
     Ok(Indexed {
-        snapshot,
+        contents,
         texts,
         documents,
         boundaries,
@@ -74,10 +78,9 @@ pub(super) fn ingest(
 
 /// Boundary offsets of every indexed document: sentence starts, ends, and ends without
 /// their trailing whitespace (see [`crate::metrics::sentence_boundaries`]).
-fn snapshot_boundaries(snapshot: &Snapshot) -> HashMap<String, Vec<usize>> {
-    snapshot
+fn sentence_offsets(contents: &IndexContents) -> HashMap<String, Vec<usize>> {
+    contents
         .documents()
-        .iter()
         .map(|doc| {
             let mut b = Vec::with_capacity(doc.sentences.len() * 3);
             for s in &doc.sentences {
@@ -115,14 +118,13 @@ fn ids_sample<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
 
 /// Checks that the index holds exactly the corpus: the same ids, the same texts.
 fn verify_index(
-    snapshot: &Snapshot,
+    contents: &IndexContents,
     corpus_hashes: &HashMap<String, String>,
     index_dir: &Path,
     ingest_failures: &[String],
 ) -> Result<(), EvalError> {
-    let indexed: HashMap<&str, String> = snapshot
+    let indexed: HashMap<&str, String> = contents
         .documents()
-        .iter()
         .map(|d| (d.id.as_str(), content_hash(&[d.text.as_bytes()])))
         .collect();
     let extra: Vec<&str> = indexed

@@ -9,7 +9,7 @@ use std::time::Instant;
 use excerpt::{Engine, QueryRequest};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::accumulate::{Acc, AnswerAcc, Scoring, SnapshotVectors};
+use super::accumulate::{Acc, AnswerAcc, IndexVectors, Scoring};
 use super::answerer::{has_reference, AnswerJob, Answerer};
 use super::export::Exporter;
 use super::ingest::Indexed;
@@ -45,7 +45,7 @@ pub(super) fn query(
     let mut accs = open_outputs(&opts.out, &plan.runs, queries.len())?;
     let scoring = Scoring {
         texts: &indexed.texts,
-        vectors: SnapshotVectors(&indexed.snapshot),
+        vectors: IndexVectors(&indexed.contents),
         boundaries: &indexed.boundaries,
     };
     let bar = query_bar(opts.quiet, queries.len());

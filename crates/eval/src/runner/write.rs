@@ -35,7 +35,7 @@ pub(super) fn write(
         .into_iter()
         .map(|acc| acc.into_result(with_reference))
         .collect();
-    let config = indexed.snapshot.config();
+    let config = indexed.contents.config();
     let queries = plan.queries.len();
     let report = EvalReport {
         run: RunInfo {
@@ -43,7 +43,10 @@ pub(super) fn write(
             queries_file: opts.queries.display().to_string(),
             queries,
             documents: indexed.documents,
-            index: engine.index_dir().display().to_string(),
+            index: match engine.postgres_url() {
+                Some(url) => excerpt::redact_url(url),
+                None => engine.index_dir().display().to_string(),
+            },
             mode: serde_json::to_value(opts.mode)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

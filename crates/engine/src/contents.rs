@@ -1,0 +1,266 @@
+//! What the committed index holds, whichever store it is in: the document list, one
+//! document by id, statistics, and [`IndexContents`] (every document with its chunk
+//! vectors, for evaluation runs). The embedded index answers from its snapshot,
+//! PostgreSQL with SQL (`excerpt_postgres`'s listings).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use excerpt_core::Document;
+use excerpt_index::{IndexConfig, Snapshot};
+
+use crate::spec::{DocumentSummary, IndexStats};
+use crate::{Engine, EngineError};
+
+/// Every committed document of an index with its chunk vectors, read at one point in
+/// time: the snapshot of an index directory, or all of a PostgreSQL index loaded into
+/// memory (meant for evaluation corpora).
+pub struct IndexContents {
+    config: IndexConfig,
+    source: Source,
+}
+
+enum Source {
+    Snapshot(Arc<Snapshot>),
+    Loaded {
+        /// Documents in id order, each with its chunk vectors (row-major).
+        docs: Vec<(Document, Vec<f32>)>,
+        by_id: HashMap<String, usize>,
+    },
+}
+
+impl std::fmt::Debug for IndexContents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexContents")
+            .field("config", &self.config)
+            .field("documents", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl IndexContents {
+    /// The index's config (model, dimension, chunker, headers).
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        match &self.source {
+            Source::Snapshot(s) => s.documents().len(),
+            Source::Loaded { docs, .. } => docs.len(),
+        }
+    }
+
+    /// Whether there is no document.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The documents, in id order.
+    pub fn documents(&self) -> Box<dyn Iterator<Item = &Document> + '_> {
+        match &self.source {
+            Source::Snapshot(s) => Box::new(s.documents().iter().map(|d| d.as_ref())),
+            Source::Loaded { docs, .. } => Box::new(docs.iter().map(|d| &d.0)),
+        }
+    }
+
+    /// The unit vector of chunk `ordinal` of document `id`.
+    pub fn chunk_vector(&self, id: &str, ordinal: u32) -> Option<&[f32]> {
+        match &self.source {
+            Source::Snapshot(s) => {
+                let d = s.doc_index(id)?;
+                s.vector(excerpt_core::ChunkKey::new(d, ordinal))
+            }
+            Source::Loaded { docs, by_id } => {
+                let dim = self.config.dimension;
+                let v = &docs[*by_id.get(id)?].1;
+                let i = ordinal as usize;
+                v.get(i * dim..(i + 1) * dim)
+            }
+        }
+    }
+}
+
+impl DocumentSummary {
+    fn of_listing(l: excerpt_postgres::DocumentListing) -> DocumentSummary {
+        DocumentSummary {
+            id: l.id,
+            title: l.title,
+            source: l.source,
+            chars: l.chars,
+            bytes: l.bytes,
+            chunks: l.chunks,
+            sections: l.sections,
+            hash: l.hash,
+            metadata: l.metadata,
+        }
+    }
+}
+
+impl Engine {
+    /// Summaries of every committed document, in id order (on PostgreSQL counted in
+    /// SQL, without reading the texts).
+    pub fn documents(&self) -> Result<Vec<DocumentSummary>, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg
+                .list_documents("")?
+                .into_iter()
+                .map(DocumentSummary::of_listing)
+                .collect());
+        }
+        let snap = self.snapshot()?;
+        Ok(snap
+            .documents()
+            .iter()
+            .map(|d| DocumentSummary::of(d))
+            .collect())
+    }
+
+    /// One page of the documents whose id starts with `prefix`, in id order: the
+    /// number of such documents and the summaries of `limit` of them from `offset`
+    /// (only those are summarised on an index directory).
+    pub fn documents_page(
+        &self,
+        prefix: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
+        if let Some(pg) = self.postgres()? {
+            let all = pg.list_documents(prefix)?;
+            let total = all.len();
+            let page = all
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .map(DocumentSummary::of_listing)
+                .collect();
+            return Ok((total, page));
+        }
+        let snap = self.snapshot()?;
+        let matching: Vec<_> = snap
+            .documents()
+            .iter()
+            .filter(|d| d.id.starts_with(prefix))
+            .collect();
+        let page = matching
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|d| DocumentSummary::of(d))
+            .collect();
+        Ok((matching.len(), page))
+    }
+
+    /// The committed document `id`, whole; `None` when the index has none by that id.
+    pub fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg.document(id)?.map(Arc::new));
+        }
+        let snap = self.snapshot()?;
+        Ok(snap.doc_index(id).and_then(|i| snap.doc(i)).cloned())
+    }
+
+    /// Whether the index has a document `id` (on a damaged directory index, also one
+    /// whose text cannot be read).
+    pub fn has_document(&self, id: &str) -> Result<bool, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok(pg.committed_hash(id)?.is_some());
+        }
+        Ok(self.snapshot()?.doc_index(id).is_some())
+    }
+
+    /// The committed generation (always 0 on PostgreSQL, which has none) and the
+    /// number of documents.
+    pub fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok((0, pg.document_count()?));
+        }
+        let snap = self.snapshot()?;
+        Ok((snap.manifest().generation, snap.documents().len()))
+    }
+
+    /// Statistics of the committed index. On PostgreSQL: no generation or segments
+    /// (both 0), `disk_bytes` is what the index's tables take with their indexes, and
+    /// damage is never reported (PostgreSQL checks its own storage).
+    pub fn stats(&self) -> Result<IndexStats, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            let s = pg.stats()?;
+            let cfg = pg
+                .config()
+                .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
+                    url: pg.url().to_string(),
+                })?;
+            return Ok(IndexStats {
+                index: pg.url().into(),
+                generation: 0,
+                documents: s.documents,
+                chunks: s.chunks,
+                text_bytes: s.text_bytes,
+                segments: 0,
+                disk_bytes: s.disk_bytes,
+                model: cfg.model_id.clone(),
+                dimension: cfg.dimension,
+                chunker: cfg.chunker.to_string(),
+                headers: cfg.headers,
+                sentence_vectors: s.sentence_vectors,
+                sentence_vector_documents: s.sentence_vector_documents,
+                damaged: false,
+                damage: Vec::new(),
+                unavailable_documents: Vec::new(),
+                unavailable_unnamed: 0,
+            });
+        }
+        let snap = self.snapshot()?;
+        let s = snap.stats();
+        let cfg = snap.config();
+        Ok(IndexStats {
+            index: self.options.index_dir.clone(),
+            generation: s.generation,
+            documents: s.documents,
+            chunks: s.chunks,
+            text_bytes: s.text_bytes,
+            segments: s.segments,
+            disk_bytes: s.disk_bytes,
+            model: cfg.model_id.clone(),
+            dimension: cfg.dimension,
+            chunker: cfg.chunker.to_string(),
+            headers: cfg.headers,
+            sentence_vectors: s.sentence_vectors,
+            sentence_vector_documents: s.sentence_vector_documents,
+            damaged: !s.damage.is_empty(),
+            damage: s.damage.problems(),
+            unavailable_documents: s.damage.lost_documents(),
+            unavailable_unnamed: s.damage.lost_unnamed(),
+        })
+    }
+
+    /// Every committed document with its chunk vectors ([`IndexContents`]). On
+    /// PostgreSQL this loads the whole index into memory; before the first ingest it
+    /// fails as queries do (no index).
+    pub fn contents(&self) -> Result<IndexContents, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            let config =
+                pg.config()
+                    .cloned()
+                    .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
+                        url: pg.url().to_string(),
+                    })?;
+            let docs = pg.all_documents()?;
+            let by_id = docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.0.id.clone(), i))
+                .collect();
+            return Ok(IndexContents {
+                config,
+                source: Source::Loaded { docs, by_id },
+            });
+        }
+        let snap = self.snapshot()?;
+        Ok(IndexContents {
+            config: snap.config().clone(),
+            source: Source::Snapshot(snap),
+        })
+    }
+}
