@@ -147,9 +147,36 @@ fn two_servers_answer_alike_while_a_third_process_ingests_and_a_killed_ingest_re
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Killed once its first documents are committed, while it is still running.
+    let killed_docs = |url: &str| -> i64 {
+        let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        c.query_one(
+            "SELECT count(*) FROM excerpt_documents WHERE id LIKE 'c/k%'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let started = std::time::Instant::now();
+    while killed_docs(&url) == 0 {
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "the ingest ended before committing anything"
+        );
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the ingest committed nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "the ingest finished before it could be killed"
+    );
     let _ = victim.kill();
     let _ = victim.wait();
+    let written = killed_docs(&url);
+    assert!((1..60).contains(&written), "{written} of 60 written");
     let (bad, _) = consistent(&url);
     assert_eq!(bad, 0);
     let out = ingest(&url, &more);

@@ -15,6 +15,8 @@
 //!   vectors, a GIN index on the tsvector and a B-tree on the embedding key (the
 //!   primary key is the B-tree on (document, ordinal)). Since version 2 each row also
 //!   holds `tokens`, the chunk's length in full-text tokens (BM25's length).
+//! - Version 2 also indexes `excerpt_documents.metadata` (GIN, `jsonb_path_ops`) for
+//!   metadata filters.
 //! - `excerpt_lexicon` (version 2): per lexeme, the number of chunks holding it, and
 //!   `excerpt_totals`: the number of chunks and their tokens. Both are kept by every
 //!   write in its own transaction, so BM25 reads collection statistics with one lookup
@@ -74,6 +76,8 @@ CREATE TABLE IF NOT EXISTS excerpt_totals (
     tokens bigint NOT NULL
 );
 INSERT INTO excerpt_totals (chunks, tokens) VALUES (0, 0) ON CONFLICT DO NOTHING;
+CREATE INDEX IF NOT EXISTS excerpt_documents_metadata
+    ON excerpt_documents USING gin (metadata jsonb_path_ops);
 DO $$
 BEGIN
   IF to_regclass('excerpt_chunks') IS NOT NULL THEN

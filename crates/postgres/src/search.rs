@@ -11,8 +11,10 @@
 //!   from its lexeme frequencies and stored token count. Stems and stop words are
 //!   PostgreSQL's `english` configuration, not tantivy's (docs/EVAL.md has the
 //!   difference).
-//! - Filters: ids and id prefixes in SQL; metadata conditions checked on the rows those
-//!   select (id and metadata only), the allowed documents then passed to both searches.
+//! - Filters: ids, id prefixes and metadata conditions in SQL (numbers as numbers, other
+//!   values by containment through the GIN index on `metadata`), the selected rows'
+//!   metadata then checked by the conditions themselves (so SQL only has to select a
+//!   superset); the allowed documents are passed to both searches.
 //! - Keys: [`ChunkKey::doc`] is the document's `pk`.
 
 use std::collections::{BTreeSet, HashMap};
@@ -20,8 +22,9 @@ use std::sync::{Arc, OnceLock};
 
 use excerpt_context::Corpus;
 use excerpt_core::{ChunkKey, Document, ErrorKind};
-use excerpt_retrieve::{Filter, Found, SearchRequest, Store, StoreError};
+use excerpt_retrieve::{Filter, Found, MetaCondition, SearchRequest, Store, StoreError};
 use pgvector::Vector;
+use postgres::types::ToSql;
 use postgres::{IsolationLevel, Transaction};
 
 use crate::error::PgError;
@@ -170,6 +173,65 @@ fn bm25(chunks: &HashMap<ChunkKey, Candidate>, stats: &Statistics) -> Vec<(Chunk
         .collect()
 }
 
+/// A SQL condition on `metadata` that holds for every document `c` matches (and maybe a
+/// few more, which [`MetaCondition::matches`] then drops), with its parameters appended
+/// to `params`. Numbers compare as numbers (`1` equals `1.0`, as in `matches`); other
+/// values by containment, which the GIN index on `metadata` serves.
+fn metadata_sql(c: &MetaCondition, params: &mut Vec<Box<dyn ToSql + Sync>>) -> String {
+    let mut param = |v: Box<dyn ToSql + Sync>| {
+        params.push(v);
+        format!("${}", params.len())
+    };
+    let number = |key: &str, param: &mut dyn FnMut(Box<dyn ToSql + Sync>) -> String| {
+        let k = param(Box::new(key.to_string()));
+        format!(
+            "(CASE WHEN jsonb_typeof(metadata -> {k}::text) = 'number'
+                   THEN (metadata ->> {k}::text)::float8 END)"
+        )
+    };
+    let equal = |key: &str,
+                 value: &serde_json::Value,
+                 param: &mut dyn FnMut(Box<dyn ToSql + Sync>) -> String| {
+        match value.as_f64() {
+            Some(x) => {
+                let n = number(key, param);
+                let v = param(Box::new(x));
+                format!("{n} = {v}::float8")
+            }
+            None => {
+                let mut object = serde_json::Map::new();
+                object.insert(key.to_string(), value.clone());
+                let v = param(Box::new(serde_json::Value::Object(object)));
+                format!("metadata @> {v}::jsonb")
+            }
+        }
+    };
+    match c {
+        MetaCondition::Eq { key, value } => equal(key, value, &mut param),
+        MetaCondition::OneOf { key, values } if values.is_empty() => {
+            let _ = key;
+            "false".to_string()
+        }
+        MetaCondition::OneOf { key, values } => {
+            let any: Vec<String> = values.iter().map(|v| equal(key, v, &mut param)).collect();
+            format!("({})", any.join(" OR "))
+        }
+        MetaCondition::Range { key, min, max } => {
+            let n = number(key, &mut param);
+            let mut parts = vec![format!("{n} IS NOT NULL")];
+            if let Some(m) = min {
+                let v = param(Box::new(*m));
+                parts.push(format!("{n} >= {v}::float8"));
+            }
+            if let Some(m) = max {
+                let v = param(Box::new(*m));
+                parts.push(format!("{n} <= {v}::float8"));
+            }
+            format!("({})", parts.join(" AND "))
+        }
+    }
+}
+
 fn sort_results(list: &mut [(ChunkKey, f32)]) {
     list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 }
@@ -205,14 +267,19 @@ impl PgIndex {
                 .map(|p| like_prefix(p))
                 .collect()
         });
-        let rows = tx
-            .query(
-                "SELECT pk, metadata FROM excerpt_documents
-                 WHERE ($1::text[] IS NULL OR id = ANY($1))
-                   AND ($2::text[] IS NULL OR id LIKE ANY($2))",
-                &[&ids, &prefixes],
-            )
-            .map_err(db)?;
+        let mut params: Vec<Box<dyn ToSql + Sync>> =
+            vec![Box::new(ids.cloned()), Box::new(prefixes)];
+        let mut sql = String::from(
+            "SELECT pk, metadata FROM excerpt_documents
+             WHERE ($1::text[] IS NULL OR id = ANY($1))
+               AND ($2::text[] IS NULL OR id LIKE ANY($2))",
+        );
+        for c in &filter.metadata {
+            sql.push_str(" AND ");
+            sql.push_str(&metadata_sql(c, &mut params));
+        }
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let rows = tx.query(sql.as_str(), &refs).map_err(db)?;
         let mut out = Vec::new();
         for r in rows {
             let pk: i32 = r.get(0);
@@ -220,6 +287,7 @@ impl PgIndex {
                 out.push(pk);
                 continue;
             }
+            // SQL selected a superset (see `metadata_sql`); the conditions decide.
             let meta: serde_json::Value = r.get(1);
             let empty = serde_json::Map::new();
             let map = meta.as_object().unwrap_or(&empty);

@@ -523,3 +523,73 @@ fn a_version_1_database_is_migrated_with_its_statistics() {
         ["a.md#1"]
     );
 }
+
+#[test]
+fn metadata_filters_in_sql_select_every_document_the_conditions_match() {
+    let Some(url) = fresh_database("meta") else {
+        return;
+    };
+    let mut pg = PgIndex::connect(&url).unwrap();
+    pg.ensure_config(&config("m")).unwrap();
+    let metas = [
+        serde_json::json!({"year": 2020}),
+        serde_json::json!({"year": 2020.0}),
+        serde_json::json!({"year": "2020"}),
+        serde_json::json!({"year": 2021.5}),
+        serde_json::json!({"tags": ["a", "b"]}),
+        serde_json::json!({"tags": ["a"]}),
+        serde_json::json!({"lang": "en"}),
+        serde_json::json!({"lang": "EN", "year": null}),
+        serde_json::json!({}),
+        serde_json::json!({"nested": {"x": 1, "y": [true]}}),
+    ];
+    for (i, m) in metas.iter().enumerate() {
+        let doc = document(&format!("d{i}.md"), &["alpha text "], m.clone());
+        put(&pg, &doc, &[i]);
+    }
+    let conditions = [
+        "year=2020",
+        "year=2020.0",
+        "year=\"2020\"",
+        "year>=2021",
+        "year<=2020",
+        "year=2020..2021",
+        "year=2020|\"2020\"",
+        "year=null",
+        "tags=[\"a\"]",
+        "tags=[\"a\",\"b\"]",
+        "lang=en|EN",
+        "lang=en",
+        "nested={\"x\":1,\"y\":[true]}",
+        "nested={\"x\":1}",
+        "missing=1",
+    ];
+    let filter_of = |c: &MetaCondition| Filter {
+        metadata: vec![c.clone()],
+        ..Default::default()
+    };
+    for c in conditions {
+        let cond = MetaCondition::parse(c).unwrap();
+        let expected: Vec<String> = metas
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| cond.matches(m.as_object().unwrap()))
+            .map(|(i, _)| format!("d{i}.md#0"))
+            .collect();
+        let filter = filter_of(&cond);
+        let found = pg.search(&search(None, Some("alpha"), &filter)).unwrap();
+        let mut got = ids(&pg, &found.lexical, found.corpus.as_corpus());
+        got.sort();
+        assert_eq!(got, expected, "{c}");
+    }
+    // The filter narrows in SQL: the GIN index on metadata exists.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let indexed: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'excerpt_documents_metadata'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(indexed, 1);
+}
