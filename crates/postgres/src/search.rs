@@ -27,6 +27,7 @@ use pgvector::Vector;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Transaction};
 
+use crate::catalog::DOCUMENT_COLUMNS;
 use crate::error::PgError;
 use crate::index::{PgIndex, Pool};
 
@@ -484,38 +485,18 @@ impl PgIndex {
             return Ok(corpus);
         }
         let db = |e| StoreError::from(self.db(e));
-        let format = |what: &str, e: serde_json::Error| {
-            StoreError::from(PgError::Format {
-                url: self.url.clone(),
-                message: format!("stored {what} does not parse: {e}"),
-            })
-        };
         let rows = tx
             .query(
-                "SELECT pk, id, title, source, metadata, text, hash, sections, sentences, pages,
-                        chunks, sentence_vectors
-                 FROM excerpt_documents WHERE pk = ANY($1)",
+                &*format!(
+                    "SELECT pk, {DOCUMENT_COLUMNS}, sentence_vectors
+                     FROM excerpt_documents WHERE pk = ANY($1)"
+                ),
                 &[&pks],
             )
             .map_err(db)?;
         for r in rows {
             let pk: i32 = r.get(0);
-            let metadata = match r.get::<_, serde_json::Value>(4) {
-                serde_json::Value::Object(m) => m,
-                _ => serde_json::Map::new(),
-            };
-            let doc = Document {
-                id: r.get(1),
-                title: r.get(2),
-                source: r.get(3),
-                metadata,
-                text: r.get(5),
-                hash: r.get(6),
-                sections: serde_json::from_value(r.get(7)).map_err(|e| format("sections", e))?,
-                sentences: serde_json::from_value(r.get(8)).map_err(|e| format("sentences", e))?,
-                pages: serde_json::from_value(r.get(9)).map_err(|e| format("pages", e))?,
-                chunks: serde_json::from_value(r.get(10)).map_err(|e| format("chunks", e))?,
-            };
+            let doc = self.document_from_row(&r, 1)?;
             let sentence_vectors: Option<Vec<f32>> = r.get(11);
             corpus.docs.insert(pk as u32, (doc, sentence_vectors));
         }
