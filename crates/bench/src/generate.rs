@@ -123,6 +123,19 @@ pub fn setup(spec: &CollectionSpec, rng: &mut Rng) -> Collection {
     }
 }
 
+impl Collection {
+    /// The index config a collection of dimension `dim` is written with.
+    pub fn config(&self, dim: usize) -> IndexConfig {
+        IndexConfig {
+            model_id: self.model_id.clone(),
+            dimension: dim,
+            chunker: ChunkerConfig::default(),
+            headers: false,
+            contextualizer: None,
+        }
+    }
+}
+
 /// How many documents a collection of `spec` has.
 pub fn document_count(spec: &CollectionSpec) -> usize {
     spec.chunks.div_ceil(spec.chunks_per_doc.max(1))
@@ -159,13 +172,7 @@ pub fn next_document(
 /// `rng` (the same seed gives the same collection).
 pub fn build(dir: &Path, spec: &CollectionSpec, rng: &mut Rng) -> Result<Collection> {
     let mut collection = setup(spec, rng);
-    let config = IndexConfig {
-        model_id: collection.model_id.clone(),
-        dimension: spec.dim,
-        chunker: ChunkerConfig::default(),
-        headers: false,
-        contextualizer: None,
-    };
+    let config = collection.config(spec.dim);
     let started = Instant::now();
     let mut w = IndexWriter::open(dir, config)?;
     for d in 0..document_count(spec) {

@@ -23,9 +23,8 @@ use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use excerpt_core::{ChunkerConfig, Document};
+use excerpt_core::Document;
 use excerpt_eval::{latency, Latency};
-use excerpt_index::IndexConfig;
 use excerpt_postgres::{DocumentWrite, PgIndex};
 use excerpt_retrieve::{Filter, SearchRequest, Store};
 use serde::Serialize;
@@ -151,13 +150,7 @@ pub fn run(options: &PgBenchOptions) -> Result<PgBenchReport> {
     if let Some(id) = &options.model_id {
         collection.model_id = id.clone();
     }
-    let config = IndexConfig {
-        model_id: collection.model_id.clone(),
-        dimension: spec.dim,
-        chunker: ChunkerConfig::default(),
-        headers: false,
-        contextualizer: None,
-    };
+    let config = collection.config(spec.dim);
     let say = |what: &str| {
         if options.verbose {
             eprintln!("bench: {what}");

@@ -607,99 +607,65 @@ fn rm(g: &Global, ids: Vec<String>) -> Result<ExitCode> {
 
 fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
+    let v = engine.stats()?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(stdout, "index       {}", shown_index(&g.index))?;
     if engine.postgres_url().is_some() {
-        return postgres_stats(g, &engine, a);
+        // No generation, segments or damage: the database checks its own storage.
+        write_stats_body(&mut stdout, &v)?;
+        writeln!(
+            stdout,
+            "in database {:.1} MiB (tables with their indexes)",
+            v.disk_bytes as f64 / 1048576.0
+        )?;
+        return Ok(ExitCode::SUCCESS);
     }
     let snap = engine.snapshot()?;
     let s = snap.stats();
-    let cfg = snap.config();
-    let mut stdout = std::io::stdout().lock();
-    if a.json {
-        let v = engine.stats()?;
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
+    writeln!(stdout, "generation  {}", s.generation)?;
+    write_stats_body(&mut stdout, &v)?;
+    writeln!(
+        stdout,
+        "on disk     {:.1} MiB in {} segment(s)",
+        s.disk_bytes as f64 / 1048576.0,
+        s.segments
+    )?;
+    if s.damage.is_empty() {
+        writeln!(stdout, "damaged     no")?;
     } else {
-        writeln!(stdout, "index       {}", shown_index(&g.index))?;
-        writeln!(stdout, "generation  {}", s.generation)?;
-        writeln!(stdout, "documents   {}", s.documents)?;
-        writeln!(stdout, "chunks      {}", s.chunks)?;
-        writeln!(stdout, "text        {} bytes", s.text_bytes)?;
         writeln!(
             stdout,
-            "model       {} ({} dimensions)",
-            cfg.model_id, cfg.dimension
+            "damaged     yes, {}; run `excerpt repair`",
+            s.damage.summary(20)
         )?;
-        writeln!(stdout, "chunker     {}", cfg.chunker)?;
-        writeln!(
-            stdout,
-            "headers     {}",
-            if cfg.headers { "on" } else { "off" }
-        )?;
-        if s.sentence_vector_documents > 0 {
-            writeln!(
-                stdout,
-                "sentences   {} vectors stored, for {} of {} documents",
-                s.sentence_vectors, s.sentence_vector_documents, s.documents
-            )?;
-        }
-        writeln!(
-            stdout,
-            "on disk     {:.1} MiB in {} segment(s)",
-            s.disk_bytes as f64 / 1048576.0,
-            s.segments
-        )?;
-        if s.damage.is_empty() {
-            writeln!(stdout, "damaged     no")?;
-        } else {
-            writeln!(
-                stdout,
-                "damaged     yes, {}; run `excerpt repair`",
-                s.damage.summary(20)
-            )?;
-            for p in s.damage.problems() {
-                writeln!(stdout, "            {}", printable(&p))?;
-            }
+        for p in s.damage.problems() {
+            writeln!(stdout, "            {}", printable(&p))?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `excerpt stats` on a PostgreSQL index: no generation, segments or damage (the
-/// database checks its own storage).
-fn postgres_stats(g: &Global, engine: &Engine, a: FormatArgs) -> Result<ExitCode> {
-    let s = engine.stats()?;
-    let mut stdout = std::io::stdout().lock();
-    if a.json {
-        writeln!(stdout, "{}", serde_json::to_string_pretty(&s)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(stdout, "index       {}", shown_index(&g.index))?;
-    writeln!(stdout, "documents   {}", s.documents)?;
-    writeln!(stdout, "chunks      {}", s.chunks)?;
-    writeln!(stdout, "text        {} bytes", s.text_bytes)?;
-    writeln!(
-        stdout,
-        "model       {} ({} dimensions)",
-        s.model, s.dimension
-    )?;
-    writeln!(stdout, "chunker     {}", s.chunker)?;
-    writeln!(
-        stdout,
-        "headers     {}",
-        if s.headers { "on" } else { "off" }
-    )?;
+/// The lines of `excerpt stats` both stores have: contents, model, chunker, headers and
+/// stored sentence vectors.
+fn write_stats_body(out: &mut impl Write, s: &excerpt::IndexStats) -> std::io::Result<()> {
+    writeln!(out, "documents   {}", s.documents)?;
+    writeln!(out, "chunks      {}", s.chunks)?;
+    writeln!(out, "text        {} bytes", s.text_bytes)?;
+    writeln!(out, "model       {} ({} dimensions)", s.model, s.dimension)?;
+    writeln!(out, "chunker     {}", s.chunker)?;
+    writeln!(out, "headers     {}", if s.headers { "on" } else { "off" })?;
     if s.sentence_vector_documents > 0 {
         writeln!(
-            stdout,
+            out,
             "sentences   {} vectors stored, for {} of {} documents",
             s.sentence_vectors, s.sentence_vector_documents, s.documents
         )?;
     }
-    writeln!(
-        stdout,
-        "in database {:.1} MiB (tables with their indexes)",
-        s.disk_bytes as f64 / 1048576.0
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {

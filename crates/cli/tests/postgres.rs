@@ -2,9 +2,10 @@
 //! `scripts/postgres.sh`, through `excerpt_testkit::postgres`): two `excerpt serve`
 //! processes on one database, a third process ingesting, an ingest killed with SIGKILL.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use excerpt_testkit::fixtures::write_file;
 use serde_json::{json, Value};
@@ -20,25 +21,6 @@ fn ingest(url: &str, dir: &Path) -> std::process::Output {
         .args(["--index", url, "ingest", dir.to_str().unwrap(), "--json"])
         .output()
         .unwrap()
-}
-
-fn spawn_server(url: &str) -> (Child, String) {
-    let mut child = bin()
-        .args(["--index", url, "--quiet", "serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no address: {line:?}"))
-        .to_string();
-    (child, base)
 }
 
 fn query(base: &str) -> Value {
@@ -96,8 +78,8 @@ fn two_servers_answer_alike_while_a_third_process_ingests_and_a_killed_ingest_re
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let (mut one, base_one) = spawn_server(&url);
-    let (mut two, base_two) = spawn_server(&url);
+    let (mut one, base_one) = common::spawn_server(&url);
+    let (mut two, base_two) = common::spawn_server(&url);
     let before = query(&base_one);
     assert!(!before["pieces"].as_array().unwrap().is_empty(), "{before}");
 

@@ -5,9 +5,10 @@
 //! line. Skipped with a message when PostgreSQL cannot start, unless
 //! `EXCERPT_REQUIRE_POSTGRES=1`.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use excerpt_testkit::fixtures::write_file;
 use rmcp::model::CallToolRequestParams;
@@ -64,32 +65,6 @@ fn ingest_both(dir: &Path, url: &str) -> String {
         stdout_of(target, &["ingest", docs.to_str().unwrap(), "--json"]);
     }
     index
-}
-
-fn spawn_server(index: &str) -> (Child, String) {
-    let mut child = bin()
-        .args([
-            "--index",
-            index,
-            "--quiet",
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("no address: {line:?}"))
-        .to_string();
-    (child, base)
 }
 
 fn get(url: &str) -> (u16, Value) {
@@ -198,8 +173,8 @@ fn server_documents_routes_on_postgres() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let index = ingest_both(tmp.path(), &url);
-    let (mut dir_server, dir_base) = spawn_server(&index);
-    let (mut pg_server, pg_base) = spawn_server(&url);
+    let (mut dir_server, dir_base) = common::spawn_server(&index);
+    let (mut pg_server, pg_base) = common::spawn_server(&url);
 
     let (status, list) = get(&format!("{pg_base}/v1/documents"));
     assert_eq!(status, 200, "{list}");

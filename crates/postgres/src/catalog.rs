@@ -7,7 +7,7 @@
 
 use excerpt_core::Document;
 use pgvector::Vector;
-use postgres::{IsolationLevel, Row};
+use postgres::Row;
 
 use crate::error::PgError;
 use crate::index::PgIndex;
@@ -165,12 +165,7 @@ impl PgIndex {
             })?;
         let mut conn = self.conn()?;
         let db = |e| self.db(e);
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(db)?;
+        let mut tx = self.read_snapshot(&mut conn)?;
         let docs = tx
             .query_one(
                 "SELECT count(*), coalesce(sum(octet_length(text)), 0)::bigint,
@@ -181,7 +176,7 @@ impl PgIndex {
             )
             .map_err(db)?;
         let chunks: i64 = tx
-            .query_one("SELECT count(*) FROM excerpt_chunks", &[])
+            .query_one("SELECT chunks FROM excerpt_totals", &[])
             .map_err(db)?
             .get(0);
         let tables: Vec<&str> = TABLES.to_vec();
@@ -216,12 +211,7 @@ impl PgIndex {
         }
         let mut conn = self.conn()?;
         let db = |e| self.db(e);
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(db)?;
+        let mut tx = self.read_snapshot(&mut conn)?;
         let rows = tx
             .query(
                 &*format!(

@@ -150,6 +150,19 @@ impl PgIndex {
         })
     }
 
+    /// A read-only transaction on `conn` that sees one committed state of the database
+    /// (repeatable read) for all its statements.
+    pub(crate) fn read_snapshot<'c>(
+        &self,
+        conn: &'c mut postgres::Client,
+    ) -> Result<postgres::Transaction<'c>, PgError> {
+        conn.build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(|e| self.db(e))
+    }
+
     pub(crate) fn db(&self, e: postgres::Error) -> PgError {
         PgError::from_client(&self.url, &e)
     }

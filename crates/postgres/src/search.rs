@@ -25,7 +25,7 @@ use excerpt_core::{ChunkKey, Document, ErrorKind};
 use excerpt_retrieve::{Filter, Found, MetaCondition, SearchRequest, Store, StoreError};
 use pgvector::Vector;
 use postgres::types::ToSql;
-use postgres::{IsolationLevel, Transaction};
+use postgres::Transaction;
 
 use crate::catalog::DOCUMENT_COLUMNS;
 use crate::error::PgError;
@@ -525,12 +525,7 @@ impl Store for PgIndex {
         }
         let mut conn = self.conn()?;
         let db = |e| StoreError::from(self.db(e));
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(db)?;
+        let mut tx = self.read_snapshot(&mut conn)?;
         let allowed = self.allowed(&mut tx, req.filter)?;
         let nothing_allowed = allowed.as_ref().is_some_and(Vec::is_empty);
         let dense = match req.dense {
