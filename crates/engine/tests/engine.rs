@@ -119,11 +119,7 @@ async fn chat(
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_string();
-    let passage = user
-        .split_once("<passage>\n")
-        .and_then(|(_, rest)| rest.rsplit_once("\n</passage>"))
-        .map(|(p, _)| p.to_string())
-        .unwrap_or_default();
+    let passage = openai::last_passage(&body);
     let reply = format!("This passage is about {}.", marker(&passage));
     let (p, c) = (
         user.split_whitespace().count() as u64,

@@ -31,16 +31,7 @@ fn marker(text: &str) -> String {
 
 async fn chat(State(asked): State<Arc<AtomicUsize>>, Json(body): Json<Value>) -> Json<Value> {
     asked.fetch_add(1, SeqCst);
-    let user = openai::messages(&body)
-        .last()
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("")
-        .to_string();
-    let passage = user
-        .split_once("<passage>\n")
-        .and_then(|(_, rest)| rest.rsplit_once("\n</passage>"))
-        .map(|(p, _)| p.to_string())
-        .unwrap_or_default();
+    let passage = openai::last_passage(&body);
     let reply = format!("This passage is about {}.", marker(&passage));
     Json(openai::chat_completion(&body["model"], &reply, None))
 }

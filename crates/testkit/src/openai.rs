@@ -48,6 +48,20 @@ pub fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
 }
 
+/// The text between `<passage>` and `</passage>` lines in the last message of a chat
+/// request (empty when there is none): what a contextualizer asks about.
+pub fn last_passage(body: &Value) -> String {
+    let user = messages(body)
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    user.split_once("<passage>\n")
+        .and_then(|(_, rest)| rest.rsplit_once("\n</passage>"))
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_default()
+}
+
 /// The content of the first message with `role` in a chat request.
 pub fn message(body: &Value, role: &str) -> Option<String> {
     messages(body)
