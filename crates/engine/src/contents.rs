@@ -191,47 +191,34 @@ impl Engine {
                 .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
                     url: pg.url().to_string(),
                 })?;
+            // No generations, segments or damage (zeros and empty lists).
             return Ok(IndexStats {
-                index: pg.url().into(),
-                generation: 0,
                 documents: s.documents,
                 chunks: s.chunks,
                 text_bytes: s.text_bytes,
-                segments: 0,
                 disk_bytes: s.disk_bytes,
-                model: cfg.model_id.clone(),
-                dimension: cfg.dimension,
-                chunker: cfg.chunker.to_string(),
-                headers: cfg.headers,
                 sentence_vectors: s.sentence_vectors,
                 sentence_vector_documents: s.sentence_vector_documents,
-                damaged: false,
-                damage: Vec::new(),
-                unavailable_documents: Vec::new(),
-                unavailable_unnamed: 0,
+                ..described(pg.url().into(), cfg)
             });
         }
         let snap = self.snapshot()?;
         let s = snap.stats();
         let cfg = snap.config();
         Ok(IndexStats {
-            index: self.options.index_dir.clone(),
             generation: s.generation,
             documents: s.documents,
             chunks: s.chunks,
             text_bytes: s.text_bytes,
             segments: s.segments,
             disk_bytes: s.disk_bytes,
-            model: cfg.model_id.clone(),
-            dimension: cfg.dimension,
-            chunker: cfg.chunker.to_string(),
-            headers: cfg.headers,
             sentence_vectors: s.sentence_vectors,
             sentence_vector_documents: s.sentence_vector_documents,
             damaged: !s.damage.is_empty(),
             damage: s.damage.problems(),
             unavailable_documents: s.damage.lost_documents(),
             unavailable_unnamed: s.damage.lost_unnamed(),
+            ..described(self.options.index_dir.clone(), cfg)
         })
     }
 
@@ -262,5 +249,18 @@ impl Engine {
             config: snap.config().clone(),
             source: Source::Snapshot(snap),
         })
+    }
+}
+
+/// The stats fields an index's config decides (model, dimension, chunker, headers), at
+/// `index`; every count zero.
+fn described(index: std::path::PathBuf, cfg: &excerpt_index::IndexConfig) -> IndexStats {
+    IndexStats {
+        index,
+        model: cfg.model_id.clone(),
+        dimension: cfg.dimension,
+        chunker: cfg.chunker.to_string(),
+        headers: cfg.headers,
+        ..IndexStats::default()
     }
 }

@@ -218,7 +218,7 @@ impl DocumentSummary {
 
 /// Figures about the committed index.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IndexStats {
     /// The index directory, or the PostgreSQL URL (password hidden).
     #[cfg_attr(feature = "openapi", schema(value_type = String))]

@@ -66,22 +66,28 @@ impl std::fmt::Debug for PgCorpus {
 }
 
 impl PgCorpus {
-    /// The chunk vectors of every document, row-major, by `pk` (a document whose
-    /// vectors cannot be read is missing).
+    /// The chunk vectors of every document, row-major, by `pk`. When they cannot be read
+    /// (the pool or the statement failed), a warning is logged and every document lacks
+    /// them: strategies then value unretrieved chunks as they do without a query vector.
     fn read_vectors(&self) -> HashMap<u32, Vec<f32>> {
         let mut out: HashMap<u32, Vec<f32>> = HashMap::new();
         let Some(pool) = &self.pool else {
             return out;
         };
-        let Ok(mut conn) = pool.get() else {
-            return out;
-        };
         let pks: Vec<i32> = self.docs.keys().map(|&k| k as i32).collect();
-        let Ok(rows) = conn.query(
-            "SELECT doc, embedding FROM excerpt_chunks WHERE doc = ANY($1) ORDER BY doc, ordinal",
-            &[&pks],
-        ) else {
-            return out;
+        let rows = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
+            conn.query(
+                "SELECT doc, embedding FROM excerpt_chunks WHERE doc = ANY($1) ORDER BY doc, ordinal",
+                &[&pks],
+            )
+            .map_err(|e| e.to_string())
+        });
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!("chunk vectors of {} documents not read: {e}", pks.len());
+                return out;
+            }
         };
         for r in rows {
             let pk: i32 = r.get(0);
