@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs `excerpt eval` on every development set in ../shared/data (or $EXCERPT_DATA) and
-# scores each results file with the independent scorer at 4 characters per budget token,
-# printing one Markdown table per set (the protocol of docs/EVAL.md).
+# Runs `excerpt eval` on every development set (QMSum and ContractNLI in ../shared/data or
+# $EXCERPT_DATA; pydocs-dev, technical documentation, built into target/devdata by
+# scripts/make-pydocs-set.py when missing) and scores each results file with the
+# independent scorer at 4 characters per budget token, printing one Markdown table per
+# set (the protocol of docs/EVAL.md).
 #
 #   scripts/eval-dev.sh [STRATEGY ...]        # default: auto (topk is always included)
 #   EXCERPT_EVAL_SETS="contractnli-dev" scripts/eval-dev.sh topk auto 'rse:unit=sentence'
@@ -12,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${EXCERPT_DATA:-../shared/data}"
-sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev}"
+sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev}"
 bin="${EXCERPT_BIN:-target/release/excerpt}"
 scorer="${EXCERPT_SCORER:-../shared/eval/score_context.py}"
 budgets=(500 1000 2000)
@@ -21,7 +23,13 @@ strategies=("$@")
 if [ ! -x "$bin" ]; then
   cargo build --release --locked -p excerpt-cli
 fi
+shared_data="$data"
 for set in $sets; do
+  data="$shared_data"
+  if [ "$set" = pydocs-dev ] && [ ! -d "$data/$set" ]; then
+    data=target/devdata
+    [ -f "$data/$set/queries.jsonl" ] || scripts/make-pydocs-set.py "$data"
+  fi
   out="target/eval/out-$set${EXCERPT_EVAL_TAG:-}"
   rm -rf "$out"
   args=()

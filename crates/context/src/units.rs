@@ -184,6 +184,60 @@ pub(crate) fn rse_sentences(
     Ok(())
 }
 
+/// How [`best_sentences`] values sentences (from `topk`'s parameters).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentenceScoring {
+    /// Share of its chunk's relevance a sentence keeps with no query term.
+    pub floor: f32,
+    /// Weight of stored sentence similarity against the lexical score.
+    pub dense_weight: f32,
+    /// Sentences are cut into clauses of at least this many characters (0: whole).
+    pub clause_chars: usize,
+    /// Weight of the paragraph neighbours' match in a sentence's own.
+    pub neighbour_weight: f32,
+}
+
+/// Each candidate's match `s` plus `w` times the matches of the candidates just before
+/// and after it in the same paragraph, divided by the best such sum (so still in
+/// `[0, 1]`). Neighbours are candidates of the same document that touch (no text
+/// between them) on one line (a sentence hard-wrapped over several lines is already one
+/// candidate, see [`block_spans`]): a sentence in a paragraph about the query rises with
+/// its paragraph, where a lone sentence sharing one query word does not.
+fn with_neighbours(
+    req: &AssembleRequest<'_>,
+    cands: &[SentenceHit],
+    s: &[f32],
+    w: f32,
+) -> Vec<f32> {
+    // Whether candidate `a` is followed in the same paragraph by candidate `b`.
+    let joined = |a: &SentenceHit, b: &SentenceHit| -> bool {
+        if a.doc != b.doc || a.range.byte_end != b.range.byte_start {
+            return false;
+        }
+        let Some(doc) = req.corpus.document(a.doc) else {
+            return false;
+        };
+        let t = a.range.slice(&doc.text);
+        !t[t.trim_end().len()..].contains('\n')
+    };
+    let mut out: Vec<f32> = s.to_vec();
+    for i in 0..cands.len() {
+        if i > 0 && joined(&cands[i - 1], &cands[i]) {
+            out[i] += w * s[i - 1];
+        }
+        if i + 1 < cands.len() && joined(&cands[i], &cands[i + 1]) {
+            out[i] += w * s[i + 1];
+        }
+    }
+    let max = out.iter().copied().fold(0.0f32, f32::max);
+    if max > 0.0 {
+        for x in &mut out {
+            *x /= max;
+        }
+    }
+    out
+}
+
 /// One sentence of a retrieved chunk, valued for sentence-level `topk`.
 #[derive(Debug, Clone)]
 pub(crate) struct SentenceHit {
@@ -209,15 +263,20 @@ pub(crate) struct SentenceHit {
 /// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
 /// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
-/// to the query min-max scaled over the pool.
+/// to the query min-max scaled over the pool. With `neighbour_weight` `w > 0`, each
+/// sentence then also carries its paragraph neighbours' match ([`with_neighbours`]).
 pub(crate) fn best_sentences(
     req: &AssembleRequest<'_>,
     pool: &[(ChunkKey, f32)],
-    floor: f32,
-    dense_weight: f32,
-    clause_chars: usize,
+    scoring: &SentenceScoring,
     notes: &mut Vec<String>,
 ) -> Vec<SentenceHit> {
+    let SentenceScoring {
+        floor,
+        dense_weight,
+        clause_chars,
+        neighbour_weight,
+    } = *scoring;
     let mut chunk_rel: BTreeMap<ChunkKey, f32> = BTreeMap::new();
     for &(k, r) in pool {
         chunk_rel.entry(k).or_insert(r);
@@ -293,6 +352,9 @@ pub(crate) fn best_sentences(
             }
             notes.push("topk: sentence similarity from stored sentence vectors".into());
         }
+    }
+    if neighbour_weight > 0.0 {
+        s = with_neighbours(req, &cands, &s, neighbour_weight);
     }
     for (c, x) in cands.iter_mut().zip(&s) {
         c.value *= floor + (1.0 - floor) * x;

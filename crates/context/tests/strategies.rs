@@ -808,6 +808,46 @@ fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
 }
 
 #[test]
+fn topk_sentences_rise_with_matching_neighbours_on_their_line_only() {
+    let c = TestCorpus::new(vec![build_doc(
+        "guide.md",
+        "Guide",
+        &[
+            chunk(&["Lone zeta remark here.\n", "Options are listed below.\n"]),
+            chunk(&[
+                "Filler line sits here.\n",
+                "Zeta reads one file. ",
+                "Options live there too.\n",
+            ]),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.9)];
+    let mut r = req(&c, &hits, 12, None, None);
+    r.query = "zeta options";
+    let first = |spec: &str| {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 12, &WordTokens, true).unwrap();
+        ctx.pieces[0].text.clone()
+    };
+    // Scored alone, the first chunk's sentences lead (the better-ranked chunk).
+    assert!(first("topk:unit=sentence,order=score,neighbours=0")
+        .ends_with("Options are listed below.\n"));
+    // With neighbours, the two sentences of one line that each carry a query word lead;
+    // the first chunk's two matching sentences are on two lines and do not lift each
+    // other.
+    assert_eq!(
+        first("topk:unit=sentence,order=score"),
+        "Zeta reads one file. Options live there too.\n"
+    );
+    assert!("topk:neighbours=1.5"
+        .parse::<StrategyConfig>()
+        .unwrap()
+        .validate()
+        .is_err());
+}
+
+#[test]
 fn strategy_names_configs_and_validation() {
     for s in Strategy::ALL {
         assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);

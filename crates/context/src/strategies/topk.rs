@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::context::{AssembleRequest, PieceOrder};
 use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
-use crate::units::{best_sentences, lead_in};
+use crate::units::{best_sentences, lead_in, SentenceScoring};
 
 /// How many sentences before a list item are searched for its lead-in.
 const LEAD_IN_WINDOW: usize = 12;
@@ -57,6 +57,10 @@ pub struct TopkParams {
     /// enumerators such as `(a)`), none shorter than this many characters; 0 keeps whole
     /// sentences (default 0).
     pub clause_chars: usize,
+    /// With `unit = sentence`: weight of the sentences just before and after a sentence
+    /// in its paragraph in its lexical match, in [0, 1] (default 0.15; 0 scores each
+    /// sentence alone).
+    pub neighbours: f32,
     /// With `unit = sentence`: a list item (a sentence opening with an enumerator such as
     /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
     /// before the list, when it fits (default true).
@@ -74,6 +78,7 @@ impl Default for TopkParams {
             rank_decay: 30.0,
             dense_weight: 0.5,
             clause_chars: 0,
+            neighbours: 0.15,
             lead_ins: true,
         }
     }
@@ -90,13 +95,15 @@ impl TopkParams {
         }
     }
 
-    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor` and `dense_weight` in [0, 1],
+    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `dense_weight` and `neighbours` in
+    /// [0, 1],
     /// `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
         check_min("topk", "pool", self.pool, 1)?;
         check_range("topk", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
         check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
+        check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
         if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
             return Err(invalid(
                 "topk",
@@ -138,14 +145,13 @@ fn topk_sentences(
         .take(p.pool)
         .map(|h| (h.key, h.relevance * (-(h.rank as f32) / p.rank_decay).exp()))
         .collect();
-    let sentences = best_sentences(
-        req,
-        &pool,
-        p.lexical_floor,
-        p.dense_weight,
-        p.clause_chars,
-        notes,
-    );
+    let scoring = SentenceScoring {
+        floor: p.lexical_floor,
+        dense_weight: p.dense_weight,
+        clause_chars: p.clause_chars,
+        neighbour_weight: p.neighbours,
+    };
+    let sentences = best_sentences(req, &pool, &scoring, notes);
     let (mut taken, mut leads) = (0usize, 0usize);
     for s in &sentences {
         if sel.remaining() == 0 {
