@@ -487,10 +487,11 @@ pub struct QueryArgs {
 #[derive(Debug, Args)]
 pub struct RetrievalArgs {
     /// Context strategy: auto (the default: a planner that sends questions about what
-    /// was said, discussed or decided, and requests to summarise or explain, to rse, and
-    /// other questions to topk's best sentences, best first; auto:sections=true sends
-    /// those over documents with headings to section; its choice is in the context's
-    /// notes), rse (relevant segment extraction; also
+    /// was said, discussed or decided, and requests to summarise or explain, to rse,
+    /// unless the best documents have headings, and other questions to topk's best
+    /// sentences, best first; auto:sections=true sends those over documents with
+    /// headings to section; its choice is in the context's notes), rse (relevant
+    /// segment extraction; also
     /// rse:precision, rse:find_all, rse:unit=sentence, rse:optimal=true), topk,
     /// adjacent, window, section. auto was at least as good as topk and rse at every
     /// budget on every development set (docs/EVAL.md).

@@ -665,6 +665,24 @@ fn auto_routes_by_query_form_and_document_structure() {
         same_as("topk:unit=sentence,order=score", &r),
         "the test must tell routes apart"
     );
+    // A passage question over documents with headings takes the sentence route too,
+    // unless `rse_over_headings=true`.
+    r.query = "Explain where the setting is";
+    let ctx = assemble(&auto, &r).unwrap();
+    assert!(
+        ctx.notes[0].contains("(cue \"explain\") over headings in"),
+        "{:?}",
+        ctx.notes
+    );
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
+    assert!(ctx.notes[0].ends_with(": rse"), "{:?}", ctx.notes);
+    assert_eq!(ctx.pieces, same_as("rse", &r));
+    assert_ne!(
+        ctx.pieces,
+        same_as("topk:unit=sentence,order=score", &r),
+        "the test must tell routes apart"
+    );
 }
 
 #[test]

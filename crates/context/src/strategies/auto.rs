@@ -3,7 +3,9 @@
 //!
 //! - **Passage questions** (the query asks what was said, discussed, thought, decided,
 //!   or asks for a summary, explanation or description: see [`PASSAGE_CUES`]) need long
-//!   contiguous evidence: `rse` segments.
+//!   contiguous evidence: `rse` segments, unless one of the best hits' documents has
+//!   headings: a section of documentation holds its topic in a few paragraphs, which the
+//!   sentence route finds better than `rse` (`rse_over_headings=true` restores `rse`).
 //! - **Pinpoint questions** (everything else: a fact, a clause, a setting) need the few
 //!   best passages: the best sentences of the best chunks, best first
 //!   ([`TopkParams::sentences`]). With `sections=true`, pinpoint questions whose top
@@ -44,6 +46,10 @@ pub struct AutoParams {
     pub sections: bool,
     /// How many of the best hits' documents are looked at for headings (default 3).
     pub structure_hits: usize,
+    /// Whether passage questions go to `rse` also when one of those documents has
+    /// headings (default false: they take the sentence route there, where each section
+    /// holds one topic; on technical documentation `rse` loses 30 recall points to it).
+    pub rse_over_headings: bool,
 }
 
 impl Default for AutoParams {
@@ -54,6 +60,7 @@ impl Default for AutoParams {
             topk: TopkParams::sentences(),
             sections: false,
             structure_hits: 3,
+            rse_over_headings: false,
         }
     }
 }
@@ -130,26 +137,35 @@ fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .find(|w| PASSAGE_CUES.contains(&w.as_str()));
+    // The first of the best hits' documents (the first `structure_hits` distinct ones)
+    // that has headings.
+    let mut docs: Vec<u32> = Vec::new();
+    for h in req.hits {
+        if docs.len() == p.structure_hits {
+            break;
+        }
+        if !docs.contains(&h.key.doc) {
+            docs.push(h.key.doc);
+        }
+    }
+    let structured = docs
+        .iter()
+        .filter_map(|&d| req.corpus.document(d))
+        .find(|doc| doc.sections.len() >= 2)
+        .map(|doc| doc.id.as_str());
     if let Some(cue) = cue {
-        return (Route::Rse, format!("passage question (cue {cue:?}): rse"));
+        match structured {
+            Some(id) if !p.rse_over_headings => {
+                return (
+                    Route::Topk,
+                    format!("passage question (cue {cue:?}) over headings in {id:?}: topk (best sentences)"),
+                );
+            }
+            _ => return (Route::Rse, format!("passage question (cue {cue:?}): rse")),
+        }
     }
     if p.sections {
-        let mut docs: Vec<u32> = Vec::new();
-        for h in req.hits {
-            if docs.len() == p.structure_hits {
-                break;
-            }
-            if !docs.contains(&h.key.doc) {
-                docs.push(h.key.doc);
-            }
-        }
-        let structured = docs.iter().find(|&&d| {
-            req.corpus
-                .document(d)
-                .is_some_and(|doc| doc.sections.len() >= 2)
-        });
-        if let Some(&d) = structured {
-            let id = req.corpus.document(d).map_or("", |doc| doc.id.as_str());
+        if let Some(id) = structured {
             return (
                 Route::Section,
                 format!("pinpoint question, headings in {id:?}: section"),
