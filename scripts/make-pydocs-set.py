@@ -201,6 +201,8 @@ def main():
             evidence = []
             for ev in item["evidence"]:
                 text, spans = docs[ev["page"]]
+                if ev["block"] >= len(spans):
+                    sys.exit(f"{item['id']}: page {ev['page']} has {len(spans)} blocks, not {ev['block'] + 1} (another python3.11-doc version?)")
                 s, e = spans[ev["block"]]
                 if digest(text[s:e]) != ev["sha"]:
                     sys.exit(f"{item['id']}: block {ev['page']}[{ev['block']}] differs from the one the question was written for (another python3.11-doc version?)")
