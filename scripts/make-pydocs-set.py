@@ -35,7 +35,8 @@ PAGES = [
     "os.path", "hashlib", "zipfile", "urllib.request", "socket", "venv",
 ]
 
-BLOCK_TAGS = {"p", "pre", "li", "dt", "h1", "h2", "h3", "h4", "h5", "tr", "th", "caption"}
+# Elements that hold one block of text each (table rows and cells are handled apart).
+BLOCK_TAGS = {"p", "li", "dt", "h1", "h2", "h3", "h4", "h5", "caption"}
 
 
 class Converter(HTMLParser):

@@ -193,12 +193,12 @@ pub(crate) struct SentenceScoring {
     pub dense_weight: f32,
     /// Sentences are cut into clauses of at least this many characters (0: whole).
     pub clause_chars: usize,
-    /// Weight of the paragraph neighbours' match in a sentence's own.
+    /// Weight of the match of the sentences just before and after on the same line.
     pub neighbour_weight: f32,
 }
 
 /// Each candidate's match `s` plus `w` times the matches of the candidates just before
-/// and after it in the same paragraph, divided by the best such sum (so still in
+/// and after it on its line, divided by the best such sum (so still in
 /// `[0, 1]`). Neighbours are candidates of the same document that touch (no text
 /// between them) on one line (a sentence hard-wrapped over several lines is already one
 /// candidate, see [`block_spans`]): a sentence in a paragraph about the query rises with
@@ -209,7 +209,7 @@ fn with_neighbours(
     s: &[f32],
     w: f32,
 ) -> Vec<f32> {
-    // Whether candidate `a` is followed in the same paragraph by candidate `b`.
+    // Whether candidate `a` is followed on its line by candidate `b`.
     let joined = |a: &SentenceHit, b: &SentenceHit| -> bool {
         if a.doc != b.doc || a.range.byte_end != b.range.byte_start {
             return false;
@@ -221,12 +221,10 @@ fn with_neighbours(
         !t[t.trim_end().len()..].contains('\n')
     };
     let mut out: Vec<f32> = s.to_vec();
-    for i in 0..cands.len() {
-        if i > 0 && joined(&cands[i - 1], &cands[i]) {
-            out[i] += w * s[i - 1];
-        }
-        if i + 1 < cands.len() && joined(&cands[i], &cands[i + 1]) {
+    for (i, pair) in cands.windows(2).enumerate() {
+        if joined(&pair[0], &pair[1]) {
             out[i] += w * s[i + 1];
+            out[i + 1] += w * s[i];
         }
     }
     let max = out.iter().copied().fold(0.0f32, f32::max);
@@ -264,7 +262,7 @@ pub(crate) struct SentenceHit {
 /// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
 /// to the query min-max scaled over the pool. With `neighbour_weight` `w > 0`, each
-/// sentence then also carries its paragraph neighbours' match ([`with_neighbours`]).
+/// sentence then also carries its same-line neighbours' match ([`with_neighbours`]).
 pub(crate) fn best_sentences(
     req: &AssembleRequest<'_>,
     pool: &[(ChunkKey, f32)],

@@ -58,7 +58,7 @@ pub struct TopkParams {
     /// sentences (default 0).
     pub clause_chars: usize,
     /// With `unit = sentence`: weight of the sentences just before and after a sentence
-    /// in its paragraph in its lexical match, in [0, 1] (default 0.15; 0 scores each
+    /// on its line in its lexical match, in [0, 1] (default 0.15; 0 scores each
     /// sentence alone).
     pub neighbours: f32,
     /// With `unit = sentence`: a list item (a sentence opening with an enumerator such as
