@@ -195,6 +195,8 @@ pub(crate) struct SentenceScoring {
     pub clause_chars: usize,
     /// Weight of the match of the sentences just before and after on the same line.
     pub neighbour_weight: f32,
+    /// Whether a sentence's terms include those of its section's heading path.
+    pub heading_terms: bool,
 }
 
 /// Each candidate's match `s` plus `w` times the matches of the candidates just before
@@ -263,6 +265,9 @@ pub(crate) struct SentenceHit {
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
 /// to the query min-max scaled over the pool. With `neighbour_weight` `w > 0`, each
 /// sentence then also carries its same-line neighbours' match ([`with_neighbours`]).
+/// With `heading_terms`, a sentence's terms include those of its chunk's heading path
+/// (as chunk headers do for retrieval), so a sentence under a heading that names the
+/// query's subject outranks one that merely shares a word with the query elsewhere.
 pub(crate) fn best_sentences(
     req: &AssembleRequest<'_>,
     pool: &[(ChunkKey, f32)],
@@ -274,6 +279,7 @@ pub(crate) fn best_sentences(
         dense_weight,
         clause_chars,
         neighbour_weight,
+        heading_terms,
     } = *scoring;
     let mut chunk_rel: BTreeMap<ChunkKey, f32> = BTreeMap::new();
     for &(k, r) in pool {
@@ -318,7 +324,11 @@ pub(crate) fn best_sentences(
                     vec![*range]
                 };
                 for part in parts {
-                    texts.push(terms(part.slice(&doc.text)));
+                    let mut t = terms(part.slice(&doc.text));
+                    if heading_terms {
+                        t.extend(terms(&doc.section_path(doc.chunks[first].section)));
+                    }
+                    texts.push(t);
                     cands.push(SentenceHit {
                         doc: d,
                         sentence: i,

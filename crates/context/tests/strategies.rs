@@ -866,6 +866,48 @@ fn topk_sentences_rise_with_matching_neighbours_on_their_line_only() {
 }
 
 #[test]
+fn topk_sentences_count_their_headings_words() {
+    let c = TestCorpus::new(vec![build_doc(
+        "guide.md",
+        "Guide",
+        &[
+            sec(
+                1,
+                "Usage",
+                &["Zeta prints a report.\n", "Filler text stays here.\n"],
+            ),
+            sec(
+                1,
+                "Install",
+                &["Zeta needs one file.\n", "Filler words again now.\n"],
+            ),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.9)];
+    let mut r = req(&c, &hits, 4, None, None);
+    r.query = "install zeta";
+    let texts = |spec: &str| {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 4, &WordTokens, true).unwrap();
+        ctx.pieces
+            .iter()
+            .map(|p| p.text.clone())
+            .collect::<Vec<_>>()
+    };
+    // The sentence under the heading that names the query's other word comes first.
+    assert_eq!(
+        texts("topk:unit=sentence,order=score"),
+        ["Zeta needs one file.\n"]
+    );
+    // Scored on their own words, the better-ranked chunk's sentence does.
+    assert_eq!(
+        texts("topk:unit=sentence,order=score,heading_terms=false"),
+        ["Zeta prints a report.\n"]
+    );
+}
+
+#[test]
 fn strategy_names_configs_and_validation() {
     for s in Strategy::ALL {
         assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);

@@ -61,6 +61,9 @@ pub struct TopkParams {
     /// on its line in its lexical match, in [0, 1] (default 0.15; 0 scores each
     /// sentence alone).
     pub neighbours: f32,
+    /// With `unit = sentence`: a sentence's lexical match also counts the words of its
+    /// section's headings (default true; documents without headings are unaffected).
+    pub heading_terms: bool,
     /// With `unit = sentence`: a list item (a sentence opening with an enumerator such as
     /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
     /// before the list, when it fits (default true).
@@ -79,6 +82,7 @@ impl Default for TopkParams {
             dense_weight: 0.5,
             clause_chars: 0,
             neighbours: 0.15,
+            heading_terms: true,
             lead_ins: true,
         }
     }
@@ -150,6 +154,7 @@ fn topk_sentences(
         dense_weight: p.dense_weight,
         clause_chars: p.clause_chars,
         neighbour_weight: p.neighbours,
+        heading_terms: p.heading_terms,
     };
     let sentences = best_sentences(req, &pool, &scoring, notes);
     let (mut taken, mut leads) = (0usize, 0usize);
