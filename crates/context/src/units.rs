@@ -294,6 +294,8 @@ pub(crate) fn best_sentences(
             continue;
         };
         let blocks = block_spans(doc);
+        // Heading terms per section, stemmed once.
+        let mut heading: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
         let mut next = 0usize;
         while next < doc.sentences.len() {
             let i = next;
@@ -326,7 +328,12 @@ pub(crate) fn best_sentences(
                 for part in parts {
                     let mut t = terms(part.slice(&doc.text));
                     if heading_terms {
-                        t.extend(terms(&doc.section_path(doc.chunks[first].section)));
+                        let section = doc.chunks[first].section;
+                        t.extend_from_slice(
+                            heading
+                                .entry(section)
+                                .or_insert_with(|| terms(&doc.section_path(section))),
+                        );
                     }
                     texts.push(t);
                     cands.push(SentenceHit {
