@@ -134,6 +134,10 @@ pub struct AssembleRequest<'a> {
     pub tokens: &'a dyn LlmTokens,
     /// Embeds sentences on demand (`window`).
     pub embedder: Option<&'a dyn Embedder>,
+    /// Feedback terms for the query (stems with weights in (0, 1], best first; see
+    /// [`crate::feedback_terms`]), which the sentence route matches besides the query's
+    /// own words; empty: none.
+    pub feedback: &'a [(String, f32)],
 }
 
 impl std::fmt::Debug for AssembleRequest<'_> {

@@ -8,6 +8,7 @@
 //! - [`Hit`], [`Corpus`], [`LlmTokens`]: what strategies read; [`TiktokenCounter`] counts
 //!   LLM tokens with an embedded BPE vocabulary.
 //! - [`render_json`], [`render_markdown`], [`render_text`]: renderings of a context.
+//! - [`feedback_terms`]: pseudo-relevance feedback terms for the sentence route.
 //! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search, and
 //!   [`select_segments_optimal`], the budget-optimal set of segments.
 
@@ -16,6 +17,7 @@
 mod assemble;
 mod context;
 mod error;
+mod feedback;
 mod optimal;
 pub mod render;
 pub mod segments;
@@ -27,6 +29,7 @@ mod units;
 pub use assemble::{assemble, MAX_BUDGET};
 pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece, PieceOrder};
 pub use error::ContextError;
+pub use feedback::feedback_terms;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};
 pub use render::{
     render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,

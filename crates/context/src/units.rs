@@ -197,6 +197,8 @@ pub(crate) struct SentenceScoring {
     pub neighbour_weight: f32,
     /// Whether a sentence's terms include those of its section's heading path.
     pub heading_terms: bool,
+    /// Weight of the match with the request's feedback terms against the query's.
+    pub feedback_weight: f32,
 }
 
 /// Each candidate's match `s` plus `w` times the matches of the candidates just before
@@ -236,6 +238,24 @@ fn with_neighbours(
         }
     }
     out
+}
+
+/// The query match `s` of each candidate (term lists `texts`) plus `w` times its match
+/// with the weighted feedback terms (BM25 as [`weighted_scores`], divided by the best),
+/// divided again by the best sum, so still in `[0, 1]`.
+fn with_feedback(feedback: &[(String, f32)], texts: &[Vec<String>], s: &[f32], w: f32) -> Vec<f32> {
+    let weighted: Vec<(&str, f64)> = feedback
+        .iter()
+        .map(|(t, x)| (t.as_str(), f64::from(*x)))
+        .collect();
+    let e = weighted_scores(&weighted, texts);
+    let out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
+    let max = out.iter().copied().fold(0.0f32, f32::max);
+    if max > 0.0 {
+        out.iter().map(|x| x / max).collect()
+    } else {
+        out
+    }
 }
 
 /// One sentence of a retrieved chunk, valued for sentence-level `topk`.
@@ -280,6 +300,7 @@ pub(crate) fn best_sentences(
         clause_chars,
         neighbour_weight,
         heading_terms,
+        feedback_weight,
     } = *scoring;
     let mut chunk_rel: BTreeMap<ChunkKey, f32> = BTreeMap::new();
     for &(k, r) in pool {
@@ -348,6 +369,18 @@ pub(crate) fn best_sentences(
         }
     }
     let mut s = lexical_scores(&terms(req.query), &texts);
+    if feedback_weight > 0.0 && !req.feedback.is_empty() {
+        s = with_feedback(req.feedback, &texts, &s, feedback_weight);
+        notes.push(format!(
+            "topk: query expanded with {} feedback term(s): {}",
+            req.feedback.len(),
+            req.feedback
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
     if let Some(q) = req.query_vector {
         let sims: Vec<f32> = cands
             .iter()
@@ -604,12 +637,19 @@ pub(crate) fn lead_in(doc: &Document, i: usize, window: usize) -> Option<usize> 
 /// "disclosure" meets "disclosed" and "terminates" meets "termination".
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
+    words(text).filter_map(|w| term(&stemmer, w)).collect()
+}
+
+/// The alphanumeric runs of `text`, as [`terms`] reads them.
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !STOP.contains(&w.as_str()))
-        .map(|w| stemmer.stem(&w).into_owned())
-        .collect()
+}
+
+/// The term of one word (see [`terms`]): `None` for a function word.
+pub(crate) fn term(stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    (!STOP.contains(&lower.as_str())).then(|| stemmer.stem(&lower).into_owned())
 }
 
 /// Function words ignored by [`terms`].
@@ -625,42 +665,51 @@ const STOP: &[&str] = &[
 /// frequencies over the sentences themselves; divided by the best score (all zero when
 /// nothing matches).
 pub(crate) fn lexical_scores(query: &[String], sentences: &[Vec<String>]) -> Vec<f32> {
+    let mut q: Vec<&str> = query.iter().map(String::as_str).collect();
+    q.sort_unstable();
+    q.dedup();
+    let weighted: Vec<(&str, f64)> = q.into_iter().map(|t| (t, 1.0)).collect();
+    weighted_scores(&weighted, sentences)
+}
+
+/// [`lexical_scores`] with a weight per query term (distinct terms): each term's BM25
+/// share is multiplied by its weight before the sum. Divided by the best score. Terms
+/// are anything comparable with the query's (stems as strings, or their ids).
+pub(crate) fn weighted_scores<Q, T: PartialEq<Q>>(
+    query: &[(Q, f64)],
+    sentences: &[Vec<T>],
+) -> Vec<f32> {
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     let n = sentences.len() as f64;
     if sentences.is_empty() {
         return Vec::new();
     }
-    let mut q: Vec<&String> = query.iter().collect();
-    q.sort();
-    q.dedup();
     let avg = sentences.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let mut df: BTreeMap<&str, f64> = BTreeMap::new();
-    for s in sentences {
-        let mut seen: Vec<&str> = s
-            .iter()
-            .map(String::as_str)
-            .filter(|t| q.iter().any(|x| x.as_str() == *t))
-            .collect();
-        seen.sort_unstable();
-        seen.dedup();
-        for t in seen {
-            *df.entry(t).or_insert(0.0) += 1.0;
-        }
-    }
+    // Per query term: its weight times its idf over the sentences.
+    let weighted_idf: Vec<f64> = query
+        .iter()
+        .map(|(t, w)| {
+            let d = sentences
+                .iter()
+                .filter(|s| s.iter().any(|x| x == t))
+                .count() as f64;
+            w * (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+        })
+        .collect();
     let scores: Vec<f64> = sentences
         .iter()
         .map(|s| {
             let len = s.len() as f64;
-            q.iter()
-                .map(|t| {
-                    let tf = s.iter().filter(|x| x == t).count() as f64;
+            query
+                .iter()
+                .zip(&weighted_idf)
+                .map(|((t, _), wi)| {
+                    let tf = s.iter().filter(|x| *x == t).count() as f64;
                     if tf == 0.0 {
                         return 0.0;
                     }
-                    let d = df.get(t.as_str()).copied().unwrap_or(0.0);
-                    let idf = (1.0 + (n - d + 0.5) / (d + 0.5)).ln();
-                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                    wi * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
                 })
                 .sum()
         })

@@ -159,6 +159,7 @@ proptest! {
                     budget,
                     tokens: &WordTokens,
                     embedder: use_embedder.then_some(&emb as &dyn excerpt_core::Embedder),
+                    feedback: &[],
                 };
                 let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 // Window pieces are sentence-aligned only with an embedder (without one it
@@ -209,6 +210,7 @@ proptest! {
                 budget: 100_000,
                 tokens: &WordTokens,
                 embedder: Some(&emb),
+                feedback: &[],
             };
             let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let best = hits[0].key;

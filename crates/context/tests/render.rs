@@ -45,6 +45,7 @@ fn context() -> Context {
         budget: 200,
         tokens: &WordTokens,
         embedder: None,
+        feedback: &[],
     };
     let cfg: StrategyConfig = "topk".parse().expect("known");
     let ctx = assemble(&cfg, &req).expect("assembles");

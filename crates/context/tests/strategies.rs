@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use common::*;
 use excerpt_context::{
-    assemble, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit, LlmTokens,
-    PieceOrder, RseParams, SectionParams, Strategy, StrategyConfig, TiktokenCounter, TopkParams,
-    WindowParams,
+    assemble, feedback_terms, AdjacentParams, AssembleRequest, AutoParams, ContextError, Hit,
+    LlmTokens, PieceOrder, RseParams, SectionParams, Strategy, StrategyConfig, TiktokenCounter,
+    TopkParams, WindowParams,
 };
 use excerpt_core::{ChunkKey, Embedder};
 
@@ -27,6 +27,7 @@ fn req<'a>(
         budget,
         tokens: &WordTokens,
         embedder,
+        feedback: &[],
     }
 }
 
@@ -905,6 +906,115 @@ fn topk_sentences_count_their_headings_words() {
         texts("topk:unit=sentence,order=score,heading_terms=false"),
         ["Zeta prints a report.\n"]
     );
+}
+
+#[test]
+fn feedback_terms_come_from_the_sentences_that_match_best() {
+    let c = TestCorpus::new(vec![
+        build_doc(
+            "a.txt",
+            "A",
+            &[
+                chunk(&["Nobody may solicit or hire employees.\n"]),
+                chunk(&["Lunch is served at noon.\n"]),
+            ],
+        ),
+        build_doc(
+            "b.txt",
+            "B",
+            &[chunk(&[
+                "Parties shall not solicit staff or hire employees.\n",
+                "Weather reports arrive daily.\n",
+            ])],
+        ),
+    ]);
+    let keys = [
+        ChunkKey::new(0, 0),
+        ChunkKey::new(0, 1),
+        ChunkKey::new(1, 0),
+        ChunkKey::new(7, 0), // not in the corpus: skipped
+        ChunkKey::new(0, 9), // no such chunk: skipped
+    ];
+    let fb = feedback_terms("solicit", &c, &keys, 10, 30);
+    let words: Vec<&str> = fb.iter().map(|(t, _)| t.as_str()).collect();
+    // Both matching sentences share "hire" and "employees"; the query's own word and
+    // the words of sentences that do not match are left out.
+    assert!(
+        words.contains(&"hire") && words.contains(&"employe"),
+        "{fb:?}"
+    );
+    assert!(!words.contains(&"solicit"), "{fb:?}");
+    for w in ["lunch", "weather", "daili", "noon"] {
+        assert!(!words.contains(&w), "{w}: {fb:?}");
+    }
+    // Best first with the best at 1, every weight in (0, 1]; same input, same output.
+    assert!((fb[0].1 - 1.0).abs() < 1e-6, "{fb:?}");
+    assert!(fb.windows(2).all(|w| w[0].1 >= w[1].1));
+    assert!(fb.iter().all(|(_, w)| *w > 0.0 && *w <= 1.0));
+    assert_eq!(feedback_terms("solicit", &c, &keys, 10, 30), fb);
+    // Fewer terms when asked; none when nothing matches or none are wanted.
+    assert_eq!(
+        feedback_terms("solicit", &c, &keys, 10, 2),
+        fb[..2].to_vec()
+    );
+    assert!(feedback_terms("zebra", &c, &keys, 10, 30).is_empty());
+    assert!(feedback_terms("solicit", &c, &keys, 10, 0).is_empty());
+    assert!(feedback_terms("solicit", &c, &keys, 0, 30).is_empty());
+}
+
+#[test]
+fn topk_sentences_match_the_feedback_terms() {
+    let c = TestCorpus::new(vec![
+        build_doc(
+            "deal.txt",
+            "Deal",
+            &[
+                chunk(&["Filler words stay.\n"]),
+                chunk(&["Firms hire employees.\n"]),
+            ],
+        ),
+        build_doc(
+            "other.txt",
+            "Other",
+            &[chunk(&["Nobody may solicit or hire employees.\n"])],
+        ),
+    ]);
+    // The question's word is only in the other document; feedback read there brings
+    // "hire" and "employees" to the scoped one.
+    let fb = feedback_terms("solicit", &c, &[ChunkKey::new(1, 0)], 10, 30);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.8)];
+    let mut r = req(&c, &hits, 3, None, None);
+    r.query = "solicit";
+    r.feedback = &fb;
+    let texts = |spec: &str| {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 3, &WordTokens, true).unwrap();
+        (
+            ctx.pieces
+                .iter()
+                .map(|p| p.text.clone())
+                .collect::<Vec<_>>(),
+            ctx.notes,
+        )
+    };
+    let (with, notes) = texts("topk:unit=sentence,order=score");
+    assert_eq!(with, ["Firms hire employees.\n"]);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("feedback term") && n.contains("hire")),
+        "{notes:?}"
+    );
+    // Without feedback no sentence matches, and the better-ranked chunk's comes first.
+    let (without, notes) = texts("topk:unit=sentence,order=score,feedback=0");
+    assert_eq!(without, ["Filler words stay.\n"]);
+    assert!(!notes.iter().any(|n| n.contains("feedback")), "{notes:?}");
+    assert!("topk:feedback=1.5"
+        .parse::<StrategyConfig>()
+        .unwrap()
+        .validate()
+        .is_err());
 }
 
 #[test]

@@ -1,9 +1,11 @@
 use std::sync::Arc;
 
-use excerpt_context::{assemble, AssembleRequest, Context, Hit, StrategyConfig};
-use excerpt_core::Embedder;
+use excerpt_context::{assemble, feedback_terms, AssembleRequest, Context, Hit, StrategyConfig};
+use excerpt_core::{ChunkKey, Embedder};
 use excerpt_index::Snapshot;
-use excerpt_retrieve::{Filter, FusionMethod, RetrieveRequest, StoreCorpus};
+use excerpt_retrieve::{
+    Filter, FusionMethod, RetrieveError, RetrieveRequest, SearchRequest, Store, StoreCorpus,
+};
 use serde::{Deserialize, Serialize};
 
 pub use excerpt_retrieve::Mode;
@@ -93,6 +95,9 @@ pub struct Retrieved {
     pub query_vector: Option<Vec<f32>>,
     /// Ranked hits, best first, ties by key.
     pub hits: Vec<Hit>,
+    /// Pseudo-relevance feedback terms of the query, from the whole index (see
+    /// [`excerpt_context::feedback_terms`]).
+    pub feedback: Vec<(String, f32)>,
 }
 
 impl std::fmt::Debug for Retrieved {
@@ -102,6 +107,38 @@ impl std::fmt::Debug for Retrieved {
             .field("hits", &self.hits)
             .finish_non_exhaustive()
     }
+}
+
+/// Chunks of the whole index, best BM25 matches of the query, whose sentences give its
+/// feedback terms.
+const FEEDBACK_CHUNKS: usize = 100;
+/// Best-matching sentences of those chunks that the feedback terms are read from.
+const FEEDBACK_SENTENCES: usize = 10;
+/// Feedback terms kept.
+const FEEDBACK_TERMS: usize = 30;
+
+/// The feedback terms of `text` (see [`excerpt_context::feedback_terms`]): read from the
+/// best BM25 matches over the whole index, whatever the query's filter, so that a
+/// question scoped to one document still learns how the collection words its subject.
+/// Only terms leave this function, never text of a document outside the filter.
+fn feedback(store: &dyn Store, text: &str) -> Result<Vec<(String, f32)>, EngineError> {
+    let everything = Filter::default();
+    let found = store
+        .search(&SearchRequest {
+            dense: None,
+            lexical: Some(text),
+            k: FEEDBACK_CHUNKS,
+            filter: &everything,
+        })
+        .map_err(RetrieveError::from)?;
+    let keys: Vec<ChunkKey> = found.lexical.iter().map(|(k, _)| *k).collect();
+    Ok(feedback_terms(
+        text,
+        found.corpus.as_corpus(),
+        &keys,
+        FEEDBACK_SENTENCES,
+        FEEDBACK_TERMS,
+    ))
 }
 
 /// Ids named in a query's damage warning before the rest are counted.
@@ -152,11 +189,13 @@ impl Engine {
             reranker.as_deref(),
             &stage,
         )?;
+        let feedback = feedback(store.as_ref(), &req.text)?;
         Ok(Retrieved {
             corpus: found.corpus,
             snapshot,
             query_vector: found.query_vector,
             hits: found.hits,
+            feedback,
         })
     }
 
@@ -185,6 +224,7 @@ impl Engine {
             budget,
             tokens: tokens.as_ref(),
             embedder: memo.as_ref().map(|m| m as &dyn Embedder),
+            feedback: &retrieved.feedback,
         };
         let mut ctx = assemble(strategy, &req)?;
         ctx.warnings = retrieved

@@ -647,3 +647,49 @@ fn truncated_manifest_is_recovered_by_readers_and_repair() {
     assert!(fresh.verify().unwrap().is_sound());
     assert!(fresh.query(&req).unwrap().warnings.is_empty());
 }
+
+#[test]
+fn a_scoped_query_reads_its_feedback_terms_from_the_whole_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(
+        &docs,
+        "a.md",
+        "# A\n\nThe recipient shall not solicit or hire employees of the company.\n\nPayment is due monthly.\n",
+    );
+    write_file(
+        &docs,
+        "b.md",
+        "# B\n\nEach party agrees not to solicit or hire employees.\n",
+    );
+    write_file(
+        &docs,
+        "c.md",
+        "# C\n\nThe buyer shall not contact its staff.\n\nDeliveries arrive on Tuesdays.\n",
+    );
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("idx")));
+    engine
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    let mut req = QueryRequest::new("may the buyer solicit workers?");
+    req.filter.doc_ids = vec!["c.md".into()];
+    let retrieved = engine.retrieve(&req).unwrap();
+    let corpus = retrieved.corpus.as_corpus();
+    assert!(retrieved
+        .hits
+        .iter()
+        .all(|h| corpus.document(h.key.doc).unwrap().id == "c.md"));
+    // The words that go with "solicit" elsewhere in the index, not the query's own.
+    let terms: Vec<&str> = retrieved.feedback.iter().map(|(t, _)| t.as_str()).collect();
+    assert!(terms.contains(&"hire") && terms.contains(&"employe"), "{terms:?}");
+    assert!(!terms.contains(&"solicit"), "{terms:?}");
+    // The default strategy uses them, and says so; the context stays in scope.
+    let ctx = engine.query(&req).unwrap();
+    assert!(
+        ctx.notes.iter().any(|n| n.contains("feedback term")),
+        "{:?}",
+        ctx.notes
+    );
+    assert!(ctx.pieces.iter().all(|p| p.doc_id == "c.md"));
+}

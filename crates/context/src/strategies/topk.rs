@@ -68,6 +68,11 @@ pub struct TopkParams {
     /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
     /// before the list, when it fits (default true).
     pub lead_ins: bool,
+    /// With `unit = sentence`: weight, in [0, 1], of a sentence's match with the
+    /// request's feedback terms (words that the sentences best matching the query across
+    /// the index use besides the query's own, see [`crate::feedback_terms`]) added to its
+    /// match with the query (default 0.6; 0 ignores them).
+    pub feedback: f32,
 }
 
 impl Default for TopkParams {
@@ -84,6 +89,7 @@ impl Default for TopkParams {
             neighbours: 0.15,
             heading_terms: true,
             lead_ins: true,
+            feedback: 0.6,
         }
     }
 }
@@ -99,15 +105,15 @@ impl TopkParams {
         }
     }
 
-    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `dense_weight` and `neighbours` in
-    /// [0, 1],
-    /// `rank_decay > 0`.
+    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `dense_weight`, `neighbours` and
+    /// `feedback` in [0, 1], `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
         check_min("topk", "pool", self.pool, 1)?;
         check_range("topk", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
         check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
         check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
+        check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
         if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
             return Err(invalid(
                 "topk",
@@ -155,6 +161,7 @@ fn topk_sentences(
         clause_chars: p.clause_chars,
         neighbour_weight: p.neighbours,
         heading_terms: p.heading_terms,
+        feedback_weight: p.feedback,
     };
     let sentences = best_sentences(req, &pool, &scoring, notes);
     let (mut taken, mut leads) = (0usize, 0usize);
