@@ -1015,6 +1015,18 @@ fn topk_sentences_match_the_feedback_terms() {
         .unwrap()
         .validate()
         .is_err());
+    // Who reads feedback terms, so a caller can skip them for the others.
+    for (spec, reads) in [
+        ("auto", true),
+        ("topk:unit=sentence", true),
+        ("topk:unit=sentence,feedback=0", false),
+        ("topk", false),
+        ("rse", false),
+        ("section", false),
+    ] {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        assert_eq!(cfg.uses_feedback(), reads, "{spec}");
+    }
 }
 
 #[test]

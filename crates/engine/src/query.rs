@@ -96,7 +96,9 @@ pub struct Retrieved {
     /// Ranked hits, best first, ties by key.
     pub hits: Vec<Hit>,
     /// Pseudo-relevance feedback terms of the query, from the whole index (see
-    /// [`excerpt_context::feedback_terms`]).
+    /// [`excerpt_context::feedback_terms`]); empty when the request's strategy does not
+    /// read them ([`StrategyConfig::uses_feedback`]). Assembling another strategy from
+    /// this first stage sees the same terms.
     pub feedback: Vec<(String, f32)>,
 }
 
@@ -189,7 +191,11 @@ impl Engine {
             reranker.as_deref(),
             &stage,
         )?;
-        let feedback = feedback(store.as_ref(), &req.text)?;
+        let feedback = if req.strategy.uses_feedback() {
+            feedback(store.as_ref(), &req.text)?
+        } else {
+            Vec::new()
+        };
         Ok(Retrieved {
             corpus: found.corpus,
             snapshot,

@@ -682,7 +682,10 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_whole_index() {
         .all(|h| corpus.document(h.key.doc).unwrap().id == "c.md"));
     // The words that go with "solicit" elsewhere in the index, not the query's own.
     let terms: Vec<&str> = retrieved.feedback.iter().map(|(t, _)| t.as_str()).collect();
-    assert!(terms.contains(&"hire") && terms.contains(&"employe"), "{terms:?}");
+    assert!(
+        terms.contains(&"hire") && terms.contains(&"employe"),
+        "{terms:?}"
+    );
     assert!(!terms.contains(&"solicit"), "{terms:?}");
     // The default strategy uses them, and says so; the context stays in scope.
     let ctx = engine.query(&req).unwrap();
@@ -692,4 +695,7 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_whole_index() {
         ctx.notes
     );
     assert!(ctx.pieces.iter().all(|p| p.doc_id == "c.md"));
+    // A strategy that does not read them does not pay for them.
+    req.strategy = "rse".parse().unwrap();
+    assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
 }

@@ -188,6 +188,18 @@ impl StrategyConfig {
     pub fn name(&self) -> &'static str {
         self.strategy().name()
     }
+
+    /// Whether assembly may read [`AssembleRequest::feedback`](crate::AssembleRequest):
+    /// sentence-level `topk` with a feedback weight above 0, alone or as `auto`'s
+    /// pinpoint route. A caller may skip computing feedback terms otherwise.
+    pub fn uses_feedback(&self) -> bool {
+        let reads = |p: &TopkParams| p.unit == TopkUnit::Sentence && p.feedback > 0.0;
+        match self {
+            StrategyConfig::Topk(p) => reads(p),
+            StrategyConfig::Auto(p) => reads(&p.topk),
+            _ => false,
+        }
+    }
 }
 
 impl Default for StrategyConfig {
