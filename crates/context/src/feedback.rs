@@ -1,5 +1,5 @@
 //! Pseudo-relevance feedback for the sentence route: words that the sentences best
-//! matching a query use besides the query's own, read from the whole collection.
+//! matching a query use besides the query's own, read across the collection.
 //!
 //! A question is often worded apart from the passage that answers it ("solicit …
 //! representatives" against "contact or hire … employees"). Other documents of the same
@@ -25,7 +25,8 @@ use crate::context::Corpus;
 use crate::units::{term, weighted_scores, words};
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
-/// practice the best lexical matches of the query over the whole index): the terms of
+/// practice the best lexical matches of the query across the index, beyond the
+/// documents it is scoped to): the terms of
 /// its best `sentences` sentences, weighted as in the module documentation, best
 /// `max_terms` first (ties by term). Terms are Snowball English stems, as the sentence
 /// route matches them. Empty when no sentence shares a term with the query. Keys a

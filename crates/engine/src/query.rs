@@ -95,8 +95,9 @@ pub struct Retrieved {
     pub query_vector: Option<Vec<f32>>,
     /// Ranked hits, best first, ties by key.
     pub hits: Vec<Hit>,
-    /// Pseudo-relevance feedback terms of the query, from the whole index (see
-    /// [`excerpt_context::feedback_terms`]); empty when the request's strategy does not
+    /// Pseudo-relevance feedback terms of the query, read beyond the filter's document ids
+    /// but inside its path prefixes and metadata (see [`excerpt_context::feedback_terms`]);
+    /// empty when the request's strategy does not
     /// read them ([`StrategyConfig::uses_feedback`]). Assembling another strategy from
     /// this first stage sees the same terms.
     pub feedback: Vec<(String, f32)>,
@@ -111,8 +112,8 @@ impl std::fmt::Debug for Retrieved {
     }
 }
 
-/// Chunks of the whole index, best BM25 matches of the query, whose sentences give its
-/// feedback terms.
+/// Chunks of the index (beyond the query's document ids), best BM25 matches of the
+/// query, whose sentences give its feedback terms.
 const FEEDBACK_CHUNKS: usize = 100;
 /// Best-matching sentences of those chunks that the feedback terms are read from.
 const FEEDBACK_SENTENCES: usize = 10;
@@ -120,17 +121,26 @@ const FEEDBACK_SENTENCES: usize = 10;
 const FEEDBACK_TERMS: usize = 30;
 
 /// The feedback terms of `text` (see [`excerpt_context::feedback_terms`]): read from the
-/// best BM25 matches over the whole index, whatever the query's filter, so that a
-/// question scoped to one document still learns how the collection words its subject.
-/// Only terms leave this function, never text of a document outside the filter.
-fn feedback(store: &dyn Store, text: &str) -> Result<Vec<(String, f32)>, EngineError> {
-    let everything = Filter::default();
+/// best BM25 matches in the part of the index that `filter`'s path prefixes and metadata
+/// conditions allow, without its list of document ids, so that a question scoped to one
+/// document still learns how the collection words its subject, and a caller that fences
+/// off folders or tenants keeps them fenced off. Only terms leave this function, never
+/// text of a document outside the filter.
+fn feedback(
+    store: &dyn Store,
+    text: &str,
+    filter: &Filter,
+) -> Result<Vec<(String, f32)>, EngineError> {
+    let collection = Filter {
+        doc_ids: Vec::new(),
+        ..filter.clone()
+    };
     let found = store
         .search(&SearchRequest {
             dense: None,
             lexical: Some(text),
             k: FEEDBACK_CHUNKS,
-            filter: &everything,
+            filter: &collection,
         })
         .map_err(RetrieveError::from)?;
     let keys: Vec<ChunkKey> = found.lexical.iter().map(|(k, _)| *k).collect();
@@ -192,7 +202,7 @@ impl Engine {
             &stage,
         )?;
         let feedback = if req.strategy.uses_feedback() {
-            feedback(store.as_ref(), &req.text)?
+            feedback(store.as_ref(), &req.text, &req.filter)?
         } else {
             Vec::new()
         };

@@ -649,44 +649,52 @@ fn truncated_manifest_is_recovered_by_readers_and_repair() {
 }
 
 #[test]
-fn a_scoped_query_reads_its_feedback_terms_from_the_whole_index() {
+fn a_scoped_query_reads_its_feedback_terms_beyond_its_documents_but_inside_its_folders() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
+    let main = docs.join("main");
+    std::fs::create_dir_all(&main).unwrap();
     write_file(
-        &docs,
+        &main,
         "a.md",
         "# A\n\nThe recipient shall not solicit or hire employees of the company.\n\nPayment is due monthly.\n",
     );
     write_file(
-        &docs,
+        &main,
         "b.md",
         "# B\n\nEach party agrees not to solicit or hire employees.\n",
     );
     write_file(
-        &docs,
+        &main,
         "c.md",
         "# C\n\nThe buyer shall not contact its staff.\n\nDeliveries arrive on Tuesdays.\n",
+    );
+    write_file(
+        &docs.join("other"),
+        "d.md",
+        "# D\n\nNo vendor may solicit or poach recruits.\n",
     );
     let engine = Engine::new(EngineOptions::new(tmp.path().join("idx")));
     engine
         .ingest(&[docs], &IngestOptions::default(), &NoProgress)
         .unwrap();
     let mut req = QueryRequest::new("may the buyer solicit workers?");
-    req.filter.doc_ids = vec!["c.md".into()];
+    req.filter.doc_ids = vec!["main/c.md".into()];
     let retrieved = engine.retrieve(&req).unwrap();
     let corpus = retrieved.corpus.as_corpus();
     assert!(retrieved
         .hits
         .iter()
-        .all(|h| corpus.document(h.key.doc).unwrap().id == "c.md"));
-    // The words that go with "solicit" elsewhere in the index, not the query's own.
-    let terms: Vec<&str> = retrieved.feedback.iter().map(|(t, _)| t.as_str()).collect();
-    assert!(
-        terms.contains(&"hire") && terms.contains(&"employe"),
-        "{terms:?}"
-    );
-    assert!(!terms.contains(&"solicit"), "{terms:?}");
+        .all(|h| corpus.document(h.key.doc).unwrap().id == "main/c.md"));
+    // The words that go with "solicit" in the other documents, not the query's own.
+    let terms = |r: &excerpt::Retrieved| -> Vec<String> {
+        r.feedback.iter().map(|(t, _)| t.clone()).collect()
+    };
+    let all = terms(&retrieved);
+    for w in ["hire", "employe", "poach"] {
+        assert!(all.iter().any(|t| t == w), "{w}: {all:?}");
+    }
+    assert!(!all.iter().any(|t| t == "solicit"), "{all:?}");
     // The default strategy uses them, and says so; the context stays in scope.
     let ctx = engine.query(&req).unwrap();
     assert!(
@@ -694,7 +702,12 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_whole_index() {
         "{:?}",
         ctx.notes
     );
-    assert!(ctx.pieces.iter().all(|p| p.doc_id == "c.md"));
+    assert!(ctx.pieces.iter().all(|p| p.doc_id == "main/c.md"));
+    // A folder the filter fences off is not read, not even for terms.
+    req.filter.path_prefixes = vec!["main/".into()];
+    let fenced = terms(&engine.retrieve(&req).unwrap());
+    assert!(fenced.iter().any(|t| t == "hire"), "{fenced:?}");
+    assert!(!fenced.iter().any(|t| t == "poach"), "{fenced:?}");
     // A strategy that does not read them does not pay for them.
     req.strategy = "rse".parse().unwrap();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
