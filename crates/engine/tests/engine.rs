@@ -649,7 +649,7 @@ fn truncated_manifest_is_recovered_by_readers_and_repair() {
 }
 
 #[test]
-fn a_scoped_query_reads_its_feedback_terms_beyond_its_documents_but_inside_its_folders() {
+fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_folders() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     let main = docs.join("main");
@@ -708,6 +708,13 @@ fn a_scoped_query_reads_its_feedback_terms_beyond_its_documents_but_inside_its_f
     let fenced = terms(&engine.retrieve(&req).unwrap());
     assert!(fenced.iter().any(|t| t == "hire"), "{fenced:?}");
     assert!(!fenced.iter().any(|t| t == "poach"), "{fenced:?}");
+    // Scoped to every document it may read, a query has no other documents to learn
+    // from: its own best sentences would only echo it.
+    req.filter.doc_ids = ["main/a.md", "main/b.md", "main/c.md"]
+        .map(String::from)
+        .to_vec();
+    assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
+    req.filter.doc_ids = vec!["main/c.md".into()];
     // A strategy that does not read them does not pay for them.
     req.strategy = "rse".parse().unwrap();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
