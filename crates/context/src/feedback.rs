@@ -12,8 +12,8 @@
 //! ```
 //!
 //! `lex(s)` is the sentence's BM25 match with the query among the sentences of the given
-//! chunks (divided by the best), `idf` is over the same sentences, and query terms are
-//! left out. The best `max_terms` terms are kept, their weights divided by the best. The
+//! chunks (divided by the best), `idf` is over the same sentences, and query terms and
+//! numbers (terms without a letter) are left out. The best `max_terms` terms are kept, their weights divided by the best. The
 //! sentence route then adds a share of each sentence's match with these terms to its
 //! match with the query (`topk:feedback`).
 
@@ -101,7 +101,8 @@ pub fn feedback_terms(
     let mut ranked: Vec<(&str, f64)> = weight
         .iter()
         .enumerate()
-        .filter(|x| *x.1 > 0.0)
+        // Numbers (clause numbers, versions, amounts) label things; they are not wording.
+        .filter(|x| *x.1 > 0.0 && vocab.stems[x.0].chars().any(char::is_alphabetic))
         .map(|(w, &x)| (vocab.stems[w].as_str(), x))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
