@@ -1,6 +1,8 @@
 use std::sync::Arc;
 
-use excerpt_context::{assemble, feedback_terms, AssembleRequest, Context, Hit, StrategyConfig};
+use excerpt_context::{
+    assemble, feedback_terms, AssembleRequest, Context, Corpus, Hit, StrategyConfig,
+};
 use excerpt_core::{ChunkKey, Embedder};
 use excerpt_index::Snapshot;
 use excerpt_retrieve::{
@@ -128,21 +130,23 @@ const FEEDBACK_TERMS: usize = 30;
 /// them fenced off; and a question scoped to the whole of what it may read gets none
 /// (its own documents' best sentences would only echo the query: measured on
 /// single-contract indexes, −1.9 recall points at 2000 characters). Only terms leave this
-/// function, never text.
+/// function, never text. `scoped_chunks`: how many chunks the scoped documents hold.
 fn feedback(
     store: &dyn Store,
     text: &str,
     filter: &Filter,
+    scoped_chunks: usize,
 ) -> Result<Vec<(String, f32)>, EngineError> {
     let collection = Filter {
         doc_ids: Vec::new(),
         ..filter.clone()
     };
-    // Room for the scoped documents' own chunks, which are dropped.
+    // Room for the scoped documents' own chunks, which are dropped (at least 20, for
+    // scoped documents the first stage did not read).
     let k = if filter.doc_ids.is_empty() {
         FEEDBACK_CHUNKS
     } else {
-        2 * FEEDBACK_CHUNKS
+        FEEDBACK_CHUNKS + scoped_chunks.max(20)
     };
     let found = store
         .search(&SearchRequest {
@@ -164,13 +168,12 @@ fn feedback(
         })
         .take(FEEDBACK_CHUNKS)
         .collect();
-    Ok(feedback_terms(
-        text,
-        found.corpus.as_corpus(),
-        &keys,
-        FEEDBACK_SENTENCES,
-        FEEDBACK_TERMS,
-    ))
+    Ok(feedback_from(text, corpus, &keys))
+}
+
+/// The feedback terms of `text` from the sentences of `keys` in `corpus`.
+fn feedback_from(text: &str, corpus: &dyn Corpus, keys: &[ChunkKey]) -> Vec<(String, f32)> {
+    feedback_terms(text, corpus, keys, FEEDBACK_SENTENCES, FEEDBACK_TERMS)
 }
 
 /// Ids named in a query's damage warning before the rest are counted.
@@ -221,10 +224,39 @@ impl Engine {
             reranker.as_deref(),
             &stage,
         )?;
-        let feedback = if req.strategy.uses_feedback() {
-            feedback(store.as_ref(), &req.text, &req.filter)?
-        } else {
+        let feedback = if !req.strategy.uses_feedback() {
             Vec::new()
+        } else if req.filter.doc_ids.is_empty()
+            && req.mode != Mode::Dense
+            && req.candidates >= FEEDBACK_CHUNKS
+        {
+            // The first stage's BM25 list is the feedback search itself: same text, same
+            // filter, at least as deep.
+            let keys: Vec<ChunkKey> = found
+                .lexical
+                .iter()
+                .take(FEEDBACK_CHUNKS)
+                .map(|(k, _)| *k)
+                .collect();
+            feedback_from(&req.text, found.corpus.as_corpus(), &keys)
+        } else {
+            // The scoped documents' chunks (those the first stage read), which the
+            // feedback search skips over.
+            let corpus = found.corpus.as_corpus();
+            let scoped: usize = req
+                .filter
+                .doc_ids
+                .iter()
+                .filter_map(|id| {
+                    found
+                        .hits
+                        .iter()
+                        .filter_map(|h| corpus.document(h.key.doc))
+                        .find(|d| &d.id == id)
+                })
+                .map(|d| d.chunks.len())
+                .sum();
+            feedback(store.as_ref(), &req.text, &req.filter, scoped)?
         };
         Ok(Retrieved {
             corpus: found.corpus,

@@ -715,6 +715,19 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_f
         .to_vec();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
     req.filter.doc_ids = vec!["main/c.md".into()];
+    // Unscoped, the first stage's own BM25 list is read (100 candidates, the default),
+    // or a search of its own when the first stage went less deep: the same terms here.
+    let mut open = QueryRequest::new("may the buyer solicit workers?");
+    let deep = terms(&engine.retrieve(&open).unwrap());
+    open.candidates = 3;
+    let shallow = terms(&engine.retrieve(&open).unwrap());
+    for t in [&deep, &shallow] {
+        assert!(
+            t.iter().any(|w| w == "hire") && t.iter().any(|w| w == "poach"),
+            "{t:?}"
+        );
+    }
+    assert_eq!(deep, shallow);
     // A strategy that does not read them does not pay for them.
     req.strategy = "rse".parse().unwrap();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());

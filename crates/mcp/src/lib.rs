@@ -81,12 +81,19 @@ pub fn serve_stdio_blocking(engine: Arc<Engine>, options: McpOptions) -> std::io
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    // The engine's last reference is dropped here, after the runtime: a PostgreSQL
+    // index closes its blocking connections on drop, which must not happen on a
+    // runtime thread (it would panic).
+    let keep = Arc::clone(&engine);
+    let served = rt.block_on(async move {
         let server = ExcerptMcp::new(engine, options)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(std::io::Error::other)?;
         server.waiting().await.map_err(std::io::Error::other)?;
         Ok(())
-    })
+    });
+    drop(rt);
+    drop(keep);
+    served
 }

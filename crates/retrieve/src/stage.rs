@@ -136,6 +136,9 @@ pub struct Retrieval {
     pub hits: Vec<Hit>,
     /// The documents the hits' keys index, as the store read them.
     pub corpus: Arc<dyn StoreCorpus>,
+    /// The BM25 search's own ranked list (`candidates` at most, best first, ties by key;
+    /// empty in dense mode), before fusion and reranking; its keys index `corpus` too.
+    pub lexical: Vec<(ChunkKey, f32)>,
 }
 
 impl std::fmt::Debug for Retrieval {
@@ -284,6 +287,7 @@ pub fn retrieve(
         filter: req.filter,
     })?;
     let (dense, bm25) = (found.dense, found.lexical);
+    let lexical = bm25.clone();
     let mut hits = match req.mode {
         Mode::Dense => dense_hits(&dense),
         Mode::Bm25 => bm25_hits(&bm25),
@@ -307,6 +311,7 @@ pub fn retrieve(
         query_vector,
         hits,
         corpus: found.corpus,
+        lexical,
     })
 }
 

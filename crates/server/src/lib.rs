@@ -312,9 +312,16 @@ pub fn run_blocking(
         .max_blocking_threads(options.max_concurrent.max(1) + 4)
         .thread_keep_alive(Duration::from_secs(10))
         .build()?;
-    rt.block_on(async move {
+    // The engine's last reference is dropped here, after the runtime: a PostgreSQL
+    // index closes its blocking connections on drop, which must not happen on a
+    // runtime thread (it panicked when the router state held the last reference).
+    let keep = Arc::clone(&engine);
+    let served = rt.block_on(async move {
         let server = Server::bind(addr, engine, options).await?;
         on_listening(server.local_addr()?);
         server.run_until(shutdown_signal()).await
-    })
+    });
+    drop(rt);
+    drop(keep);
+    served
 }
