@@ -283,8 +283,11 @@ pub(crate) struct SentenceHit {
 /// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
 /// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
-/// to the query min-max scaled over the pool. With `neighbour_weight` `w > 0`, each
-/// sentence then also carries its same-line neighbours' match ([`with_neighbours`]).
+/// to the query min-max scaled over the pool; before that, with `feedback_weight` above 0
+/// and feedback terms in the request, `s` also counts that share of the sentence's
+/// match with them ([`with_feedback`], terms from [`crate::feedback_terms`]). With
+/// `neighbour_weight` `w > 0`, each sentence then also carries its same-line
+/// neighbours' match ([`with_neighbours`]).
 /// With `heading_terms`, a sentence's terms include those of its chunk's heading path
 /// (as chunk headers do for retrieval), so a sentence under a heading that names the
 /// query's subject outranks one that merely shares a word with the query elsewhere.

@@ -6,7 +6,8 @@ use excerpt_context::{
 use excerpt_core::{ChunkKey, Embedder};
 use excerpt_index::Snapshot;
 use excerpt_retrieve::{
-    Filter, FusionMethod, RetrieveError, RetrieveRequest, SearchRequest, Store, StoreCorpus,
+    Filter, FusionMethod, Retrieval, RetrieveError, RetrieveRequest, SearchRequest, Store,
+    StoreCorpus,
 };
 use serde::{Deserialize, Serialize};
 
@@ -99,9 +100,9 @@ pub struct Retrieved {
     pub hits: Vec<Hit>,
     /// Pseudo-relevance feedback terms of the query, read from the other documents inside
     /// the filter's path prefixes and metadata (see [`excerpt_context::feedback_terms`]);
-    /// empty when the request's strategy does not
-    /// read them ([`StrategyConfig::uses_feedback`]). Assembling another strategy from
-    /// this first stage sees the same terms.
+    /// empty when the request's strategy does not read them
+    /// ([`StrategyConfig::uses_feedback`]). Assembling another strategy from this first
+    /// stage sees the same terms.
     pub feedback: Vec<(String, f32)>,
 }
 
@@ -121,6 +122,47 @@ const FEEDBACK_CHUNKS: usize = 100;
 const FEEDBACK_SENTENCES: usize = 10;
 /// Feedback terms kept.
 const FEEDBACK_TERMS: usize = 30;
+
+/// The feedback terms of `req` after its first stage `found`: none when its strategy does
+/// not read them; from the first stage's own BM25 list when that is the feedback search
+/// (no document ids in the filter, lexical search on, at least [`FEEDBACK_CHUNKS`]
+/// candidates); else from a search of their own ([`feedback`]).
+fn query_feedback(
+    store: &dyn Store,
+    req: &QueryRequest,
+    found: &Retrieval,
+) -> Result<Vec<(String, f32)>, EngineError> {
+    if !req.strategy.uses_feedback() {
+        return Ok(Vec::new());
+    }
+    let corpus = found.corpus.as_corpus();
+    if req.filter.doc_ids.is_empty() && req.mode != Mode::Dense && req.candidates >= FEEDBACK_CHUNKS
+    {
+        let keys: Vec<ChunkKey> = found
+            .lexical
+            .iter()
+            .take(FEEDBACK_CHUNKS)
+            .map(|(k, _)| *k)
+            .collect();
+        return Ok(feedback_from(&req.text, corpus, &keys));
+    }
+    // The scoped documents' chunks (of those the first stage read), which the feedback
+    // search skips over.
+    let scoped: usize = req
+        .filter
+        .doc_ids
+        .iter()
+        .filter_map(|id| {
+            found
+                .hits
+                .iter()
+                .filter_map(|h| corpus.document(h.key.doc))
+                .find(|d| &d.id == id)
+        })
+        .map(|d| d.chunks.len())
+        .sum();
+    feedback(store, &req.text, &req.filter, scoped)
+}
 
 /// The feedback terms of `text` (see [`excerpt_context::feedback_terms`]), read from the
 /// best BM25 matches among the *other* documents of the collection: the part of the
@@ -224,40 +266,7 @@ impl Engine {
             reranker.as_deref(),
             &stage,
         )?;
-        let feedback = if !req.strategy.uses_feedback() {
-            Vec::new()
-        } else if req.filter.doc_ids.is_empty()
-            && req.mode != Mode::Dense
-            && req.candidates >= FEEDBACK_CHUNKS
-        {
-            // The first stage's BM25 list is the feedback search itself: same text, same
-            // filter, at least as deep.
-            let keys: Vec<ChunkKey> = found
-                .lexical
-                .iter()
-                .take(FEEDBACK_CHUNKS)
-                .map(|(k, _)| *k)
-                .collect();
-            feedback_from(&req.text, found.corpus.as_corpus(), &keys)
-        } else {
-            // The scoped documents' chunks (those the first stage read), which the
-            // feedback search skips over.
-            let corpus = found.corpus.as_corpus();
-            let scoped: usize = req
-                .filter
-                .doc_ids
-                .iter()
-                .filter_map(|id| {
-                    found
-                        .hits
-                        .iter()
-                        .filter_map(|h| corpus.document(h.key.doc))
-                        .find(|d| &d.id == id)
-                })
-                .map(|d| d.chunks.len())
-                .sum();
-            feedback(store.as_ref(), &req.text, &req.filter, scoped)?
-        };
+        let feedback = query_feedback(store.as_ref(), req, &found)?;
         Ok(Retrieved {
             corpus: found.corpus,
             snapshot,
