@@ -134,7 +134,21 @@ proptest! {
         budget in 1usize..120,
         query in prop::sample::select(vec!["alpha beta", "compare all gamma and omega", "straße"]),
         with_vector in any::<bool>(),
+        with_feedback in any::<bool>(),
     ) {
+        // Feedback terms read from every chunk of the corpus (the engine reads other
+        // documents'; any list must keep the contract).
+        let all: Vec<ChunkKey> = corpus
+            .docs
+            .iter()
+            .enumerate()
+            .flat_map(|(d, doc)| (0..doc.chunks.len()).map(move |o| ChunkKey::new(d as u32, o as u32)))
+            .collect();
+        let fb = if with_feedback {
+            excerpt_context::feedback_terms(query, &corpus, &all, 10, 30)
+        } else {
+            Vec::new()
+        };
         let mut hits: Vec<Hit> = raw_hits
             .iter()
             .map(|&(d, o, s)| {
@@ -159,7 +173,7 @@ proptest! {
                     budget,
                     tokens: &WordTokens,
                     embedder: use_embedder.then_some(&emb as &dyn excerpt_core::Embedder),
-                    feedback: &[],
+                    feedback: &fb,
                 };
                 let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 // Window pieces are sentence-aligned only with an embedder (without one it
