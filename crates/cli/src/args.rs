@@ -487,7 +487,7 @@ pub struct QueryArgs {
 #[derive(Debug, Args)]
 pub struct RetrievalArgs {
     /// Context strategy: auto (the default: a planner that sends questions about what
-    /// was said, discussed or decided, and requests to summarise or explain, to rse,
+    /// was said, discussed or decided, and requests to summarise, to rse,
     /// unless the best documents have headings, and other questions to topk's best
     /// sentences, best first; auto:sections=true sends those over documents with
     /// headings to section; its choice is in the context's notes), rse (relevant

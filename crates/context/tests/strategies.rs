@@ -668,10 +668,10 @@ fn auto_routes_by_query_form_and_document_structure() {
     );
     // A passage question over documents with headings takes the sentence route too,
     // unless `rse_over_headings=true`.
-    r.query = "Explain where the setting is";
+    r.query = "Summarize where the setting is";
     let ctx = assemble(&auto, &r).unwrap();
     assert!(
-        ctx.notes[0].contains("(cue \"explain\") over headings in"),
+        ctx.notes[0].contains("(cue \"summarize\") over headings in"),
         "{:?}",
         ctx.notes
     );
@@ -684,6 +684,17 @@ fn auto_routes_by_query_form_and_document_structure() {
         same_as("topk:unit=sentence,order=score", &r),
         "the test must tell routes apart"
     );
+    // A request to explain or describe asks about a subject, not the course of a
+    // conversation: a pinpoint question, on sentences even with `rse_over_headings`.
+    for q in ["Explain where the setting is", "Describe the setting"] {
+        r.query = q;
+        let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
+        assert!(
+            ctx.notes[0].contains("pinpoint question"),
+            "{q}: {:?}",
+            ctx.notes
+        );
+    }
 }
 
 #[test]
