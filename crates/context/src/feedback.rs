@@ -13,9 +13,9 @@
 //!
 //! `lex(s)` is the sentence's BM25 match with the query among the sentences of the given
 //! chunks (divided by the best), `idf` is over the same sentences, and query terms and
-//! numbers (terms without a letter) are left out. The best `max_terms` terms are kept, their weights divided by the best. The
-//! sentence route then adds a share of each sentence's match with these terms to its
-//! match with the query (`topk:feedback`).
+//! numbers (terms without a letter) are left out. The best `max_terms` terms are kept,
+//! their weights divided by the best. The sentence route then adds a share of each
+//! sentence's match with these terms to its match with the query (`topk:feedback`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -26,9 +26,8 @@ use crate::units::{term, weighted_scores, words};
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the
-/// documents it is scoped to): the terms of
-/// its best `sentences` sentences, weighted as in the module documentation, best
-/// `max_terms` first (ties by term). Terms are Snowball English stems, as the sentence
+/// documents it is scoped to): the terms of its best `sentences` sentences, weighted as
+/// in the module documentation, best `max_terms` first (ties by term). Terms are Snowball English stems, as the sentence
 /// route matches them. Empty when no sentence shares a term with the query. Keys a
 /// corpus does not hold are skipped; a sentence is read once even when several keys
 /// cover it.
@@ -39,7 +38,7 @@ pub fn feedback_terms(
     sentences: usize,
     max_terms: usize,
 ) -> Vec<(String, f32)> {
-    let mut vocab = Vocabulary::default();
+    let mut vocab = Vocabulary::new();
     // Sentences starting in each chunk, each once, as term ids.
     let mut seen: BTreeSet<(u32, usize)> = BTreeSet::new();
     let mut texts: Vec<Vec<u32>> = Vec::new();
@@ -115,7 +114,6 @@ pub fn feedback_terms(
 }
 
 /// Terms as dense ids: each distinct word is lower-cased and stemmed once.
-#[derive(Default)]
 struct Vocabulary {
     /// Word as written → its term's id (`None`: a function word).
     words: HashMap<String, Option<u32>>,
@@ -123,21 +121,27 @@ struct Vocabulary {
     ids: HashMap<String, u32>,
     /// Id → term.
     stems: Vec<String>,
-    stemmer: Option<frostem::Stemmer>,
+    stemmer: frostem::Stemmer,
 }
 
 impl Vocabulary {
+    fn new() -> Self {
+        Vocabulary {
+            words: HashMap::new(),
+            ids: HashMap::new(),
+            stems: Vec::new(),
+            stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
+        }
+    }
+
     /// The term ids of `text`, in order ([`crate::units::terms`] as ids).
     fn ids(&mut self, text: &str) -> Vec<u32> {
-        let stemmer = self
-            .stemmer
-            .get_or_insert_with(|| frostem::Stemmer::new(frostem::Algorithm::English));
         let mut out = Vec::new();
         for w in words(text) {
             let id = match self.words.get(w) {
                 Some(&id) => id,
                 None => {
-                    let id = term(stemmer, w).map(|t| match self.ids.get(&t) {
+                    let id = term(&self.stemmer, w).map(|t| match self.ids.get(&t) {
                         Some(&id) => id,
                         None => {
                             let id = self.stems.len() as u32;

@@ -231,12 +231,7 @@ fn with_neighbours(
             out[i + 1] += w * s[i];
         }
     }
-    let max = out.iter().copied().fold(0.0f32, f32::max);
-    if max > 0.0 {
-        for x in &mut out {
-            *x /= max;
-        }
-    }
+    divide_by_max(&mut out);
     out
 }
 
@@ -249,12 +244,18 @@ fn with_feedback(feedback: &[(String, f32)], texts: &[Vec<String>], s: &[f32], w
         .map(|(t, x)| (t.as_str(), f64::from(*x)))
         .collect();
     let e = weighted_scores(&weighted, texts);
-    let out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
-    let max = out.iter().copied().fold(0.0f32, f32::max);
+    let mut out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
+    divide_by_max(&mut out);
+    out
+}
+
+/// Divides every value by the largest (nothing when none is above 0).
+fn divide_by_max(xs: &mut [f32]) {
+    let max = xs.iter().copied().fold(0.0f32, f32::max);
     if max > 0.0 {
-        out.iter().map(|x| x / max).collect()
-    } else {
-        out
+        for x in xs {
+            *x /= max;
+        }
     }
 }
 

@@ -287,7 +287,6 @@ pub fn retrieve(
         filter: req.filter,
     })?;
     let (dense, bm25) = (found.dense, found.lexical);
-    let lexical = bm25.clone();
     let mut hits = match req.mode {
         Mode::Dense => dense_hits(&dense),
         Mode::Bm25 => bm25_hits(&bm25),
@@ -311,7 +310,7 @@ pub fn retrieve(
         query_vector,
         hits,
         corpus: found.corpus,
-        lexical,
+        lexical: bm25,
     })
 }
 
