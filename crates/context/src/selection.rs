@@ -134,7 +134,12 @@ struct Run {
 ///
 /// Runs of a document are kept sorted, disjoint and non-touching. Adding a range merges
 /// it with every run it overlaps or touches and counts the merged text's tokens, so the
-/// running total is always the exact total of the final pieces.
+/// running total is always the exact total of the final pieces. In
+/// [`PieceOrder::Score`] (set before anything is added) runs touch where a line ends:
+/// a range starting on the next line is not merged with the run that ends there, nor
+/// the other way round, so each line's text is ranked by its own score and a reader who
+/// stops early has read the best lines, not the tail of a long run that one good
+/// sentence put first. Overlapping ranges always merge.
 pub(crate) struct Selection<'a> {
     corpus: &'a dyn Corpus,
     counter: &'a dyn LlmTokens,
@@ -186,9 +191,19 @@ impl<'a> Selection<'a> {
         if range.is_empty() || range.byte_end > doc.text.len() {
             return false;
         }
+        // In score order a run ends at a line break: text of the next line touching it
+        // stays its own piece, placed by its own score.
+        let by_score = self.order == PieceOrder::Score;
+        let apart = |at: usize| by_score && at > 0 && doc.text.as_bytes()[at - 1] == b'\n';
         let runs = self.runs.entry(doc_idx).or_default();
-        let lo = runs.partition_point(|r| r.range.byte_end < range.byte_start);
-        let hi = runs.partition_point(|r| r.range.byte_start <= range.byte_end);
+        let lo = runs.partition_point(|r| {
+            r.range.byte_end < range.byte_start
+                || (r.range.byte_end == range.byte_start && apart(range.byte_start))
+        });
+        let hi = runs.partition_point(|r| {
+            r.range.byte_start < range.byte_end
+                || (r.range.byte_start == range.byte_end && !apart(range.byte_end))
+        });
         let mut cover = range;
         let mut old_tokens = 0;
         for r in &runs[lo..hi] {

@@ -838,6 +838,44 @@ fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
 }
 
 #[test]
+fn score_order_ranks_each_line_by_its_own_score() {
+    // The best sentence ends a line; the next line, which touches it, matches less than
+    // a line of the second chunk. Best first, the second chunk's line comes before it:
+    // one good sentence does not carry the next line's text to the front.
+    let c = TestCorpus::new(vec![build_doc(
+        "nda.txt",
+        "NDA",
+        &[
+            chunk(&["Zeta options are kept secret.\n", "Filler words of zeta.\n"]),
+            chunk(&["Zeta options may be shared.\n"]),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.8)];
+    let mut r = req(&c, &hits, 100, None, None);
+    r.query = "zeta options";
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score,neighbours=0"
+        .parse()
+        .unwrap();
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 100, &WordTokens, true).unwrap();
+    let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "Zeta options are kept secret.\n",
+            "Zeta options may be shared.\n",
+            "Filler words of zeta.\n"
+        ]
+    );
+    // Pieces touching at a line break are allowed in score order only; in document
+    // order the same sentences merge into reading-order runs.
+    let cfg: StrategyConfig = "topk:unit=sentence,neighbours=0".parse().unwrap();
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 100, &WordTokens, true).unwrap();
+    assert_eq!(ctx.pieces.len(), 1);
+}
+
+#[test]
 fn topk_sentences_rise_with_matching_neighbours_on_their_line_only() {
     let c = TestCorpus::new(vec![build_doc(
         "guide.md",
@@ -860,9 +898,10 @@ fn topk_sentences_rise_with_matching_neighbours_on_their_line_only() {
         check_invariants(&ctx, &c, &hits, 12, &WordTokens, true).unwrap();
         ctx.pieces[0].text.clone()
     };
-    // Scored alone, the first chunk's sentences lead (the better-ranked chunk).
-    assert!(first("topk:unit=sentence,order=score,neighbours=0")
-        .ends_with("Options are listed below.\n"));
+    // Scored alone, the first chunk's sentences lead (the better-ranked chunk), each
+    // line its own piece in score order.
+    assert!(["Lone zeta remark here.\n", "Options are listed below.\n"]
+        .contains(&first("topk:unit=sentence,order=score,neighbours=0").as_str()));
     // With neighbours, the two sentences of one line that each carry a query word lead;
     // the first chunk's two matching sentences are on two lines and do not lift each
     // other.
