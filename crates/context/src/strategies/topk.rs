@@ -71,7 +71,7 @@ pub struct TopkParams {
     /// With `unit = sentence`: weight, in [0, 1], of a sentence's match with the
     /// request's feedback terms (words that the sentences best matching the query across
     /// the index use besides the query's own, see [`crate::feedback_terms`]) added to its
-    /// match with the query (default 0.6; 0 ignores them).
+    /// match with the query (default 1: as much as the query; 0 ignores them).
     pub feedback: f32,
 }
 
@@ -89,7 +89,7 @@ impl Default for TopkParams {
             neighbours: 0.15,
             heading_terms: true,
             lead_ins: true,
-            feedback: 0.6,
+            feedback: 1.0,
         }
     }
 }
