@@ -12,6 +12,26 @@ pub struct Hit {
     pub score: f32,
     /// Absolute relevance in [0, 1] (calibrated by retrieval; see `excerpt-retrieve`).
     pub relevance: f32,
+    /// Relevance in [0, 1] read from the retrieval scores themselves where `relevance`
+    /// comes from ranks alone (hybrid search fused by RRF): the mean of the chunk's dense
+    /// and BM25 scores, each min-max normalised over the query's candidates. `None`: the
+    /// same as `relevance`. `rse` values chunks by it: a rank relevance is nearly flat
+    /// over the first tens of hits, whatever their scores, and segments valued on it grow
+    /// through irrelevant text (docs/EVAL.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_relevance: Option<f32>,
+}
+
+impl Hit {
+    /// A hit whose relevance is read from its score ([`Hit::score_relevance`] `None`).
+    pub fn new(key: ChunkKey, score: f32, relevance: f32) -> Self {
+        Hit {
+            key,
+            score,
+            relevance,
+            score_relevance: None,
+        }
+    }
 }
 
 /// Read access to the indexed collection (implemented by the index snapshot).

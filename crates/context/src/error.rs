@@ -58,7 +58,7 @@ pub enum ContextError {
     InvalidHit {
         /// Position of the hit in the ranked list.
         index: usize,
-        /// `score` or `relevance`.
+        /// `score`, `relevance` or `score_relevance`.
         what: &'static str,
         /// The value given.
         value: f32,

@@ -39,6 +39,8 @@ pub(crate) struct RHit {
     pub key: ChunkKey,
     pub score: f32,
     pub relevance: f32,
+    /// [`Hit::score_relevance`](crate::Hit), or `relevance`, clamped to [0, 1].
+    pub score_relevance: f32,
     pub rank: usize,
 }
 
@@ -59,7 +61,12 @@ pub(crate) fn resolve_hits(req: &AssembleRequest<'_>) -> Result<Vec<RHit>, Conte
                 ordinal: h.key.ordinal,
             });
         }
-        for (what, value) in [("score", h.score), ("relevance", h.relevance)] {
+        let score_relevance = h.score_relevance.unwrap_or(h.relevance);
+        for (what, value) in [
+            ("score", h.score),
+            ("relevance", h.relevance),
+            ("score_relevance", score_relevance),
+        ] {
             if !value.is_finite() {
                 return Err(ContextError::InvalidHit { index, what, value });
             }
@@ -69,6 +76,7 @@ pub(crate) fn resolve_hits(req: &AssembleRequest<'_>) -> Result<Vec<RHit>, Conte
                 key: h.key,
                 score: h.score,
                 relevance: h.relevance.clamp(0.0, 1.0),
+                score_relevance: score_relevance.clamp(0.0, 1.0),
                 rank: out.len(),
             });
         }

@@ -256,6 +256,56 @@ fn rse_values_unretrieved_neighbours_by_similarity() {
 }
 
 #[test]
+fn rse_values_chunks_by_the_relevance_of_their_scores() {
+    // Five hits in a row that rank relevance rates alike (as RRF does for the first tens
+    // of hits); their scores say only chunk 2 is relevant.
+    let c = five_chunks();
+    let ranked: Vec<Hit> = [2u32, 1, 3, 0, 4]
+        .iter()
+        .map(|&o| hit(0, o, 0.95))
+        .collect();
+    let cfg = StrategyConfig::Rse(RseParams {
+        fill: false,
+        ..RseParams::default()
+    });
+    let span = |hits: &[Hit]| {
+        let ctx = assemble(&cfg, &req(&c, hits, 1000, None, None)).unwrap();
+        check_invariants(&ctx, &c, hits, 1000, &WordTokens, false).unwrap();
+        assert_eq!(ctx.pieces.len(), 1, "{ctx:?}");
+        (ctx.pieces[0].first_chunk, ctx.pieces[0].last_chunk)
+    };
+    // Valued by rank relevance alone, the segment spans all five.
+    assert_eq!(span(&ranked), (0, 4));
+    let scored: Vec<Hit> = ranked
+        .iter()
+        .map(|h| Hit {
+            score_relevance: Some(if h.key.ordinal == 2 { 0.9 } else { 0.05 }),
+            ..*h
+        })
+        .collect();
+    assert_eq!(span(&scored), (2, 2));
+    // The pieces still show the rank relevance.
+    let ctx = assemble(&cfg, &req(&c, &scored, 1000, None, None)).unwrap();
+    assert_eq!(ctx.pieces[0].relevance, 0.95);
+    // A score relevance that is not a number is refused like any other.
+    let mut bad = scored.clone();
+    bad[3].score_relevance = Some(f32::NAN);
+    assert!(matches!(
+        assemble(&cfg, &req(&c, &bad, 1000, None, None)),
+        Err(ContextError::InvalidHit {
+            index: 3,
+            what: "score_relevance",
+            ..
+        })
+    ));
+    // Serialised hits carry it only when set.
+    let json = serde_json::to_string(&ranked[0]).unwrap();
+    assert!(!json.contains("score_relevance"), "{json}");
+    let json = serde_json::to_string(&scored[0]).unwrap();
+    assert!(json.contains("\"score_relevance\":0.9"), "{json}");
+}
+
+#[test]
 fn rse_presets_and_max_tokens() {
     let c = five_chunks();
     let hits = [hit(0, 1, 0.95), hit(0, 2, 0.9), hit(0, 3, 0.9)];
@@ -1156,11 +1206,7 @@ fn strategy_names_configs_and_validation() {
 #[test]
 fn bad_hits_are_errors() {
     let c = five_chunks();
-    let missing = [Hit {
-        key: ChunkKey::new(0, 9),
-        score: 1.0,
-        relevance: 1.0,
-    }];
+    let missing = [Hit::new(ChunkKey::new(0, 9), 1.0, 1.0)];
     assert!(matches!(
         assemble(&"topk".parse().unwrap(), &req(&c, &missing, 10, None, None)),
         Err(ContextError::MissingChunk {
@@ -1169,11 +1215,7 @@ fn bad_hits_are_errors() {
             ordinal: 9
         })
     ));
-    let nan = [Hit {
-        key: ChunkKey::new(0, 1),
-        score: 1.0,
-        relevance: f32::NAN,
-    }];
+    let nan = [Hit::new(ChunkKey::new(0, 1), 1.0, f32::NAN)];
     assert!(matches!(
         assemble(&"topk".parse().unwrap(), &req(&c, &nan, 10, None, None)),
         Err(ContextError::InvalidHit {

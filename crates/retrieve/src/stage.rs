@@ -13,7 +13,7 @@ use excerpt_core::{ChunkKey, EmbedError, Embedder, ErrorKind, Reranker};
 use excerpt_index::IndexError;
 use serde::{Deserialize, Serialize};
 
-use crate::calibrate::{bm25_hits, dense_hits, fused_hits};
+use crate::calibrate::{bm25_hits, dense_hits, fused_hits, with_score_relevance};
 use crate::filter::Filter;
 use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
 use crate::store::{SearchRequest, Store, StoreCorpus, StoreError};
@@ -290,7 +290,11 @@ pub fn retrieve(
     let mut hits = match req.mode {
         Mode::Dense => dense_hits(&dense),
         Mode::Bm25 => bm25_hits(&bm25),
-        Mode::Hybrid => fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?),
+        Mode::Hybrid => {
+            let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?);
+            with_score_relevance(&mut hits, &dense, &bm25, req.fusion)?;
+            hits
+        }
     };
     if let Some(n) = req.rerank_top {
         let reranker = reranker.ok_or(RetrieveError::NoReranker)?;
@@ -355,6 +359,7 @@ fn rerank(
         };
         h.score = s;
         h.relevance = s;
+        h.score_relevance = None;
     }
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.key.cmp(&b.key)));
     Ok(hits)

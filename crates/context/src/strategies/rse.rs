@@ -355,12 +355,12 @@ pub(crate) fn rse(
             for h in hits {
                 if let Some(v) = req.corpus.chunk_vector(h.key) {
                     check_dim(q, v)?;
-                    points.push((f64::from(cosine(v, q)), f64::from(h.relevance)));
+                    points.push((f64::from(cosine(v, q)), f64::from(h.score_relevance)));
                 }
             }
             let cap = hits
                 .iter()
-                .map(|h| f64::from(h.relevance))
+                .map(|h| f64::from(h.score_relevance))
                 .fold(f64::INFINITY, f64::min);
             let m = fit_map(&points, if cap.is_finite() { cap } else { 0.0 });
             notes.push(format!(
@@ -385,7 +385,7 @@ pub(crate) fn rse(
             let (v, r) = match by_key.get(&key) {
                 Some(h) => {
                     let f = (-(h.rank as f64) / decay).exp() as f32;
-                    (h.relevance * f - p.threshold, h.relevance)
+                    (h.score_relevance * f - p.threshold, h.relevance)
                 }
                 None => match (map, req.corpus.chunk_vector(key)) {
                     (Some((q, m)), Some(v)) => {
@@ -495,7 +495,7 @@ pub(crate) fn rse(
         // Remaining hits in rank order, each scored by its chunk value so documents
         // reached only this way sort after the segments' documents.
         let filled = fill_with_hits(hits, req, sel, |h| {
-            h.relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold
+            h.score_relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold
         });
         if filled > 0 {
             notes.push(format!(

@@ -216,11 +216,7 @@ impl Embedder for HashEmbedder {
 }
 
 pub fn hit(doc: u32, ordinal: u32, score: f32) -> Hit {
-    Hit {
-        key: ChunkKey::new(doc, ordinal),
-        score,
-        relevance: score,
-    }
+    Hit::new(ChunkKey::new(doc, ordinal), score, score)
 }
 
 /// Checks every invariant of the assembly contract; `sentence_aligned` for `window`.
