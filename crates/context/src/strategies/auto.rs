@@ -12,11 +12,12 @@
 //!   documents have headings go to `section` instead (whole sections).
 //!
 //! Measured on the development sets (docs/EVAL.md): on meeting transcripts it beats
-//! both `rse` and `topk` at every budget; on contracts the sentence route beats `topk` by
-//! 8-10 recall points at 2000 and 4000 characters, and it does so on the same contracts
-//! with their clause titles made headings, where `section` loses 2-5 points to `topk`
-//! (so `sections` is off by default). `rse` alone loses 20 recall points to `topk` on
-//! contracts at small budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
+//! `topk` at every budget and is within a point of `rse` (which wins the pinpoint
+//! questions there); on contracts the sentence route beats `topk` by 10-16 recall points
+//! at 2000 and 4000 characters, and it does so on the same contracts with their clause
+//! titles made headings, where `section` loses 2-5 points to `topk` (so `sections` is
+//! off by default). `rse` alone loses 8 recall points to `topk` on contracts at small
+//! budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,7 +49,7 @@ pub struct AutoParams {
     pub structure_hits: usize,
     /// Whether passage questions go to `rse` also when one of those documents has
     /// headings (default false: they take the sentence route there, where each section
-    /// holds one topic; on technical documentation `rse` loses 37 recall points to it).
+    /// holds one topic; on technical documentation `rse` loses 27 recall points to it).
     pub rse_over_headings: bool,
 }
 
