@@ -63,6 +63,25 @@ fn hybrid_query_then_rerank() {
         !first_text.contains("zebra"),
         "without reranking a hunting chunk wins: {first_text:?}"
     );
+    // Fused by rank (RRF), hybrid hits also carry the relevance of their scores, which
+    // `rse` values chunks by; one chunk at least tops a list, and none is above 1.
+    let by_score: Vec<f32> = plain
+        .hits
+        .iter()
+        .map(|h| {
+            h.score_relevance
+                .expect("hybrid RRF hits carry score_relevance")
+        })
+        .collect();
+    assert!(
+        by_score.iter().all(|r| (0.0..=1.0).contains(r)),
+        "{by_score:?}"
+    );
+    assert!(by_score.iter().any(|&r| r >= 0.5), "{by_score:?}");
+    let mut dense = req.clone();
+    dense.mode = Mode::Dense;
+    let dense = engine.retrieve(&dense).unwrap();
+    assert!(dense.hits.iter().all(|h| h.score_relevance.is_none()));
 
     req.rerank_top = Some(10);
     let reranked = engine.retrieve(&req).unwrap();
@@ -75,6 +94,8 @@ fn hybrid_query_then_rerank() {
         .iter()
         .skip(1)
         .all(|h| (h.relevance - 0.1).abs() < 1e-6));
+    // The reranker's score is the relevance now, for `rse` too.
+    assert!(reranked.hits.iter().all(|h| h.score_relevance.is_none()));
 
     // Without a configured reranker, asking for one is a clear error.
     let bare = Engine::new(EngineOptions::new(tmp.path().join("idx")));
