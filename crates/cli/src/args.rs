@@ -489,14 +489,15 @@ pub struct RetrievalArgs {
     /// Context strategy: auto (the default: a planner that sends questions about what
     /// was said, discussed or decided, and requests to summarise, to rse,
     /// unless the best documents have headings, and other questions to topk's best
-    /// sentences, best first; auto:sections=true sends those over documents with
-    /// headings to section; its choice is in the context's notes), rse (relevant
-    /// segment extraction; also
-    /// rse:precision, rse:find_all, rse:unit=sentence, rse:optimal=true), topk
-    /// (topk:unit=sentence ranks sentences; they also match feedback terms, words the
-    /// other documents' best-matching sentences use, listed in the notes;
-    /// topk:unit=sentence,feedback=0 turns them off), adjacent, window, section. auto was at least as good as topk and rse at every
-    /// budget on every development set (docs/EVAL.md).
+    /// sentences, best first, except over conversation transcripts, where they go to
+    /// rse too; auto:sections=true sends those over documents with headings to
+    /// section; its choice is in the context's notes), rse (relevant segment
+    /// extraction; also rse:precision, rse:find_all, rse:unit=sentence,
+    /// rse:optimal=true), topk (topk:unit=sentence ranks sentences; they also match
+    /// feedback terms, words the other documents' best-matching sentences use, listed
+    /// in the notes; topk:unit=sentence,feedback=0 turns them off), adjacent, window,
+    /// section. auto was at least as good as topk and rse at every budget on every
+    /// development set (docs/EVAL.md).
     /// Parameters follow a colon: `rse:threshold=0.3,max_len_chunks=8`,
     /// `rse:precision,max_tokens=1000`, `window:threshold=0.6,max_expand=5`,
     /// `adjacent:window=2` (names as in docs/ARCHITECTURE.md; unknown ones are errors).

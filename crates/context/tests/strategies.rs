@@ -748,6 +748,48 @@ fn auto_routes_by_query_form_and_document_structure() {
 }
 
 #[test]
+fn auto_sends_pinpoint_questions_over_a_conversation_to_rse() {
+    // A meeting transcript: every line a speaker's turn.
+    let speakers = [
+        "Project Manager",
+        "Marketing",
+        "Mr. Paul Manly (Nanaimo, GP)",
+    ];
+    let chunks: Vec<ChunkSpec> = (0..12)
+        .map(|i| {
+            let a = format!("{}: Turn {i} about the remote w{i}.\n", speakers[i % 3]);
+            let b = format!("{}: Reply {i} on the buttons.\n", speakers[(i + 1) % 3]);
+            chunk(&[a.as_str(), b.as_str()])
+        })
+        .collect();
+    let c = TestCorpus::new(vec![build_doc("meeting.txt", "Meeting", &chunks)]);
+    let hits: Vec<Hit> = [0.9, 0.85, 0.8, 0.3]
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| hit(0, (i * 3) as u32, r))
+        .collect();
+    let mut r = req(&c, &hits, 60, None, None);
+    r.query = "What were the problems with the buttons?";
+    let pieces = |spec: &str| {
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 60, &WordTokens, true).unwrap();
+        (ctx.pieces, ctx.notes)
+    };
+    let (got, notes) = pieces("auto");
+    assert!(
+        notes[0].contains("pinpoint question over the conversation \"meeting.txt\": rse"),
+        "{notes:?}"
+    );
+    assert_eq!(got, pieces("rse").0);
+    // Off, or over a document that is not a conversation, it takes the sentence route.
+    let (off, notes) = pieces("auto:dialogue=false");
+    assert!(notes[0].contains("pinpoint question: topk"), "{notes:?}");
+    assert_eq!(off, pieces("topk:unit=sentence,order=score").0);
+    assert_ne!(got, off, "the test must tell routes apart");
+}
+
+#[test]
 fn topk_sentences_keep_a_code_block_or_table_whole() {
     let c = TestCorpus::new(vec![build_doc(
         "guide.md",

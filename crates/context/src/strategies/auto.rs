@@ -10,13 +10,17 @@
 //!   best passages: the best sentences of the best chunks, best first
 //!   ([`TopkParams::sentences`]). With `sections=true`, pinpoint questions whose top
 //!   documents have headings go to `section` instead (whole sections).
+//! - **Conversations**: when one of the top documents is a transcript (most lines are
+//!   speaker turns, [`is_dialogue`]) and none has headings, pinpoint questions go to
+//!   `rse` too (`dialogue=false` turns this off): in a meeting a fact comes out over
+//!   several turns, and on the meeting transcripts `rse` beats the sentence route on
+//!   pinpoint questions by 4.6 recall points at 2000 characters.
 //!
-//! Measured on the development sets (docs/EVAL.md): on meeting transcripts it beats
-//! `topk` at every budget and is within a point of `rse` (which wins the pinpoint
-//! questions there); on contracts the sentence route beats `topk` by 10-16 recall points
-//! at 2000 and 4000 characters, and it does so on the same contracts with their clause
-//! titles made headings, where `section` loses 2-5 points to `topk` (so `sections` is
-//! off by default). `rse` alone loses 8 recall points to `topk` on contracts at small
+//! Measured on the development sets (docs/EVAL.md): on meeting transcripts it is `rse`
+//! and beats `topk` at every budget; on contracts the sentence route beats `topk` by
+//! 10-16 recall points at 2000 and 4000 characters, and it does so on the same contracts
+//! with their clause titles made headings, where `section` loses 2-5 points to `topk`
+//! (so `sections` is off by default). `rse` alone loses 8 recall points to `topk` on contracts at small
 //! budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +55,12 @@ pub struct AutoParams {
     /// headings (default false: they take the sentence route there, where each section
     /// holds one topic; on technical documentation `rse` loses 27 recall points to it).
     pub rse_over_headings: bool,
+    /// Whether pinpoint questions go to `rse` too when one of those documents is a
+    /// conversation transcript and none has headings (default true): at least 60 % of
+    /// its first 200 lines are speaker turns (`Project Manager: …`, `Mr. Paul Manly
+    /// (Nanaimo, GP): …`) of two or more speakers. In a conversation a fact comes out
+    /// over several turns.
+    pub dialogue: bool,
 }
 
 impl Default for AutoParams {
@@ -62,6 +72,7 @@ impl Default for AutoParams {
             sections: false,
             structure_hits: 3,
             rse_over_headings: false,
+            dialogue: true,
         }
     }
 }
@@ -130,6 +141,66 @@ enum Route {
     Topk,
 }
 
+/// Lines of a document read to tell whether it is a conversation.
+const DIALOGUE_LINES: usize = 200;
+
+/// Whether `text` reads as a conversation transcript: of its first [`DIALOGUE_LINES`]
+/// non-empty lines (at least 10), at least 60 % are speaker turns ([`speaker`]), and at
+/// least two speakers take turns, each speaking at least twice on average. Contracts'
+/// `Name:` and `Title:` lines and documentation's `Note:` lines are too few to count.
+pub(crate) fn is_dialogue(text: &str) -> bool {
+    let mut lines = 0usize;
+    let mut turns = 0usize;
+    let mut speakers: Vec<&str> = Vec::new();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(DIALOGUE_LINES)
+    {
+        lines += 1;
+        if let Some(label) = speaker(line) {
+            turns += 1;
+            if !speakers.contains(&label) {
+                speakers.push(label);
+            }
+        }
+    }
+    lines >= 10 && turns * 10 >= lines * 6 && speakers.len() >= 2 && turns >= 2 * speakers.len()
+}
+
+/// The speaker's label when `line` is a turn: a label, a colon and a space, then the
+/// words said. The label, parenthesised parts aside (`Mr. Paul Manly (Nanaimo, GP)`), is
+/// one to five words of at most 40 characters, the first capitalised, with no sentence
+/// punctuation (a period only closes a short abbreviation such as `Mr.` or `Hon.`).
+fn speaker(line: &str) -> Option<&str> {
+    let (label, said) = line.split_once(": ")?;
+    if said.trim().is_empty() || label.len() > 160 {
+        return None;
+    }
+    let mut name = String::new();
+    let mut depth = 0usize;
+    for c in label.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1)?,
+            _ if depth == 0 => name.push(c),
+            _ => {}
+        }
+    }
+    let words: Vec<&str> = name.split_whitespace().collect();
+    let plain = |w: &&str| match w.strip_suffix('.') {
+        Some(abbr) => abbr.len() <= 3 && !abbr.contains('.'),
+        None => !w.contains(['.', ',', ';', '?', '!', '"']),
+    };
+    let ok = depth == 0
+        && (1..=5).contains(&words.len())
+        && name.trim().len() <= 40
+        && name.trim_start().starts_with(char::is_uppercase)
+        && words.iter().all(plain);
+    ok.then_some(label)
+}
+
 /// The route for `req` and the reason, in words.
 fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
     let cue = req
@@ -163,6 +234,18 @@ fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
                 );
             }
             _ => return (Route::Rse, format!("passage question (cue {cue:?}): rse")),
+        }
+    }
+    if p.dialogue && structured.is_none() {
+        if let Some(doc) = docs
+            .iter()
+            .filter_map(|&d| req.corpus.document(d))
+            .find(|doc| is_dialogue(&doc.text))
+        {
+            return (
+                Route::Rse,
+                format!("pinpoint question over the conversation {:?}: rse", doc.id),
+            );
         }
     }
     if p.sections {
@@ -206,5 +289,58 @@ impl Assembler for AutoParams {
             Route::Section => self.section.assemble(hits, req, sel, notes),
             Route::Topk => self.topk.assemble(hits, req, sel, notes),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversations_are_told_from_labelled_lines() {
+        let meeting: String = (0..30)
+            .map(|i| format!("{}: we said {i} things\n", ["Grad G", "Professor E"][i % 2]))
+            .collect();
+        assert!(is_dialogue(&meeting));
+        // Parliamentary labels: honorifics and affiliations in parentheses.
+        let hansard: String = (0..30)
+            .map(|i| {
+                let who = [
+                    "The Chair (Hon. Anthony Rota (Nipissing, Lib.))",
+                    "Mr. Paul Manly (Nanaimo, GP)",
+                    "Right Hon. Justin Trudeau (Prime Minister)",
+                ][i % 3];
+                format!("{who}: Thank you, {i}.\n")
+            })
+            .collect();
+        assert!(is_dialogue(&hansard));
+        // One speaker is a monologue; too few lines say nothing.
+        let monologue: String = (0..30).map(|i| format!("Narrator: part {i}\n")).collect();
+        assert!(!is_dialogue(&monologue));
+        assert!(!is_dialogue("A: hi\nB: hello\nA: bye\n"));
+        // A contract's signature block and a manual's notes are a minority of lines.
+        let contract: String = (0..30)
+            .map(|i| format!("{i}. The Receiving Party shall keep clause {i} secret.\n"))
+            .chain(["Name: Jane Doe\n".into(), "Title: Director\n".into()])
+            .collect();
+        assert!(!is_dialogue(&contract));
+        let manual: String = (0..30)
+            .map(|i| match i % 4 {
+                0 => format!("Note: option {i} is deprecated.\n"),
+                _ => format!("The parser reads value {i}: see below.\n"),
+            })
+            .collect();
+        assert!(!is_dialogue(&manual));
+        // Sentences with a colon are not turns.
+        for line in [
+            "The following, as agreed: nothing",
+            "In the event of a breach, the parties agree: to settle",
+            "Note:",
+            "lower case: text",
+            "Six words before the colon here: text",
+        ] {
+            assert_eq!(speaker(line), None, "{line}");
+        }
+        assert_eq!(speaker("Dr. Who: yes"), Some("Dr. Who"));
     }
 }
