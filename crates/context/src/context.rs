@@ -23,7 +23,7 @@ pub struct Hit {
 }
 
 impl Hit {
-    /// A hit whose relevance is read from its score ([`Hit::score_relevance`] `None`).
+    /// A hit without a separate [`Hit::score_relevance`]: `relevance` serves for both.
     pub fn new(key: ChunkKey, score: f32, relevance: f32) -> Self {
         Hit {
             key,

@@ -138,9 +138,10 @@ struct Run {
     tokens: usize,
 }
 
-/// In [`PieceOrder::Score`], the share of a run's score that text on the next line
-/// needs to join the run (measured in docs/EVAL.md: 1.0 gives the same recall with twice
-/// the pieces on documentation, 0.6 and below lose recall on contracts).
+/// In [`PieceOrder::Score`], the share of the stronger score the weaker of two runs on
+/// consecutive lines needs for them to merge (measured in docs/EVAL.md: 1.0 gives the
+/// same recall with twice the pieces on documentation, 0.7 and below lose recall on
+/// contracts).
 pub(crate) const LINE_JOIN_SHARE: f32 = 0.8;
 
 /// The pieces chosen so far, per document, with exact token accounting.
@@ -150,9 +151,9 @@ pub(crate) const LINE_JOIN_SHARE: f32 = 0.8;
 /// running total is always the exact total of the final pieces.
 ///
 /// In [`PieceOrder::Score`] (set before anything is added) runs may touch where a line
-/// ends: a range on the next line joins the run only when its score is at least
-/// [`LINE_JOIN_SHARE`] of the run's, so a reader who stops early has read the best
-/// lines, not the weaker lines that one good sentence would otherwise carry to the
+/// ends: a range and a run on consecutive lines merge only when the weaker score is at
+/// least [`LINE_JOIN_SHARE`] of the stronger, so a reader who stops early has read the
+/// best lines, not the weaker lines that one good sentence would otherwise carry to the
 /// front; lines worth about as much stay one piece. Overlapping ranges always merge.
 pub(crate) struct Selection<'a> {
     corpus: &'a dyn Corpus,
@@ -212,7 +213,7 @@ impl<'a> Selection<'a> {
             by_score
                 && at > 0
                 && doc.text.as_bytes()[at - 1] == b'\n'
-                && score < LINE_JOIN_SHARE * run
+                && score.min(run) < LINE_JOIN_SHARE * score.max(run)
         };
         let runs = self.runs.entry(doc_idx).or_default();
         let lo = runs.partition_point(|r| {

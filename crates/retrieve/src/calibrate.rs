@@ -4,12 +4,14 @@
 //! - Dense (cosine similarity): already an absolute scale, clamped to [0, 1] (a negative
 //!   similarity is no relevance).
 //! - BM25: no absolute scale, so relevance is the score relative to the best hit's.
-//! - Fused lists: [`crate::fusion`] computes the relevance with the fused score.
+//! - Fused lists: [`crate::fusion`] computes the relevance with the fused score. RRF's
+//!   relevance reads ranks only, so hits fused by RRF also get the relevance of their
+//!   scores ([`with_score_relevance`]), which `rse` values chunks by.
+
+use std::collections::BTreeMap;
 
 use excerpt_context::Hit;
 use excerpt_core::ChunkKey;
-
-use std::collections::BTreeMap;
 
 use crate::fusion::{fuse_hybrid, Fused, FusionError, FusionMethod};
 
