@@ -503,7 +503,8 @@ pub struct RetrievalArgs {
     /// `adjacent:window=2` (names as in docs/ARCHITECTURE.md; unknown ones are errors).
     #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "auto")]
     pub strategy: String,
-    /// LLM-token budget for the whole context.
+    /// LLM-token budget for the excerpts' text (the text format adds a header line per
+    /// document and per excerpt, and the closing instruction).
     #[arg(long, short, env = "EXCERPT_BUDGET", default_value_t = 2000, value_parser = budget)]
     pub budget: usize,
     /// Hits handed to the strategy (default: every fused candidate; the budget cuts).

@@ -139,8 +139,9 @@ pub fn render_markdown(ctx: &Context) -> String {
 }
 
 /// The structured LLM context: a header, one block per document with a clear
-/// boundary, a header per piece (title, section, chunk range, relevance as a percentage),
-/// pieces in the context's order, and the closing instruction (if any).
+/// boundary and the document's title, a header per piece (section, pages, chunk range,
+/// relevance as a percentage), pieces in the context's order, and the closing
+/// instruction (if any).
 pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
     let gs = groups(ctx);
     let mut s = String::from("=== RELEVANT INFORMATION FROM DOCUMENTS ===\n");
@@ -172,7 +173,8 @@ pub fn render_text(ctx: &Context, opts: &RenderOptions) -> String {
             plural(g.len(), "excerpt", "excerpts")
         ));
         for p in g {
-            let mut head = vec![format!("Title: {title}")];
+            // The document's name is in its block's header line, not repeated per piece.
+            let mut head = Vec::new();
             if !p.section.is_empty() {
                 head.push(format!("Section: {}", p.section));
             }
