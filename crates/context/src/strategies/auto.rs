@@ -20,8 +20,8 @@
 //! and beats `topk` at every budget; on contracts the sentence route beats `topk` by
 //! 10-16 recall points at 2000 and 4000 characters, and it does so on the same contracts
 //! with their clause titles made headings, where `section` loses 2-5 points to `topk`
-//! (so `sections` is off by default). `rse` alone loses 8 recall points to `topk` on contracts at small
-//! budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
+//! (so `sections` is off by default). `rse` alone loses 8 recall points to `topk` on
+//! contracts at small budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
 use serde::{Deserialize, Serialize};
 
@@ -172,7 +172,8 @@ pub(crate) fn is_dialogue(text: &str) -> bool {
 /// The speaker's label when `line` is a turn: a label, a colon and a space, then the
 /// words said. The label, parenthesised parts aside (`Mr. Paul Manly (Nanaimo, GP)`), is
 /// one to five words of at most 40 characters, the first capitalised, with no sentence
-/// punctuation (a period only closes a short abbreviation such as `Mr.` or `Hon.`).
+/// punctuation (a period only closes an abbreviation of up to four letters such as
+/// `Mr.`, `Hon.` or `Prof.`).
 fn speaker(line: &str) -> Option<&str> {
     let (label, said) = line.split_once(": ")?;
     if said.trim().is_empty() || label.len() > 160 {
@@ -190,7 +191,7 @@ fn speaker(line: &str) -> Option<&str> {
     }
     let words: Vec<&str> = name.split_whitespace().collect();
     let plain = |w: &&str| match w.strip_suffix('.') {
-        Some(abbr) => abbr.len() <= 3 && !abbr.contains('.'),
+        Some(abbr) => abbr.chars().count() <= 4 && !abbr.contains('.'),
         None => !w.contains(['.', ',', ';', '?', '!', '"']),
     };
     let ok = depth == 0
@@ -342,5 +343,10 @@ mod tests {
             assert_eq!(speaker(line), None, "{line}");
         }
         assert_eq!(speaker("Dr. Who: yes"), Some("Dr. Who"));
+        assert_eq!(
+            speaker("Prof. Ada Lovelace: no"),
+            Some("Prof. Ada Lovelace")
+        );
+        assert_eq!(speaker("Etc.etc. Someone: no"), None);
     }
 }
