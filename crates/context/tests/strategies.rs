@@ -681,8 +681,19 @@ fn auto_routes_by_query_form_and_document_structure() {
         ctx.notes
     );
     assert_eq!(ctx.pieces, same_as("rse", &r));
-    // A pinpoint question goes to topk's sentence route.
+    // A cap on one route's budget holds on that route only.
+    let capped = StrategyConfig::Auto(AutoParams {
+        rse: RseParams {
+            max_tokens: Some(4),
+            ..RseParams::default()
+        },
+        ..AutoParams::default()
+    });
+    let ctx = assemble(&capped, &r).unwrap();
+    assert!(ctx.tokens <= 4 && ctx.budget == 12, "{ctx:?}");
     r.query = "Receiving Party shall return the documents";
+    assert!(assemble(&capped, &r).unwrap().tokens > 4);
+    // A pinpoint question goes to topk's sentence route.
     let ctx = assemble(&auto, &r).unwrap();
     assert!(
         ctx.notes[0].contains("pinpoint question: topk"),

@@ -269,10 +269,21 @@ fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
 
 impl Assembler for AutoParams {
     fn budget(&self, req: &AssembleRequest<'_>) -> usize {
+        // Routing reads the query and the top documents (the conversation check scans
+        // their first lines); it runs again in `assemble`, so skip it here when every
+        // route has the same budget (the defaults: no route caps it).
+        let (rse, section, topk) = (
+            self.rse.budget(req),
+            self.section.budget(req),
+            self.topk.budget(req),
+        );
+        if rse == section && section == topk {
+            return rse;
+        }
         match route(self, req).0 {
-            Route::Rse => self.rse.budget(req),
-            Route::Section => self.section.budget(req),
-            Route::Topk => self.topk.budget(req),
+            Route::Rse => rse,
+            Route::Section => section,
+            Route::Topk => topk,
         }
     }
 
