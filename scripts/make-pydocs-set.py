@@ -1,16 +1,31 @@
 #!/usr/bin/env python3
-"""Builds the `pydocs-dev` development set: technical documentation with corpus-wide
-questions, a third shape beside QMSum (meetings) and ContractNLI (contracts).
+"""Builds the `pydocs-dev`, `pydocs-long` and `pydocs-nav` development sets: technical
+documentation with corpus-wide questions, a third shape beside QMSum (meetings) and
+ContractNLI (contracts).
 
 The documents are pages of the Python 3.11 library reference from Debian's
 `python3.11-doc` package (installed by this script when missing), converted to Markdown
 text (headings, paragraphs, fenced code, list items, definition terms). No page text is
-kept in this repository: `data/pydocs-dev/questions.jsonl` holds our own questions, each
-with its evidence as (page, index of a Markdown block), and a SHA-256 prefix of the
-block's text, so a different package version is refused instead of silently scored.
+kept in this repository: the question files hold our own questions, each with its evidence
+as (page, index of a Markdown block), and a SHA-256 prefix of the block's text, so a
+different package version is refused instead of silently scored.
 
-    scripts/make-pydocs-set.py OUT_DIR            # writes OUT_DIR/pydocs-dev/{corpus,queries}.jsonl
+- `pydocs-dev`: `data/pydocs-dev/questions.jsonl`, one paragraph (rarely two) of evidence
+  per question, one span per block.
+- `pydocs-long`: `data/pydocs-dev/long-questions.jsonl`, same 25 pages, questions whose
+  answer is a whole explanation: consecutive blocks (merged into one span per run), and
+  about one question in six with evidence in two separate places. Starting points were
+  drawn with `--draw` (seed 29) and extended by hand to the end of the explanation.
+- `pydocs-nav`: the same pages with website chrome as a scraper captures it (navigation
+  and a list of links to every page of the set at the top, a footer at the bottom, the
+  same or nearly the same on every page), and the questions of both sets above with
+  their evidence offsets shifted; it measures whether repeated blocks outrank the text
+  that answers.
+
+    scripts/make-pydocs-set.py OUT_DIR            # writes OUT_DIR/pydocs-{dev,long,nav}/{corpus,queries}.jsonl
+    scripts/make-pydocs-set.py OUT_DIR --sets long   # only some of the sets (comma-separated)
     scripts/make-pydocs-set.py OUT_DIR --blocks PAGE   # lists a page's blocks (to write questions)
+    scripts/make-pydocs-set.py OUT_DIR --draw 80       # the seeded (page, block) starting points
 
 Questions are unscoped (the whole corpus is searched), as a user asks documentation.
 """
@@ -19,6 +34,8 @@ import argparse
 import hashlib
 import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -26,6 +43,10 @@ from html.parser import HTMLParser
 HTML_DIR = "/usr/share/doc/python3.11/html/library"
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUESTIONS = os.path.join(HERE, "..", "data", "pydocs-dev", "questions.jsonl")
+LONG_QUESTIONS = os.path.join(HERE, "..", "data", "pydocs-dev", "long-questions.jsonl")
+DRAW_SEED = 29  # the seed of the draw that chose pydocs-long's starting points
+SETS = ("dev", "long", "nav")
+MAX_SHIFT = 5  # how far (in blocks) a run of evidence blocks is looked for when not in place
 
 # The pages of the set: varied modules, from one-function pages to long references.
 PAGES = [
@@ -172,10 +193,140 @@ def ensure_docs():
     subprocess.run(["apt-get", "install", "-y", "-qq", "python3.11-doc"], check=True)
 
 
+def locate(qid, run, docs):
+    """Block indices of one run of consecutive evidence blocks of one page. The SHA-256
+    prefixes name the text; the indices are where it was when the question was written.
+    When the text is not there, the run is looked for a few blocks away (all its blocks at
+    the same shift), so a block added or removed elsewhere on the page does not void it;
+    text that changed is refused."""
+    page = run[0]["page"]
+    text, spans = docs[page]
+
+    def fits(d):
+        for ev in run:
+            i = ev["block"] + d
+            if not 0 <= i < len(spans) or digest(text[spans[i][0]:spans[i][1]]) != ev["sha"]:
+                return False
+        return True
+
+    for d in sorted(range(-MAX_SHIFT, MAX_SHIFT + 1), key=abs):
+        if fits(d):
+            if d:
+                print(f"note: {qid}: {page}[{run[0]['block']}..{run[-1]['block']}] found {d:+d} blocks away", file=sys.stderr)
+            return [ev["block"] + d for ev in run]
+    sys.exit(f"{qid}: block {page}[{run[0]['block']}] (or one after it) differs from the one the question was written for (another python3.11-doc version?)")
+
+
+def load_questions(path, docs, merge):
+    """Questions of one file as (id, query, [(page, start, end)]), every evidence block
+    checked against its SHA-256 prefix. With `merge`, consecutive blocks of one page
+    become one span (the separators between them included); otherwise one span a block."""
+    out = []
+    with open(path, encoding="utf-8") as q:
+        for line in q:
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            runs = []
+            for ev in item["evidence"]:
+                if runs and runs[-1][-1]["page"] == ev["page"] and runs[-1][-1]["block"] + 1 == ev["block"]:
+                    runs[-1].append(ev)
+                else:
+                    runs.append([ev])
+            spans = []
+            for run in runs:
+                page = run[0]["page"]
+                bounds = docs[page][1]
+                idx = locate(item["id"], run, docs)
+                if merge:
+                    spans.append((page, bounds[idx[0]][0], bounds[idx[-1]][1]))
+                else:
+                    spans.extend((page, *bounds[i]) for i in idx)
+            out.append((item["id"], item["query"], spans))
+    return out
+
+
+def page_title(page):
+    return f"{page} (Python 3.11 library reference)"
+
+
+def chrome(page, headings):
+    """Website chrome around one page, as a scraper keeps it: (header, footer). Only the
+    next/previous links and the page's own name differ from page to page."""
+    i = PAGES.index(page)
+    nxt, prv = PAGES[(i + 1) % len(PAGES)], PAGES[i - 1]
+    nav = "\n".join([
+        '- [index](../genindex.html "General Index")',
+        '- [modules](../py-modindex.html "Python Module Index") |',
+        f'- [next]({nxt}.html "{headings[nxt]}") |',
+        f'- [previous]({prv}.html "{headings[prv]}") |',
+        "- [Python](https://www.python.org/) »",
+        "- [3.11 Documentation](../index.html) »",
+        "- [The Python Standard Library](index.html) »",
+    ])
+    links = "\n".join(f"- [{headings[p]}]({p}.html)" for p in PAGES)
+    header = (
+        "Python 3.11 documentation\n\n"
+        "### Navigation\n\n" + nav + "\n\n"
+        "Theme: Auto | Light | Dark\n\n"
+        "Quick search: Go\n\n"
+        "### Pages in this part of the library reference\n\n" + links + "\n\n"
+        f"You are here: Python » 3.11 Documentation » The Python Standard Library » {headings[page]}"
+    )
+    footer = (
+        "### This Page\n\n"
+        "- [Report a Bug](../bugs.html)\n"
+        f"- [Show Source](https://github.com/python/cpython/blob/3.11/Doc/library/{page}.rst)\n\n"
+        "### Navigation\n\n" + nav + "\n\n"
+        "© Copyright 2001-2023, Python Software Foundation. This page is licensed under the "
+        "Python Software Foundation License Version 2; its examples and code snippets are "
+        "also licensed under the Zero Clause BSD License. See History and License for details.\n\n"
+        "The Python Software Foundation is a non-profit corporation. Please donate.\n\n"
+        "Last updated on Sep 12, 2023. Found a bug? Tell us on the issue tracker.\n\n"
+        "Created using Sphinx 5.3.0. Theme: python-docs-theme (switch to Auto, Light or Dark)."
+    )
+    return header, footer
+
+
+def write_set(out, name, corpus, questions):
+    """corpus: [(page, text)]; questions: [(id, query, [(page, start, end)])]."""
+    os.makedirs(os.path.join(out, name), exist_ok=True)
+    with open(os.path.join(out, name, "corpus.jsonl"), "w", encoding="utf-8") as f:
+        for page, text in corpus:
+            f.write(json.dumps({"id": page, "title": page_title(page), "text": text}, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, name, "queries.jsonl"), "w", encoding="utf-8") as f:
+        for qid, query, spans in questions:
+            evidence = [{"doc_id": p, "start": s, "end": e} for p, s, e in spans]
+            f.write(json.dumps({"id": qid, "query": query, "evidence": evidence}) + "\n")
+
+
+def summary(name, questions):
+    chars = sorted(sum(e - s for _, s, e in spans) for _, _, spans in questions)
+    nspans = [len(spans) for _, _, spans in questions]
+    pages = {p for _, _, spans in questions for p, _, _ in spans}
+    two = sum(1 for n in nspans if n > 1)
+    print(f"{name}: {len(questions)} questions, evidence characters min {chars[0]} / median "
+          f"{statistics.median(chars):.0f} / max {chars[-1]}, spans per question "
+          f"{min(nspans)}-{max(nspans)} ({two} with more than one), {len(pages)} pages", file=sys.stderr)
+
+
+def draw(n, docs):
+    """The seeded starting points: a page uniformly, then a block of it uniformly."""
+    rng = random.Random(DRAW_SEED)
+    for i in range(n):
+        page = rng.choice(PAGES)
+        text, spans = docs[page]
+        b = rng.randrange(len(spans))
+        s, e = spans[b]
+        print(f"{i} {page} [{b}] {text[s:e][:100]!r}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--blocks", help="list the blocks of one page and exit")
+    ap.add_argument("--draw", type=int, metavar="N", help="print the first N seeded starting points and exit")
+    ap.add_argument("--sets", default=",".join(SETS), help="which sets to write (default: %(default)s)")
     args = ap.parse_args()
     ensure_docs()
     if args.blocks:
@@ -183,34 +334,36 @@ def main():
         for i, (s, e) in enumerate(spans):
             print(f"[{i}] {digest(text[s:e])} {text[s:e][:300]!r}")
         return
-    docs = {}
+    sets = [x for x in args.sets.split(",") if x]
+    for x in sets:
+        if x not in SETS:
+            sys.exit(f"unknown set {x!r} (known: {', '.join(SETS)})")
+    docs, headings = {}, {}
     for page in PAGES:
-        text, spans = render(page_blocks(page))
-        docs[page] = (text, spans)
-    os.makedirs(os.path.join(args.out, "pydocs-dev"), exist_ok=True)
-    with open(os.path.join(args.out, "pydocs-dev", "corpus.jsonl"), "w", encoding="utf-8") as f:
-        for page in PAGES:
-            f.write(json.dumps({"id": page, "title": f"{page} (Python 3.11 library reference)", "text": docs[page][0]}, ensure_ascii=False) + "\n")
-    n = 0
-    with open(QUESTIONS, encoding="utf-8") as q, open(
-        os.path.join(args.out, "pydocs-dev", "queries.jsonl"), "w", encoding="utf-8"
-    ) as f:
-        for line in q:
-            if not line.strip():
-                continue
-            item = json.loads(line)
-            evidence = []
-            for ev in item["evidence"]:
-                text, spans = docs[ev["page"]]
-                if ev["block"] >= len(spans):
-                    sys.exit(f"{item['id']}: page {ev['page']} has {len(spans)} blocks, not {ev['block'] + 1} (another python3.11-doc version?)")
-                s, e = spans[ev["block"]]
-                if digest(text[s:e]) != ev["sha"]:
-                    sys.exit(f"{item['id']}: block {ev['page']}[{ev['block']}] differs from the one the question was written for (another python3.11-doc version?)")
-                evidence.append({"doc_id": ev["page"], "start": s, "end": e})
-            f.write(json.dumps({"id": item["id"], "query": item["query"], "evidence": evidence}) + "\n")
-            n += 1
-    print(f"pydocs-dev: {len(PAGES)} pages, {n} questions in {args.out}/pydocs-dev", file=sys.stderr)
+        blocks = page_blocks(page)
+        docs[page] = render(blocks)
+        headings[page] = blocks[0][1]
+    if args.draw:
+        draw(args.draw, docs)
+        return
+    dev = load_questions(QUESTIONS, docs, merge=False)
+    long = load_questions(LONG_QUESTIONS, docs, merge=True)
+    if "dev" in sets:
+        write_set(args.out, "pydocs-dev", [(p, docs[p][0]) for p in PAGES], dev)
+        summary("pydocs-dev", dev)
+    if "long" in sets:
+        write_set(args.out, "pydocs-long", [(p, docs[p][0]) for p in PAGES], long)
+        summary("pydocs-long", long)
+    if "nav" in sets:
+        corpus, shift = [], {}
+        for p in PAGES:
+            header, footer = chrome(p, headings)
+            shift[p] = len(header) + 2
+            corpus.append((p, header + "\n\n" + docs[p][0] + "\n" + footer + "\n"))
+        nav = [(qid, query, [(p, s + shift[p], e + shift[p]) for p, s, e in spans]) for qid, query, spans in dev + long]
+        write_set(args.out, "pydocs-nav", corpus, nav)
+        summary("pydocs-nav", nav)
+    print(f"{', '.join('pydocs-' + x for x in sets)}: {len(PAGES)} pages each, in {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
