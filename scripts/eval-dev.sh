@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${EXCERPT_DATA:-../shared/data}"
-sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev}"
+sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev pydocs-long pydocs-nav}"
 bin="${EXCERPT_BIN:-target/release/excerpt}"
 scorer="${EXCERPT_SCORER:-../shared/eval/score_context.py}"
 budgets=(500 1000 2000)
@@ -26,7 +26,7 @@ fi
 shared_data="$data"
 for set in $sets; do
   data="$shared_data"
-  if [ "$set" = pydocs-dev ] && [ ! -d "$data/$set" ]; then
+  if [[ "$set" == pydocs-* ]] && [ ! -d "$data/$set" ]; then
     data=target/devdata
     [ -f "$data/$set/queries.jsonl" ] || scripts/make-pydocs-set.py "$data"
   fi

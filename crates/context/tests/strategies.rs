@@ -1386,3 +1386,105 @@ fn section_fill_takes_hits_beyond_max_hits_in_rank_order() {
         ctx.notes
     );
 }
+
+#[test]
+fn auto_takes_the_section_holding_the_best_hits_whole_first() {
+    use excerpt_context::Corpus as _;
+    // Two of the best hits lie in "Intro" (chunks 1 and 2); the third in "Methods".
+    let c = sectioned();
+    let hits = vec![hit(0, 2, 0.9), hit(0, 1, 0.8), hit(0, 3, 0.7)];
+    let mut r = req(&c, &hits, 1000, None, None);
+    r.query = "where is the intro";
+    let run = |spec: &str, r: &AssembleRequest<'_>| {
+        let ctx = assemble(&spec.parse().unwrap(), r).unwrap();
+        check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
+        ctx
+    };
+    let ctx = run("auto", &r);
+    assert!(
+        ctx.notes[1].contains("2 of the best 3 hits lie in the section \"Intro\""),
+        "{:?}",
+        ctx.notes
+    );
+    // The section comes first, whole: chunks 1 and 2, from its heading on (the next
+    // section's sentence, worth nearly as much, may join it).
+    let first = &ctx.pieces[0];
+    assert_eq!(first.first_chunk, 1, "{:?}", ctx.pieces);
+    assert!(first.last_chunk >= 2, "{:?}", ctx.pieces);
+    let doc = c.document(0).unwrap();
+    assert_eq!(first.start, doc.chunks[1].range.char_start);
+    assert!(first.end >= doc.chunks[2].range.char_end);
+    // Off, the route's sentences alone.
+    let off = run("auto:extent=false", &r);
+    assert_eq!(off.pieces, run("topk:unit=sentence,order=score", &r).pieces);
+    // Under a budget the sentences compete for, the section is what changes: whole
+    // "Intro" against its best line and the other section's better-matching line.
+    let specs = [
+        sec(1, "Intro", &["alpha one. ", "filler words here. "]),
+        chunk(&["more filler text. ", "plain words. "]),
+        sec(1, "Other", &["alpha beta gamma. "]),
+        chunk(&["beta again. "]),
+    ];
+    let tight = TestCorpus::new(vec![build_doc("t.md", "T", &specs)]);
+    let tight_hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.85), hit(0, 2, 0.5)];
+    let r3 = req(&tight, &tight_hits, 12, None, None);
+    let on = assemble(&"auto:extent_share=1".parse().unwrap(), &r3).unwrap();
+    check_invariants(&on, &tight, &tight_hits, 12, &WordTokens, true).unwrap();
+    let off = assemble(&"auto:extent=false".parse().unwrap(), &r3).unwrap();
+    let texts =
+        |ps: &[excerpt_context::Piece]| ps.iter().map(|p| p.text.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        texts(&on.pieces)[0],
+        "alpha one. filler words here. more filler text. plain words. ",
+        "{:?}",
+        on.notes
+    );
+    assert!(
+        texts(&off.pieces)
+            .iter()
+            .any(|t| t.contains("alpha beta gamma")),
+        "{:?}",
+        off.pieces
+    );
+    assert!(
+        !texts(&on.pieces)
+            .iter()
+            .any(|t| t.contains("alpha beta gamma")),
+        "{:?}",
+        on.pieces
+    );
+    // Hits in different sections, or fewer than extent_min together: no extent step.
+    let apart = vec![hit(0, 1, 0.9), hit(0, 3, 0.8)];
+    let mut r2 = req(&c, &apart, 1000, None, None);
+    r2.query = "where is the intro";
+    let ctx = assemble(&"auto".parse().unwrap(), &r2).unwrap();
+    assert!(
+        !ctx.notes.iter().any(|n| n.contains("taken whole")),
+        "{:?}",
+        ctx.notes
+    );
+    let ctx = run("auto:extent_min=3", &r);
+    assert!(
+        !ctx.notes.iter().any(|n| n.contains("taken whole")),
+        "{:?}",
+        ctx.notes
+    );
+    // A section larger than its share of the budget is not taken whole.
+    let small = req(&c, &hits, 6, None, None);
+    let ctx = run(
+        "auto:extent_share=0.5",
+        &AssembleRequest {
+            query: "where is the intro",
+            ..small
+        },
+    );
+    assert!(
+        !ctx.notes.iter().any(|n| n.contains("taken whole")),
+        "{:?}",
+        ctx.notes
+    );
+    assert!("auto:extent_share=0"
+        .parse::<StrategyConfig>()
+        .and_then(|c| c.validate())
+        .is_err());
+}
