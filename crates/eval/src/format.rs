@@ -536,17 +536,28 @@ mod tests {
             QuerySet::Spans(_)
         ));
 
-        let mixed = format!("{}\n{}", pages.lines().next().unwrap(), spans.lines().nth(1).unwrap());
+        let mixed = format!(
+            "{}\n{}",
+            pages.lines().next().unwrap(),
+            spans.lines().nth(1).unwrap()
+        );
         let msg = query_set(&mixed).unwrap_err().to_string();
         assert!(msg.contains("q.jsonl:2:"), "{msg}");
-        assert!(msg.contains("span format but line 1 is in the page format"), "{msg}");
+        assert!(
+            msg.contains("span format but line 1 is in the page format"),
+            "{msg}"
+        );
         let both = r#"{"id":"a","query":"x?","doc":"A.pdf","evidence":[{"doc_id":"d","start":0,"end":3}]}"#;
         let msg = query_set(both).unwrap_err().to_string();
         assert!(msg.contains("q.jsonl:1:") && msg.contains("mixes"), "{msg}");
         // A page-format line missing a field names its line.
-        let msg = query_set(&format!("{}\n{}", pages.lines().next().unwrap(), r#"{"id":"f3","doc":"A.pdf","evidence":[]}"#))
-            .unwrap_err()
-            .to_string();
+        let msg = query_set(&format!(
+            "{}\n{}",
+            pages.lines().next().unwrap(),
+            r#"{"id":"f3","doc":"A.pdf","evidence":[]}"#
+        ))
+        .unwrap_err()
+        .to_string();
         assert!(msg.contains("q.jsonl:2:") && msg.contains("query"), "{msg}");
     }
 }

@@ -55,8 +55,7 @@ use excerpt_core::ErrorKind;
 pub use answer::{exact_match, normalize_tokens, token_f1, AnswerLine, PROMPT_VERSION};
 pub use excerpt_embed::ChatConfig;
 pub use format::{
-    CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine,
-    ResultPiece,
+    CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine, ResultPiece,
 };
 pub use metrics::{
     boundary_coherence, intra_coherence, latency, mean, overlap, percentile, piece_coherence,

@@ -40,7 +40,10 @@ pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalEr
     let lines = series(results);
     let text = results.iter().any(|r| r.metrics.text_recall.is_some());
     let (caption, y_desc) = if text {
-        ("Evidence text recall vs budget", "text recall (at budget × 4 characters)")
+        (
+            "Evidence text recall vs budget",
+            "text recall (at budget × 4 characters)",
+        )
     } else {
         ("Evidence recall vs budget", "recall")
     };
@@ -55,10 +58,7 @@ pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalEr
         (Some(&lo), Some(&hi)) => (lo / 1.25, hi * 1.25),
         _ => (100.0, 10_000.0),
     };
-    let max_recall = results
-        .iter()
-        .map(plotted)
-        .fold(0.0f64, f64::max);
+    let max_recall = results.iter().map(plotted).fold(0.0f64, f64::max);
     let y_top = if max_recall > 0.0 {
         (max_recall * 1.15).clamp(0.05, 1.0)
     } else {

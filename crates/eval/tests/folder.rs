@@ -126,7 +126,11 @@ fn folder_with_page_evidence_end_to_end() {
         for (k, v) in [("text_recall", m.text_recall), ("page_hit", m.page_hit)] {
             let v = v.unwrap_or_else(|| panic!("{} has no {k}", r.results_file));
             let p = py.json[k].as_f64().unwrap();
-            assert!((p - v).abs() <= 1e-3, "{} {k}: python {p}, report {v}", r.results_file);
+            assert!(
+                (p - v).abs() <= 1e-3,
+                "{} {k}: python {p}, report {v}",
+                r.results_file
+            );
         }
         assert_eq!(py.json["missing"], 0);
     }
@@ -138,7 +142,11 @@ fn folder_with_page_evidence_end_to_end() {
         "{:?}",
         topk.metrics
     );
-    assert!(topk.metrics.text_recall.unwrap() > 0.5, "{:?}", topk.metrics);
+    assert!(
+        topk.metrics.text_recall.unwrap() > 0.5,
+        "{:?}",
+        topk.metrics
+    );
 
     // Re-running is incremental.
     let again = run_eval(&engine, &opts, &NoProgress).unwrap();
@@ -170,7 +178,11 @@ fn folder_and_page_inputs_are_checked_before_any_work() {
     let data = dir.path();
     let (engine, mut opts) = setup(data);
     // The model is never loaded, the index never created, for any of these.
-    let run = |opts: &EvalOptions| run_eval(&engine, opts, &NoProgress).unwrap_err().to_string();
+    let run = |opts: &EvalOptions| {
+        run_eval(&engine, opts, &NoProgress)
+            .unwrap_err()
+            .to_string()
+    };
 
     let mut qs = queries();
     qs[1].doc = "keepers.md".into();
@@ -180,10 +192,15 @@ fn folder_and_page_inputs_are_checked_before_any_work() {
         err.contains("\"q-staff\"") && err.contains("not a document of the corpus"),
         "{err}"
     );
-    assert!(err.contains("notes/keepers.md"), "ids are relative paths: {err}");
+    assert!(
+        err.contains("notes/keepers.md"),
+        "ids are relative paths: {err}"
+    );
 
     let mut mixed = std::fs::read_to_string(&opts.queries).unwrap();
-    mixed.push_str(r#"{"id":"s","query":"x?","evidence":[{"doc_id":"report.pdf","start":0,"end":4}]}"#);
+    mixed.push_str(
+        r#"{"id":"s","query":"x?","evidence":[{"doc_id":"report.pdf","start":0,"end":4}]}"#,
+    );
     std::fs::write(&opts.queries, mixed).unwrap();
     let err = run(&opts);
     assert!(
@@ -192,9 +209,16 @@ fn folder_and_page_inputs_are_checked_before_any_work() {
     );
 
     write_jsonl(&opts.queries, &queries()).unwrap();
-    write_file(&data.join("docs"), "more/corpus.jsonl", "{\"id\":\"a\",\"text\":\"x\"}\n");
+    write_file(
+        &data.join("docs"),
+        "more/corpus.jsonl",
+        "{\"id\":\"a\",\"text\":\"x\"}\n",
+    );
     let err = run(&opts);
-    assert!(err.contains("corpus.jsonl") && err.contains("folder"), "{err}");
+    assert!(
+        err.contains("corpus.jsonl") && err.contains("folder"),
+        "{err}"
+    );
 
     opts.corpus = data.join("nothing");
     std::fs::create_dir_all(&opts.corpus).unwrap();

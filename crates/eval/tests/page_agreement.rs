@@ -62,12 +62,7 @@ fn line(qid: &str, pieces: Vec<ResultPiece>) -> ResultLine {
 
 /// Writes both files, scores them both ways at every budget and compares; returns the
 /// unbudgeted native summary.
-fn check(
-    dir: &Path,
-    name: &str,
-    queries: &[PageQueryLine],
-    results: &[ResultLine],
-) -> PageSummary {
+fn check(dir: &Path, name: &str, queries: &[PageQueryLine], results: &[ResultLine]) -> PageSummary {
     let (q, r) = (
         dir.join(format!("queries-{name}.jsonl")),
         dir.join(format!("results-{name}.jsonl")),
@@ -109,13 +104,19 @@ fn hand_made_fixture_agrees() {
         query("q4", &[]),
         query("q5", &[(7, "— … —")]),
         // The Kelvin sign and dotted capital I lower-case to ASCII letters.
-        query("q6", &[(2, "\u{212A}ELVIN scale \u{130}ndex of 2023 results")]),
+        query(
+            "q6",
+            &[(2, "\u{212A}ELVIN scale \u{130}ndex of 2023 results")],
+        ),
     ];
     let results = vec![
         line(
             "q1",
             vec![
-                piece(Some("Consolidated Statements of Operations"), Some((55, None))),
+                piece(
+                    Some("Consolidated Statements of Operations"),
+                    Some((55, None)),
+                ),
                 piece(
                     Some("net revenue $ 3,991 $ 5,506 cost of sales 2,911 3,667 4"),
                     Some((56, Some(57))),
@@ -149,7 +150,10 @@ fn hand_made_fixture_agrees() {
         ),
         // A line for an unknown query is ignored; a repeated line: the last wins.
         line("q-unknown", vec![piece(Some("x"), Some((1, None)))]),
-        line("q4", vec![piece(Some("the last line wins"), Some((9, None)))]),
+        line(
+            "q4",
+            vec![piece(Some("the last line wins"), Some((9, None)))],
+        ),
     ];
     let sum = check(dir.path(), "fixture", &queries, &results);
     assert_eq!((sum.queries, sum.missing), (6, 1));
@@ -180,8 +184,26 @@ fn pseudo_random_results_agree() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let vocab = [
-        "net", "Revenue", "cash", "FLOWS", "2023", "3,991", "(481)", "café", "$", "—", "ÉTÉ",
-        "income", "tax", "k\u{212A}", "of", "the", "😀", "12.5%", "İstanbul", "ops",
+        "net",
+        "Revenue",
+        "cash",
+        "FLOWS",
+        "2023",
+        "3,991",
+        "(481)",
+        "café",
+        "$",
+        "—",
+        "ÉTÉ",
+        "income",
+        "tax",
+        "k\u{212A}",
+        "of",
+        "the",
+        "😀",
+        "12.5%",
+        "İstanbul",
+        "ops",
     ];
     let seps = [" ", "\n", "  ", " \n", "-", ""];
     // Ten "pages" of text; evidence and pieces are slices of them.

@@ -109,11 +109,8 @@ pub(super) fn ingest(
                     lost.join("; ")
                 )));
             }
-            let texts = CorpusTexts::new(
-                contents
-                    .documents()
-                    .map(|d| (d.id.clone(), d.text.clone())),
-            );
+            let texts =
+                CorpusTexts::new(contents.documents().map(|d| (d.id.clone(), d.text.clone())));
             (expected.len(), texts)
         }
     };

@@ -84,7 +84,10 @@ pub(super) struct Validated {
 /// The files of a folder corpus: every file the ingest walks (same ignore rules) with a
 /// supported extension, by document id. A JSONL file inside is refused (its documents
 /// carry their own ids: pass it as the corpus).
-fn folder_files(dir: &Path, opts: &excerpt::IngestOptions) -> Result<Vec<(String, PathBuf)>, EvalError> {
+fn folder_files(
+    dir: &Path,
+    opts: &excerpt::IngestOptions,
+) -> Result<Vec<(String, PathBuf)>, EvalError> {
     let mut files = Vec::new();
     for item in walk(&[dir.to_path_buf()], &opts.walk) {
         match item {
@@ -188,7 +191,10 @@ pub(super) fn validate(opts: &EvalOptions) -> Result<Validated, EvalError> {
                     corpus.sample()
                 )));
             }
-            (p.iter().map(PageQueryLine::to_query_line).collect(), Some(p))
+            (
+                p.iter().map(PageQueryLine::to_query_line).collect(),
+                Some(p),
+            )
         }
     };
     let mut seen = HashSet::new();
