@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Runs `excerpt eval` on every development set (QMSum and ContractNLI in ../shared/data or
-# $EXCERPT_DATA; pydocs-dev, technical documentation, built into target/devdata by
-# scripts/make-pydocs-set.py when missing) and scores each results file with the
-# independent scorer at 4 characters per budget token, printing one Markdown table per
-# set (the protocol of docs/EVAL.md).
+# Runs `excerpt eval` on every development set (QMSum, ContractNLI and financebench-dev in
+# ../shared/data or $EXCERPT_DATA; pydocs-dev, pydocs-long and pydocs-nav, technical
+# documentation, built into target/devdata by scripts/make-pydocs-set.py when missing) and scores each results file
+# with the independent scorer at 4 characters per budget token, printing one Markdown
+# table per set (the protocol of docs/EVAL.md).
 #
 #   scripts/eval-dev.sh [STRATEGY ...]        # default: auto (topk is always included)
 #   EXCERPT_EVAL_SETS="contractnli-dev" scripts/eval-dev.sh topk auto 'rse:unit=sentence'
 #
+# A set is a folder holding corpus.jsonl and queries.jsonl (evidence spans, scored by
+# score_context.py: recall, full, precision), or pdfs/ and queries.jsonl (page evidence,
+# as financebench-dev: the folder of documents is the corpus, scored by score_pdf.py:
+# text_recall, page_hit, and the pieces within the budget).
+#
 # Indexes are kept in target/eval/idx-SET (built once; delete to rebuild), results in
-# target/eval/out-SET ($EXCERPT_EVAL_TAG is appended to both names, for a second index
-# built with other options). Extra `excerpt eval` options go in $EXCERPT_EVAL_ARGS.
+# target/eval/out-SET ($EXCERPT_EVAL_DIR replaces target/eval; $EXCERPT_EVAL_TAG is
+# appended to both names, for a second index built with other options). Extra
+# `excerpt eval` options go in $EXCERPT_EVAL_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${EXCERPT_DATA:-../shared/data}"
-sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev pydocs-long pydocs-nav}"
+sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev pydocs-long pydocs-nav financebench-dev}"
 bin="${EXCERPT_BIN:-target/release/excerpt}"
 scorer="${EXCERPT_SCORER:-../shared/eval/score_context.py}"
+pdf_scorer="${EXCERPT_PDF_SCORER:-../shared/eval/score_pdf.py}"
+evaldir="${EXCERPT_EVAL_DIR:-target/eval}"
 budgets=(500 1000 2000)
 strategies=("$@")
 [ ${#strategies[@]} -eq 0 ] && strategies=(auto)
@@ -30,34 +38,75 @@ for set in $sets; do
     data=target/devdata
     [ -f "$data/$set/queries.jsonl" ] || scripts/make-pydocs-set.py "$data"
   fi
-  out="target/eval/out-$set${EXCERPT_EVAL_TAG:-}"
+  out="$evaldir/out-$set${EXCERPT_EVAL_TAG:-}"
   rm -rf "$out"
+  if [ -f "$data/$set/corpus.jsonl" ]; then
+    corpus="$data/$set/corpus.jsonl"
+  else
+    corpus="$data/$set/pdfs"
+  fi
   args=()
   for s in "${strategies[@]}"; do args+=(--strategies "$s"); done
   for b in "${budgets[@]}"; do args+=(--budget "$b"); done
   # shellcheck disable=SC2086
-  "$bin" --index "target/eval/idx-$set${EXCERPT_EVAL_TAG:-}" eval --quiet \
-    --corpus "$data/$set/corpus.jsonl" --queries "$data/$set/queries.jsonl" \
+  "$bin" --index "$evaldir/idx-$set${EXCERPT_EVAL_TAG:-}" eval --quiet \
+    --corpus "$corpus" --queries "$data/$set/queries.jsonl" \
     --out "$out" "${args[@]}" ${EXCERPT_EVAL_ARGS:-} >/dev/null
   echo
   echo "## $set"
   echo
-  echo "| strategy | recall @2000 | @4000 | @8000 | full @2000 | @4000 | @8000 | precision @2000 | @4000 | @8000 |"
+  if [ -d "$corpus" ]; then
+    echo "| strategy | text_recall @2000 | @4000 | @8000 | page_hit @2000 | @4000 | @8000 | pieces @2000 | @4000 | @8000 |"
+  else
+    echo "| strategy | recall @2000 | @4000 | @8000 | full @2000 | @4000 | @8000 | precision @2000 | @4000 | @8000 |"
+  fi
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for f in "$out"/results-*-500.jsonl; do
     name=${f#"$out"/results-}
     name=${name%-500.jsonl}
     row=()
-    for b in "${budgets[@]}"; do
-      row+=("$(python3 "$scorer" --corpus "$data/$set/corpus.jsonl" \
-        --queries "$data/$set/queries.jsonl" --results "$out/results-$name-$b.jsonl" \
-        --budget-chars $((b * 4)))")
-    done
-    python3 - "$name" "${row[@]}" <<'EOF'
+    if [ -d "$corpus" ]; then
+      for b in "${budgets[@]}"; do
+        row+=("$(python3 "$pdf_scorer" --queries "$data/$set/queries.jsonl" \
+          --results "$out/results-$name-$b.jsonl" --budget-chars $((b * 4)))")
+      done
+      python3 - "$name" "$data/$set/queries.jsonl" "$out" "${budgets[@]}" "${row[@]}" <<'EOF'
+import json, sys
+name, queries, out = sys.argv[1:4]
+budgets, rows = sys.argv[4:7], [json.loads(r) for r in sys.argv[7:]]
+ids = [json.loads(l)["id"] for l in open(queries) if l.strip()]
+def pieces(budget):
+    # Pieces per context within budget x 4 characters, cut in order as score_pdf.py cuts.
+    res = {}
+    for l in open(f"{out}/results-{name}-{budget}.jsonl"):
+        r = json.loads(l)
+        res[r.get("id", r.get("query_id"))] = r.get("pieces", [])
+    total = 0
+    for q in ids:
+        left = int(budget) * 4
+        for p in res.get(q, []):
+            t = p.get("text", "")[:left]
+            if not t:
+                break
+            left -= len(t)
+            total += 1
+    return total / max(1, len(ids))
+cells = [f"{r[k]:.3f}" for k in ("text_recall", "page_hit") for r in rows]
+cells += [f"{pieces(b):.1f}" for b in budgets]
+print(f"| `{name}` | " + " | ".join(cells) + " |")
+EOF
+    else
+      for b in "${budgets[@]}"; do
+        row+=("$(python3 "$scorer" --corpus "$corpus" \
+          --queries "$data/$set/queries.jsonl" --results "$out/results-$name-$b.jsonl" \
+          --budget-chars $((b * 4)))")
+      done
+      python3 - "$name" "${row[@]}" <<'EOF'
 import json, sys
 name, rows = sys.argv[1], [json.loads(r) for r in sys.argv[2:]]
 cells = [f"{r[k]:.3f}" for k in ("recall", "full", "precision") for r in rows]
 print(f"| `{name}` | " + " | ".join(cells) + " |")
 EOF
+    fi
   done
 done

@@ -154,12 +154,19 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Repair(FormatArgs),
     /// Compare context strategies on an evaluation set (corpus + queries with gold
-    /// evidence spans), writing results files, a report and a recall-vs-budget chart.
+    /// evidence), writing results files, a report and a recall-vs-budget chart.
     ///
-    /// The corpus is ingested into --index (incrementally: a second run reuses it; the
-    /// index must hold exactly that corpus). Every query is retrieved once, then
-    /// assembled by each strategy at each budget; results are streamed to
-    /// OUT/results-<strategy>-<budget>.jsonl in the format score_context.py reads.
+    /// The corpus (a corpus.jsonl, or a folder of PDF, Markdown, HTML and text files
+    /// ingested as `excerpt ingest FOLDER` does, ids being paths relative to it) is
+    /// ingested into --index (incrementally: a second run reuses it; the index must hold
+    /// exactly that corpus). Every query is retrieved once, then assembled by each
+    /// strategy at each budget; results are streamed to
+    /// OUT/results-<strategy>-<budget>.jsonl (pieces with doc_id, start, end, text and,
+    /// for documents with pages, page_start and page_end; the query id as both query_id
+    /// and id), as score_context.py and score_pdf.py read them. Queries with evidence
+    /// spans are scored by recall, hit, full and precision; queries with page evidence
+    /// (the financebench-dev format) by text_recall and page_hit at budget x 4
+    /// characters, as score_pdf.py --budget-chars scores them.
     /// With --answer-endpoint and --answer-model, an LLM also answers every query that
     /// has a reference answer from each context, scored by token F1 and exact match.
     #[command(verbatim_doc_comment)]
@@ -271,11 +278,14 @@ pub enum LogFormat {
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
-    /// corpus.jsonl: {"id","title","text","metadata"} per line.
+    /// corpus.jsonl ({"id","title","text","metadata"} per line), or a folder of
+    /// documents (PDF, Markdown, HTML, text; ids are the files' paths relative to it).
     #[arg(long)]
     pub corpus: PathBuf,
-    /// queries.jsonl: {"id","query","answer"?,"evidence":[{"doc_id","start","end"}],"scope"?}
-    /// per line ("answer" is used only by --answer-endpoint).
+    /// queries.jsonl, one format per file: evidence spans,
+    /// {"id","query","answer"?,"evidence":[{"doc_id","start","end"}],"scope"?}, or page
+    /// evidence, {"id","query","doc","evidence":[{"page","text"}],"answer"?}, each query
+    /// scoped to its "doc" ("answer" is used only by --answer-endpoint).
     #[arg(long)]
     pub queries: PathBuf,
     /// Output directory.

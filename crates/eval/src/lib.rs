@@ -2,7 +2,7 @@
 //! what cost, how coherent it is and how fast it comes.
 //!
 //! ```text
-//! corpus.jsonl ──ingest──▶ index ─┐
+//! corpus.jsonl or a folder ──ingest──▶ index ─┐
 //! queries.jsonl ──▶ retrieve once per query ──▶ assemble per strategy × budget
 //!        ──▶ DIR/results-<strategy>-<budget>.jsonl   (the eval format, one line per query)
 //!        ──▶ metrics ──▶ DIR/report.json, DIR/report.md, DIR/recall-vs-budget.svg
@@ -13,7 +13,9 @@
 //!   documents (`id`, `text`), queries (`id`, `query`, gold `evidence` spans, optional
 //!   reference `answer` and `scope`) and results (per query, the pieces handed to the
 //!   LLM), with readers that report line-numbered errors. Offsets are half-open
-//!   character offsets (Unicode scalar values), as Python string indices.
+//!   character offsets (Unicode scalar values), as Python string indices. Queries may
+//!   instead be in the page format (financebench-dev: one `doc` per query, evidence as
+//!   `{page, text}`), detected per file.
 //! - [`metrics`]: pure functions. The coverage metrics (`recall`, `hit`, `full`,
 //!   `precision`, `chars`, `pieces`, `bad_text`, `queries`, `missing`, with an optional
 //!   character budget) reproduce the reference scorer exactly (a Python script kept with
@@ -21,9 +23,13 @@
 //!   compares). Also mean LLM tokens, intra-piece coherence (pairwise cosine of chunk
 //!   vectors inside a piece), boundary coherence (pieces starting and ending on sentence
 //!   boundaries) and latency percentiles ([`Latency`], also used by `excerpt bench`).
+//! - [`pages`]: the page format's metrics, `text_recall` (share of the evidence's word
+//!   4-grams in the context) and `page_hit` (a piece covers an evidence page), exactly as
+//!   the reference scorer `tests/data/score_pdf.py` computes them.
 //! - [`run_eval`]: in four stages (validate, ingest, query, write), checks the options
-//!   and inputs, ingests the corpus into an [`excerpt::Engine`]'s index (incremental;
-//!   the index must hold exactly the corpus), runs every query once through retrieval
+//!   and inputs, ingests the corpus (a `corpus.jsonl`, or a folder of documents ingested
+//!   as `excerpt ingest` does) into an [`excerpt::Engine`]'s index (incremental; the
+//!   index must hold exactly the corpus), runs every query once through retrieval
 //!   and then through each strategy at each budget, streams the results files, and
 //!   writes the report and the chart.
 //! - [`answer`]: optional answer-level evaluation. An OpenAI-compatible chat endpoint
@@ -37,6 +43,7 @@
 pub mod answer;
 pub mod format;
 pub mod metrics;
+pub mod pages;
 pub mod plot;
 pub mod report;
 mod runner;
@@ -47,16 +54,19 @@ use excerpt_core::ErrorKind;
 
 pub use answer::{exact_match, normalize_tokens, token_f1, AnswerLine, PROMPT_VERSION};
 pub use excerpt_embed::ChatConfig;
-pub use format::{CorpusDoc, Evidence, QueryLine, ResultLine, ResultPiece};
+pub use format::{
+    CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine, ResultPiece,
+};
 pub use metrics::{
     boundary_coherence, intra_coherence, latency, mean, overlap, percentile, piece_coherence,
     score_query, score_results, sentence_boundaries, summarize, union, ChunkVectors, CorpusTexts,
     CoverageSummary, Latency, PieceSpan, QueryScore, SentenceBoundaries,
 };
+pub use pages::{score_page_query, score_page_results, summarize_pages, PageScore, PageSummary};
 pub use report::{
     AnswerMetrics, AnswerRunInfo, EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult,
 };
-pub use runner::{run_eval, EvalOptions, DEFAULT_BUDGETS};
+pub use runner::{run_eval, EvalOptions, CHARS_PER_TOKEN, DEFAULT_BUDGETS};
 
 /// Errors of an evaluation run.
 #[derive(Debug, thiserror::Error)]

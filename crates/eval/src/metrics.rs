@@ -520,6 +520,8 @@ mod tests {
             end: e,
             text: t.slice(doc, s as usize, e as usize).map(str::to_string),
             score: Some(1.0),
+            page_start: None,
+            page_end: None,
         }
     }
 
@@ -653,6 +655,8 @@ mod tests {
                 end: 1,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             },
             ResultPiece {
                 doc_id: "a".into(),
@@ -660,6 +664,8 @@ mod tests {
                 end: 101,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             },
             ResultPiece {
                 doc_id: "a".into(),
@@ -667,6 +673,8 @@ mod tests {
                 end: 5,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             },
             ResultPiece {
                 doc_id: "a".into(),
@@ -674,6 +682,8 @@ mod tests {
                 end: 5,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             },
             ResultPiece {
                 doc_id: "a".into(),
@@ -681,6 +691,8 @@ mod tests {
                 end: 100,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             },
         ];
         let s = score_query(&q("q", &[("b", 0, 6)]), Some(&pieces), &t, None);

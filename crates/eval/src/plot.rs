@@ -1,4 +1,5 @@
-//! `recall-vs-budget.svg`: recall against the token budget, one line per strategy.
+//! `recall-vs-budget.svg`: recall against the token budget, one line per strategy (for
+//! a page-format set, `text_recall`).
 //!
 //! Drawn with plotters' SVG backend and no font backend: labels are written as SVG
 //! `<text>` elements (rendered by the viewer), and their sizes for layout come from
@@ -11,11 +12,17 @@ use plotters::prelude::*;
 use crate::report::StrategyResult;
 use crate::EvalError;
 
+/// The figure plotted: `text_recall` when the results have it (a page-format set),
+/// else `recall`.
+fn plotted(r: &StrategyResult) -> f64 {
+    r.metrics.text_recall.unwrap_or(r.metrics.recall)
+}
+
 /// One line: a strategy's `(budget, recall)` points, budgets ascending.
 fn series(results: &[StrategyResult]) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in results {
-        let point = (r.budget as f64, r.metrics.recall);
+        let point = (r.budget as f64, plotted(r));
         match out.iter_mut().find(|(s, _)| *s == r.strategy) {
             Some((_, pts)) => pts.push(point),
             None => out.push((r.strategy.clone(), vec![point])),
@@ -27,9 +34,19 @@ fn series(results: &[StrategyResult]) -> Vec<(String, Vec<(f64, f64)>)> {
     out
 }
 
-/// Renders the recall-vs-budget chart as an SVG document.
+/// Renders the recall-vs-budget chart as an SVG document (text recall at budget × 4
+/// characters for a page-format set).
 pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalError> {
     let lines = series(results);
+    let text = results.iter().any(|r| r.metrics.text_recall.is_some());
+    let (caption, y_desc) = if text {
+        (
+            "Evidence text recall vs budget",
+            "text recall (at budget × 4 characters)",
+        )
+    } else {
+        ("Evidence recall vs budget", "recall")
+    };
     let mut budgets: Vec<f64> = results
         .iter()
         .map(|r| r.budget as f64)
@@ -41,10 +58,7 @@ pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalEr
         (Some(&lo), Some(&hi)) => (lo / 1.25, hi * 1.25),
         _ => (100.0, 10_000.0),
     };
-    let max_recall = results
-        .iter()
-        .map(|r| r.metrics.recall)
-        .fold(0.0f64, f64::max);
+    let max_recall = results.iter().map(plotted).fold(0.0f64, f64::max);
     let y_top = if max_recall > 0.0 {
         (max_recall * 1.15).clamp(0.05, 1.0)
     } else {
@@ -56,7 +70,7 @@ pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalEr
         let root = SVGBackend::with_string(svg, (800, 500)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Evidence recall vs budget", ("sans-serif", 22))
+            .caption(caption, ("sans-serif", 22))
             .margin(20)
             .x_label_area_size(50)
             .y_label_area_size(65)
@@ -70,7 +84,7 @@ pub fn recall_vs_budget_svg(results: &[StrategyResult]) -> Result<String, EvalEr
             .label_style(("sans-serif", 15))
             .axis_desc_style(("sans-serif", 17))
             .x_desc("budget (LLM tokens, log scale)")
-            .y_desc("recall")
+            .y_desc(y_desc)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()

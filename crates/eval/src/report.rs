@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::{round_to, CoverageSummary, Latency};
+use crate::pages::PageSummary;
 use crate::EvalError;
 
 /// How the run was made.
@@ -16,6 +17,10 @@ pub struct RunInfo {
     pub corpus: String,
     /// The queries file.
     pub queries_file: String,
+    /// Its format: `spans` (character-span evidence) or `pages` (page evidence, scored
+    /// by `text_recall` and `page_hit`).
+    #[serde(default)]
+    pub query_format: String,
     /// Queries run.
     pub queries: usize,
     /// Documents in the corpus (and the index).
@@ -124,6 +129,15 @@ pub struct Metrics {
     pub p95_ms: f64,
     /// Mean latency, milliseconds.
     pub mean_ms: f64,
+    /// Page-format sets only: mean share of the evidence's word 4-grams found in the
+    /// first budget × 4 characters of the context, as `score_pdf.py --budget-chars`
+    /// scores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_recall: Option<f64>,
+    /// Page-format sets only: share of queries where a piece within the first budget × 4
+    /// characters covers an evidence page (`score_pdf.py --budget-chars`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_hit: Option<f64>,
 }
 
 impl Metrics {
@@ -152,6 +166,18 @@ impl Metrics {
             p50_ms: round_to(latency.p50_ms, 3),
             p95_ms: round_to(latency.p95_ms, 3),
             mean_ms: round_to(latency.mean_ms, 3),
+            text_recall: None,
+            page_hit: None,
+        }
+    }
+
+    /// With the page-format figures of `pages` (rounded as `score_pdf.py` prints them).
+    pub fn with_pages(self, pages: &PageSummary) -> Metrics {
+        let p = pages.rounded();
+        Metrics {
+            text_recall: Some(p.text_recall),
+            page_hit: Some(p.page_hit),
+            ..self
         }
     }
 }
@@ -218,50 +244,41 @@ impl EvalReport {
         let mut s = String::new();
         let _ = writeln!(s, "# Context evaluation\n");
         let _ = writeln!(s, "- corpus: `{}` ({} documents)", r.corpus, r.documents);
-        let _ = writeln!(s, "- queries: `{}` ({} queries)", r.queries_file, r.queries);
+        let pages = self.results.iter().any(|x| x.metrics.text_recall.is_some());
+        let evidence = if pages { ", page evidence" } else { "" };
+        let _ = writeln!(
+            s,
+            "- queries: `{}` ({} queries{evidence})",
+            r.queries_file, r.queries
+        );
         let _ = writeln!(
             s,
             "- retrieval: {} (fusion {}), {} candidates",
             r.mode, r.fusion, r.candidates
         );
         let _ = writeln!(s, "- model: {}, chunker: {}", r.model_id, r.chunker);
-        let _ = writeln!(
-            s,
-            "- budgets in {} tokens; recall, hit, full, precision and chars as scored by `score_context.py` on each results file",
-            r.llm_encoding
-        );
+        if pages {
+            let _ = writeln!(
+                s,
+                "- budgets in {} tokens; text_recall and page_hit as scored by `score_pdf.py --budget-chars` at budget × 4 characters, chars and pieces over the whole context",
+                r.llm_encoding
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "- budgets in {} tokens; recall, hit, full, precision and chars as scored by `score_context.py` on each results file",
+                r.llm_encoding
+            );
+        }
         let _ = writeln!(
             s,
             "- {:.1} s in all ({:.1} s ingesting, {} documents ingested)\n",
             r.seconds, r.ingest_seconds, r.ingested
         );
-        let _ = writeln!(
-            s,
-            "| strategy | budget | recall | hit | full | precision | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
-        );
-        let _ = writeln!(
-            s,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-        );
-        for x in &self.results {
-            let m = &x.metrics;
-            let _ = writeln!(
-                s,
-                "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
-                x.strategy,
-                x.budget,
-                m.recall,
-                m.hit,
-                m.full,
-                m.precision,
-                m.chars,
-                m.tokens,
-                m.pieces,
-                opt(m.intra_coherence),
-                opt(m.boundary_coherence),
-                m.p50_ms,
-                m.p95_ms
-            );
+        if pages {
+            self.pages_table(&mut s);
+        } else {
+            self.spans_table(&mut s);
         }
         self.answers_markdown(&mut s);
         let bad: usize = self.results.iter().map(|x| x.metrics.bad_text).sum();
@@ -296,6 +313,65 @@ impl EvalReport {
             let _ = writeln!(s, "\nNot done: {}.", self.not_done.join("; "));
         }
         s
+    }
+
+    /// The table of a span-format set: one row per strategy and budget.
+    fn spans_table(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "| strategy | budget | recall | hit | full | precision | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
+        );
+        let _ = writeln!(
+            s,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for x in &self.results {
+            let m = &x.metrics;
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
+                x.strategy,
+                x.budget,
+                m.recall,
+                m.hit,
+                m.full,
+                m.precision,
+                m.chars,
+                m.tokens,
+                m.pieces,
+                opt(m.intra_coherence),
+                opt(m.boundary_coherence),
+                m.p50_ms,
+                m.p95_ms
+            );
+        }
+    }
+
+    /// The table of a page-format set: one row per strategy and budget.
+    fn pages_table(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "| strategy | budget | text_recall | page_hit | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for x in &self.results {
+            let m = &x.metrics;
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
+                x.strategy,
+                x.budget,
+                opt(m.text_recall),
+                opt(m.page_hit),
+                m.chars,
+                m.tokens,
+                m.pieces,
+                opt(m.intra_coherence),
+                opt(m.boundary_coherence),
+                m.p50_ms,
+                m.p95_ms
+            );
+        }
     }
 
     /// The answer-level section of the Markdown report, when answers were generated.

@@ -64,6 +64,8 @@ fn piece(corpus: &[CorpusDoc], d: &str, a: i64, b: i64) -> ResultPiece {
         end: b,
         text,
         score: Some(0.5),
+        page_start: None,
+        page_end: None,
     }
 }
 
@@ -179,6 +181,8 @@ fn hand_made_fixture_agrees() {
         end: 3,
         text: None,
         score: None,
+        page_start: None,
+        page_end: None,
     });
     bad[1].pieces.insert(
         0,
@@ -188,6 +192,8 @@ fn hand_made_fixture_agrees() {
             end: 1000,
             text: None,
             score: None,
+            page_start: None,
+            page_end: None,
         },
     );
     bad[2].pieces.push(ResultPiece {
@@ -196,6 +202,8 @@ fn hand_made_fixture_agrees() {
         end: 3,
         text: None,
         score: None,
+        page_start: None,
+        page_end: None,
     });
     bad.push(line("q5", vec![piece(&corpus, "d3", 10, 20)]));
     bad.push(line("q-unknown", vec![piece(&corpus, "d3", 0, 20)]));

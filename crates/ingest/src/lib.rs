@@ -55,6 +55,6 @@ pub use load::{
     is_supported, load_bytes, load_file, load_file_with_progress, load_path, load_str,
     pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
 };
-pub use parsed::{Loaded, ParsedDocument};
+pub use parsed::{relative_id, Loaded, ParsedDocument};
 pub use sentences::split_sentences;
 pub use walk::{walk, WalkItem, WalkOptions};

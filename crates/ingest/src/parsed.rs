@@ -121,8 +121,10 @@ pub(crate) fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `path` relative to `root` with `/` separators, or the file name.
-pub(crate) fn relative_id(path: &Path, root: &Path) -> String {
+/// The document id of the file `path` ingested under `root`: `path` relative to `root`
+/// with `/` separators, or the file name when `path` is not under `root` (the ids
+/// [`crate::walk`]'s files get from [`crate::load_file`]; JSONL documents keep their own).
+pub fn relative_id(path: &Path, root: &Path) -> String {
     let parts = |p: &Path| -> String {
         p.components()
             .filter_map(|c| match c {

@@ -10,11 +10,13 @@ use std::path::PathBuf;
 use excerpt::{Context, IndexContents};
 use excerpt_context::StrategyConfig;
 
-use crate::format::{write_jsonl_line, QueryLine, ResultLine, ResultPiece};
+use super::options::CHARS_PER_TOKEN;
+use crate::format::{write_jsonl_line, PageQueryLine, QueryLine, ResultLine, ResultPiece};
 use crate::metrics::{
     latency, mean, on_boundaries, piece_coherence, round_to, score_query, summarize, ChunkVectors,
     CorpusTexts, PieceSpan, QueryScore,
 };
+use crate::pages::{score_page_query, summarize_pages, PageScore};
 use crate::report::{AnswerMetrics, Metrics, StrategyResult};
 use crate::EvalError;
 
@@ -27,6 +29,9 @@ pub(super) struct Acc {
     pub(super) path: PathBuf,
     pub(super) out: BufWriter<File>,
     pub(super) scores: Vec<QueryScore>,
+    /// Page-format sets only: each query's `score_pdf.py` figures at budget ×
+    /// [`CHARS_PER_TOKEN`] characters.
+    pub(super) pages: Option<Vec<PageScore>>,
     pub(super) tokens: Vec<f64>,
     pub(super) latency_ms: Vec<f64>,
     pub(super) intra: Vec<f64>,
@@ -64,17 +69,34 @@ impl ChunkVectors for IndexVectors<'_> {
 }
 
 impl Acc {
+    /// The budget in characters the page-format figures are taken at.
+    fn budget_chars(&self) -> usize {
+        self.budget * CHARS_PER_TOKEN
+    }
+
     /// A query without a context from this run: it scores as missing, with no tokens.
-    pub(super) fn record_failure(&mut self, q: &QueryLine, scoring: &Scoring<'_>) {
+    /// `page` is the query as read from a page-format set.
+    pub(super) fn record_failure(
+        &mut self,
+        q: &QueryLine,
+        page: Option<&PageQueryLine>,
+        scoring: &Scoring<'_>,
+    ) {
         self.scores.push(score_query(q, None, scoring.texts, None));
+        let chars = self.budget_chars();
+        if let (Some(scores), Some(pq)) = (self.pages.as_mut(), page) {
+            scores.push(score_page_query(pq, None, Some(chars)));
+        }
         self.tokens.push(0.0);
     }
 
     /// Appends the context of query `q` to the results file and adds its scores,
-    /// tokens, latency (`ms`) and coherence figures.
+    /// tokens, latency (`ms`) and coherence figures. `page` is the query as read from a
+    /// page-format set.
     pub(super) fn record(
         &mut self,
         q: &QueryLine,
+        page: Option<&PageQueryLine>,
         context: &Context,
         ms: f64,
         scoring: &Scoring<'_>,
@@ -93,12 +115,18 @@ impl Acc {
                     score: Some(f64::from(p.score))
                         .filter(|s| s.is_finite())
                         .map(|s| round_to(s, 6)),
+                    page_start: p.page_start,
+                    page_end: p.page_end,
                 })
                 .collect(),
         };
         write_jsonl_line(&mut self.out, &line, &self.path)?;
         self.scores
             .push(score_query(q, Some(&line.pieces), scoring.texts, None));
+        let chars = self.budget_chars();
+        if let (Some(scores), Some(pq)) = (self.pages.as_mut(), page) {
+            scores.push(score_page_query(pq, Some(&line.pieces), Some(chars)));
+        }
         self.tokens
             .push(context.pieces.iter().map(|p| p.tokens).sum::<usize>() as f64);
         self.latency_ms.push(ms);
@@ -145,18 +173,22 @@ impl Acc {
                 completion_tokens: a.completion_tokens,
             }
         });
+        let mut metrics = Metrics::new(
+            &coverage,
+            mean(&self.tokens).unwrap_or(0.0),
+            mean(&self.intra),
+            boundary,
+            latency(&self.latency_ms),
+        );
+        if let Some(pages) = &self.pages {
+            metrics = metrics.with_pages(&summarize_pages(pages));
+        }
         StrategyResult {
             strategy: self.label,
             budget: self.budget,
             results_file: self.file,
             answer,
-            metrics: Metrics::new(
-                &coverage,
-                mean(&self.tokens).unwrap_or(0.0),
-                mean(&self.intra),
-                boundary,
-                latency(&self.latency_ms),
-            ),
+            metrics,
         }
     }
 }

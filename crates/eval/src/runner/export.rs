@@ -24,10 +24,7 @@ use crate::metrics::{piece_coherence, round_to, score_query, PieceSpan, QuerySco
 use crate::EvalError;
 
 use super::accumulate::Scoring;
-
-/// Characters per budget token at which the context is also scored, as the evaluation
-/// protocol does (`score_context.py --budget-chars`, 4 characters per token).
-pub(super) const CHARS_PER_TOKEN: usize = 4;
+use super::options::CHARS_PER_TOKEN;
 
 /// Longest text shown for one piece or evidence span in `export.md`.
 const SHOWN_CHARS: usize = 400;
@@ -160,6 +157,8 @@ impl Exporter {
                 end: p.end as i64,
                 text: None,
                 score: None,
+                page_start: None,
+                page_end: None,
             })
             .collect();
         let whole = score_query(q, Some(&result), scoring.texts, None);

@@ -1,15 +1,15 @@
 //! The ingest stage: the corpus into the engine's index, checked to be exactly the
 //! corpus.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use excerpt::{Engine, IndexContents, IngestOptions, IngestProgress};
+use excerpt::{Engine, IndexContents, IngestProgress};
 use excerpt_context::LlmTokens;
 use excerpt_core::content_hash;
 
 use super::options::EvalOptions;
-use crate::format::CorpusDoc;
+use super::validate::Corpus;
 use crate::metrics::CorpusTexts;
 use crate::EvalError;
 
@@ -32,21 +32,21 @@ pub(super) struct Indexed {
     pub(super) ingest_seconds: f64,
 }
 
-/// Ingest stage: ingests the corpus file into the engine's index (incremental) and checks
-/// the index then holds exactly the corpus (`corpus_hashes`).
+/// Ingest stage: ingests the corpus file or folder into the engine's index
+/// (incremental) and checks the index then holds exactly the corpus: for a
+/// `corpus.jsonl`, its ids and texts; for a folder, one document per file listed by the
+/// validate stage, bar the files the ingest skipped (empty, binary, unreadable PDFs), and
+/// no other; a document some query is about (`needed`) must not have been skipped.
 pub(super) fn ingest(
     engine: &Engine,
     opts: &EvalOptions,
-    corpus: Vec<CorpusDoc>,
-    corpus_hashes: &HashMap<String, String>,
+    corpus: Corpus,
+    needed: &HashSet<&str>,
     progress: &dyn IngestProgress,
 ) -> Result<Indexed, EvalError> {
     let report = engine.ingest(
         std::slice::from_ref(&opts.corpus),
-        &IngestOptions {
-            sentence_vectors: opts.sentence_vectors,
-            ..IngestOptions::default()
-        },
+        &opts.ingest_options(),
         progress,
     )?;
     let failures_seen: Vec<String> = report
@@ -60,9 +60,60 @@ pub(super) fn ingest(
         Some(url) => std::path::PathBuf::from(excerpt::redact_url(url)),
         None => engine.index_dir().to_path_buf(),
     };
-    verify_index(&contents, corpus_hashes, &shown, &failures_seen)?;
-    let documents = corpus.len();
-    let texts = CorpusTexts::new(corpus.into_iter().map(|d| (d.id, d.text)));
+    let (documents, texts) = match corpus {
+        Corpus::Jsonl { docs, hashes } => {
+            let expected = hashes.into_iter().map(|(id, h)| (id, Some(h))).collect();
+            verify_index(&contents, &expected, &shown, &failures_seen)?;
+            let documents = docs.len();
+            (
+                documents,
+                CorpusTexts::new(docs.into_iter().map(|d| (d.id, d.text))),
+            )
+        }
+        Corpus::Folder { files } => {
+            let skipped: HashSet<&str> = report.skipped.iter().map(|p| p.path.as_str()).collect();
+            let expected: HashMap<String, Option<String>> = files
+                .iter()
+                .filter(|(_, path)| !skipped.contains(path.display().to_string().as_str()))
+                .map(|(id, _)| (id.clone(), None))
+                .collect();
+            if expected.is_empty() {
+                return Err(EvalError::IndexMismatch(format!(
+                    "the ingest skipped every file of {}: {}",
+                    opts.corpus.display(),
+                    failures_seen
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )));
+            }
+            verify_index(&contents, &expected, &shown, &failures_seen)?;
+            let lost: Vec<String> = files
+                .iter()
+                .filter(|(id, _)| !expected.contains_key(id) && needed.contains(id.as_str()))
+                .map(|(id, path)| {
+                    let shown = path.display().to_string();
+                    let reason = report
+                        .skipped
+                        .iter()
+                        .find(|p| p.path == shown)
+                        .map_or("", |p| p.reason.as_str());
+                    format!("{id:?} ({reason})")
+                })
+                .collect();
+            if !lost.is_empty() {
+                return Err(EvalError::IndexMismatch(format!(
+                    "queries are about documents the ingest skipped: {}",
+                    lost.join("; ")
+                )));
+            }
+            let texts =
+                CorpusTexts::new(contents.documents().map(|d| (d.id.clone(), d.text.clone())));
+            (expected.len(), texts)
+        }
+    };
     let boundaries = sentence_offsets(&contents);
     let llm_encoding = engine.llm_tokens()?.name().to_string();
     Ok(Indexed {
@@ -116,10 +167,11 @@ fn ids_sample<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
     s
 }
 
-/// Checks that the index holds exactly the corpus: the same ids, the same texts.
+/// Checks that the index holds exactly the corpus: the same ids, and the same texts
+/// where `corpus_hashes` gives one (a folder's texts are what the ingest extracted).
 fn verify_index(
     contents: &IndexContents,
-    corpus_hashes: &HashMap<String, String>,
+    corpus_hashes: &HashMap<String, Option<String>>,
     index_dir: &Path,
     ingest_failures: &[String],
 ) -> Result<(), EvalError> {
@@ -146,7 +198,10 @@ fn verify_index(
         .collect();
     let changed: Vec<&str> = corpus_hashes
         .iter()
-        .filter(|(id, h)| indexed.get(id.as_str()).is_some_and(|ih| ih != *h))
+        .filter(|(id, h)| {
+            h.as_ref()
+                .is_some_and(|h| indexed.get(id.as_str()).is_some_and(|ih| ih != h))
+        })
         .map(|(id, _)| id.as_str())
         .collect();
     if !missing.is_empty() || !changed.is_empty() {

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use excerpt::{Engine, IngestProgress};
 
-pub use options::{EvalOptions, DEFAULT_BUDGETS};
+pub use options::{EvalOptions, CHARS_PER_TOKEN, DEFAULT_BUDGETS};
 use validate::Validated;
 
 use crate::report::EvalReport;
@@ -32,14 +32,20 @@ use crate::EvalError;
 ///
 /// Ingests `opts.corpus` into the engine's index (incremental: a second run on the same
 /// corpus embeds nothing) and checks the index then holds exactly the corpus (same ids,
-/// same texts; another document in it is an error: use a fresh index directory). Each
-/// query is retrieved once (restricted to its `scope` when it has one) and assembled by
+/// same texts; another document in it is an error: use a fresh index directory). The
+/// corpus is a `corpus.jsonl`, or a folder of documents ingested as `excerpt ingest`
+/// ingests it (ids are the files' paths relative to it; the index must then hold one
+/// document per supported file, files the ingest skips as empty or binary aside). Each
+/// query is retrieved once (restricted to its `scope`, or in the page format its `doc`,
+/// when it has one) and assembled by
 /// every strategy at every budget; each result is appended at once, flushed, to
 /// `out/results-<strategy>-<budget>.jsonl` in the eval format. A query whose retrieval or
 /// assembly fails is recorded in [`EvalReport::failures`] and counts as missing; if every
 /// query fails, the run fails. Then the metrics are computed natively (the coverage
 /// numbers are those the reference scorer prints for each results file, unbudgeted: the
-/// budget is the engine's token budget) and `report.json`, `report.md` and
+/// budget is the engine's token budget; for a page-format set, `text_recall` and
+/// `page_hit` are those `score_pdf.py --budget-chars` prints at budget ×
+/// [`CHARS_PER_TOKEN`] characters) and `report.json`, `report.md` and
 /// `recall-vs-budget.svg` are written to `out`.
 ///
 /// Latency is the wall time of `retrieve` (embedding the query included) plus
@@ -63,12 +69,17 @@ pub fn run_eval(
     let Validated {
         plan,
         corpus,
-        corpus_hashes,
         answerer,
     } = validate::validate(opts)?;
     std::fs::create_dir_all(&opts.out).map_err(|e| EvalError::io(&opts.out, e))?;
-    let indexed = ingest::ingest(engine, opts, corpus, &corpus_hashes, progress)?;
-    drop(corpus_hashes);
+    // The documents the queries are about (page format), which the ingest must not skip.
+    let needed = plan
+        .pages
+        .iter()
+        .flatten()
+        .map(|q| q.doc.as_str())
+        .collect();
+    let indexed = ingest::ingest(engine, opts, corpus, &needed, progress)?;
     let queried = query::query(engine, opts, &plan, &indexed, answerer)?;
     write::write(engine, opts, &plan, &indexed, queried, started)
 }

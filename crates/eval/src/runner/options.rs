@@ -3,11 +3,17 @@
 
 use std::path::PathBuf;
 
-use excerpt::{FusionMethod, Mode, QueryRequest};
+use excerpt::{FusionMethod, IngestOptions, Mode, QueryRequest};
 use excerpt_context::StrategyConfig;
 use excerpt_embed::ChatConfig;
 
 use crate::EvalError;
+
+/// Characters per budget token at which contexts are also scored, as the evaluation
+/// protocol does (`score_context.py`/`score_pdf.py --budget-chars`, 4 characters per
+/// token): the export's `recall_at_chars`, and `text_recall`/`page_hit` of page-format
+/// sets.
+pub const CHARS_PER_TOKEN: usize = 4;
 
 /// Token budgets run when none are given.
 pub const DEFAULT_BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
@@ -15,9 +21,11 @@ pub const DEFAULT_BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
 /// What to evaluate and where to write it.
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
-    /// `corpus.jsonl` (the eval format; ingested as is).
+    /// `corpus.jsonl` (the eval format; ingested as is), or a folder of documents (PDF,
+    /// Markdown, HTML, text), ingested as `excerpt ingest FOLDER` does: document ids are
+    /// the files' paths relative to the folder.
     pub corpus: PathBuf,
-    /// `queries.jsonl`.
+    /// `queries.jsonl`, in the span or the page format ([`crate::format::read_query_set`]).
     pub queries: PathBuf,
     /// Output directory (created if needed; files in it are overwritten).
     pub out: PathBuf,
@@ -93,6 +101,15 @@ impl EvalOptions {
             }
         }
         Ok(out)
+    }
+
+    /// The ingest options of the run: the defaults of `excerpt ingest` (so a folder's
+    /// files and ids are those it gives), with sentence vectors when asked for.
+    pub(super) fn ingest_options(&self) -> IngestOptions {
+        IngestOptions {
+            sentence_vectors: self.sentence_vectors,
+            ..IngestOptions::default()
+        }
     }
 
     /// The budgets run: ascending, duplicates dropped, the defaults when empty.

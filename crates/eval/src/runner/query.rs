@@ -42,7 +42,7 @@ pub(super) fn query(
     mut answerer: Option<Answerer>,
 ) -> Result<Queried, EvalError> {
     let queries = &plan.queries;
-    let mut accs = open_outputs(&opts.out, &plan.runs, queries.len())?;
+    let mut accs = open_outputs(&opts.out, &plan.runs, queries.len(), plan.pages.is_some())?;
     let scoring = Scoring {
         texts: &indexed.texts,
         vectors: IndexVectors(&indexed.contents),
@@ -58,6 +58,7 @@ pub(super) fn query(
     let mut failures: Vec<QueryFailure> = Vec::new();
     let mut retrieved_ok = 0usize;
     for (qi, q) in queries.iter().enumerate() {
+        let page = plan.pages.as_ref().and_then(|p| p.get(qi));
         let req = query_request(opts, q);
         let t = Instant::now();
         let retrieved = engine.retrieve(&req);
@@ -72,7 +73,7 @@ pub(super) fn query(
                     message: e.to_string(),
                 });
                 for acc in &mut accs {
-                    acc.record_failure(q, &scoring);
+                    acc.record_failure(q, page, &scoring);
                 }
                 bar.inc(1);
                 continue;
@@ -92,11 +93,11 @@ pub(super) fn query(
                         budget: Some(acc.budget),
                         message: e.to_string(),
                     });
-                    acc.record_failure(q, &scoring);
+                    acc.record_failure(q, page, &scoring);
                     continue;
                 }
             };
-            acc.record(q, &context, ms, &scoring)?;
+            acc.record(q, page, &context, ms, &scoring)?;
             if let Some(x) = exporter.as_mut() {
                 x.record(q, &acc.label, acc.budget, &context, &scoring)?;
             }
@@ -144,8 +145,14 @@ pub(super) fn query(
 }
 
 /// Creates (truncates) the results file, and the answers file if any, of every run in
-/// order, and an empty accumulator for each.
-fn open_outputs(out: &Path, runs: &[RunSpec], queries: usize) -> Result<Vec<Acc>, EvalError> {
+/// order, and an empty accumulator for each (gathering page-format figures with
+/// `pages`).
+fn open_outputs(
+    out: &Path,
+    runs: &[RunSpec],
+    queries: usize,
+    pages: bool,
+) -> Result<Vec<Acc>, EvalError> {
     let create = |file: &str| -> Result<(PathBuf, BufWriter<File>), EvalError> {
         let path = out.join(file);
         let writer = BufWriter::new(File::create(&path).map_err(|e| EvalError::io(&path, e))?);
@@ -178,6 +185,7 @@ fn open_outputs(out: &Path, runs: &[RunSpec], queries: usize) -> Result<Vec<Acc>
             path,
             out,
             scores: Vec::with_capacity(queries),
+            pages: pages.then(|| Vec::with_capacity(queries)),
             tokens: Vec::with_capacity(queries),
             latency_ms: Vec::with_capacity(queries),
             intra: Vec::new(),
@@ -208,7 +216,8 @@ fn query_bar(quiet: bool, queries: usize) -> ProgressBar {
 }
 
 /// The retrieval request of one query: the run's mode, fusion and candidates, restricted
-/// to the query's `scope` when it has a non-empty one.
+/// to the query's `scope` when it has a non-empty one (a page-format query's is its
+/// `doc`).
 fn query_request(opts: &EvalOptions, q: &QueryLine) -> QueryRequest {
     let mut req = QueryRequest::new(q.query.clone());
     req.mode = opts.mode;

@@ -2,14 +2,16 @@
 //! anything is written.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use excerpt_context::StrategyConfig;
 use excerpt_core::content_hash;
 use excerpt_embed::ChatClient;
+use excerpt_ingest::{relative_id, walk, DocFormat, WalkItem};
 
 use super::answerer::{endpoint_message, has_reference, Answerer};
 use super::options::{file_label, EvalOptions};
-use crate::format::{read_corpus, read_queries, CorpusDoc, QueryLine};
+use crate::format::{read_corpus, read_query_set, CorpusDoc, PageQueryLine, QueryLine, QuerySet};
 use crate::EvalError;
 
 /// One strategy at one budget: what runs and which files it writes (relative to the
@@ -31,25 +33,124 @@ pub(super) struct Plan {
     pub(super) budgets: Vec<usize>,
     /// Every strategy at every budget, strategies in order, budgets ascending.
     pub(super) runs: Vec<RunSpec>,
-    /// The queries, in file order.
+    /// The queries, in file order (page-format queries scoped to their `doc`).
     pub(super) queries: Vec<QueryLine>,
+    /// For a page-format set, the queries as read (in the same order): their evidence is
+    /// scored by `text_recall` and `page_hit`.
+    pub(super) pages: Option<Vec<PageQueryLine>>,
     /// How many queries have a reference answer.
     pub(super) with_reference: usize,
+}
+
+/// The corpus to ingest, as read before the ingest.
+pub(super) enum Corpus {
+    /// A `corpus.jsonl`: its documents and the content hash of each text, by id.
+    Jsonl {
+        docs: Vec<CorpusDoc>,
+        hashes: HashMap<String, String>,
+    },
+    /// A folder: the document id and path of every file the ingest loads (supported
+    /// formats, after the ingest's ignore rules), in path order.
+    Folder { files: Vec<(String, PathBuf)> },
+}
+
+impl Corpus {
+    fn has(&self, id: &str) -> bool {
+        match self {
+            Corpus::Jsonl { hashes, .. } => hashes.contains_key(id),
+            Corpus::Folder { files } => files.iter().any(|(f, _)| f == id),
+        }
+    }
+
+    fn sample(&self) -> String {
+        let ids: Vec<&str> = match self {
+            Corpus::Jsonl { docs, .. } => docs.iter().take(3).map(|d| d.id.as_str()).collect(),
+            Corpus::Folder { files } => files.iter().take(3).map(|(f, _)| f.as_str()).collect(),
+        };
+        ids.iter()
+            .map(|id| format!("{id:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// What [`validate`] returns: the plan, the corpus to ingest and the answer client.
 pub(super) struct Validated {
     pub(super) plan: Plan,
-    pub(super) corpus: Vec<CorpusDoc>,
-    /// Content hash of every corpus text, by document id.
-    pub(super) corpus_hashes: HashMap<String, String>,
+    pub(super) corpus: Corpus,
     pub(super) answerer: Option<Answerer>,
 }
 
+/// The files of a folder corpus: every file the ingest walks (same ignore rules) with a
+/// supported extension, by document id. A JSONL file inside is refused (its documents
+/// carry their own ids: pass it as the corpus).
+fn folder_files(
+    dir: &Path,
+    opts: &excerpt::IngestOptions,
+) -> Result<Vec<(String, PathBuf)>, EvalError> {
+    let mut files = Vec::new();
+    for item in walk(&[dir.to_path_buf()], &opts.walk) {
+        match item {
+            WalkItem::File { path, root } => match DocFormat::from_path(&path, &opts.load) {
+                None => {}
+                Some(DocFormat::Jsonl) => {
+                    return Err(EvalError::Invalid(format!(
+                        "{}: a folder corpus holds documents, not JSONL files ({}); pass a corpus.jsonl itself as the corpus",
+                        dir.display(),
+                        path.display()
+                    )))
+                }
+                Some(_) => files.push((relative_id(&path, &root), path)),
+            },
+            WalkItem::Problem(e) => {
+                return Err(EvalError::Invalid(format!("{}: {e}", dir.display())))
+            }
+        }
+    }
+    if files.is_empty() {
+        return Err(EvalError::Invalid(format!(
+            "{}: no documents (PDF, Markdown, HTML or text files) in the folder",
+            dir.display()
+        )));
+    }
+    Ok(files)
+}
+
+/// Reads the corpus: a folder's file list, or a `corpus.jsonl` with the hash of every
+/// text (ids checked unique, at least one document).
+fn read_corpus_input(opts: &EvalOptions) -> Result<Corpus, EvalError> {
+    if opts.corpus.is_dir() {
+        return Ok(Corpus::Folder {
+            files: folder_files(&opts.corpus, &opts.ingest_options())?,
+        });
+    }
+    let docs = read_corpus(&opts.corpus)?;
+    let mut hashes: HashMap<String, String> = HashMap::with_capacity(docs.len());
+    for d in &docs {
+        let h = content_hash(&[d.text.as_bytes()]);
+        if hashes.insert(d.id.clone(), h).is_some() {
+            return Err(EvalError::Invalid(format!(
+                "{}: document id {:?} appears twice",
+                opts.corpus.display(),
+                d.id
+            )));
+        }
+    }
+    if docs.is_empty() {
+        return Err(EvalError::Invalid(format!(
+            "{}: no documents",
+            opts.corpus.display()
+        )));
+    }
+    Ok(Corpus::Jsonl { docs, hashes })
+}
+
 /// Validate stage: checks the options (strategies, budgets, candidates, fusion, answer
-/// endpoint), reads the corpus and the queries and checks their ids are unique, the
-/// corpus is not empty and, for answer-level evaluation, that some query has a reference
-/// answer; names every output file and checks no two runs share one. Writes nothing.
+/// endpoint), reads the corpus (a folder: its file list) and the queries (either format)
+/// and checks their ids are unique, the corpus is not empty, every page-format query's
+/// `doc` is a corpus document and, for answer-level evaluation, that some query has a
+/// reference answer; names every output file and checks no two runs share one. Writes
+/// nothing.
 pub(super) fn validate(opts: &EvalOptions) -> Result<Validated, EvalError> {
     let strategies = opts.strategy_list()?;
     let budgets = opts.budget_list()?;
@@ -76,25 +177,26 @@ pub(super) fn validate(opts: &EvalOptions) -> Result<Validated, EvalError> {
         None => None,
     };
 
-    let corpus = read_corpus(&opts.corpus)?;
-    let mut corpus_hashes: HashMap<String, String> = HashMap::with_capacity(corpus.len());
-    for d in &corpus {
-        let h = content_hash(&[d.text.as_bytes()]);
-        if corpus_hashes.insert(d.id.clone(), h).is_some() {
-            return Err(EvalError::Invalid(format!(
-                "{}: document id {:?} appears twice",
-                opts.corpus.display(),
-                d.id
-            )));
+    let corpus = read_corpus_input(opts)?;
+    let (queries, pages) = match read_query_set(&opts.queries)? {
+        QuerySet::Spans(q) => (q, None),
+        QuerySet::Pages(p) => {
+            if let Some(q) = p.iter().find(|q| !corpus.has(&q.doc)) {
+                return Err(EvalError::Invalid(format!(
+                    "{}: query {:?} is about {:?}, which is not a document of the corpus {} (its ids are e.g. {})",
+                    opts.queries.display(),
+                    q.id,
+                    q.doc,
+                    opts.corpus.display(),
+                    corpus.sample()
+                )));
+            }
+            (
+                p.iter().map(PageQueryLine::to_query_line).collect(),
+                Some(p),
+            )
         }
-    }
-    if corpus.is_empty() {
-        return Err(EvalError::Invalid(format!(
-            "{}: no documents",
-            opts.corpus.display()
-        )));
-    }
-    let queries = read_queries(&opts.queries)?;
+    };
     let mut seen = HashSet::new();
     for q in &queries {
         if !seen.insert(q.id.as_str()) {
@@ -140,10 +242,10 @@ pub(super) fn validate(opts: &EvalOptions) -> Result<Validated, EvalError> {
             budgets,
             runs,
             queries,
+            pages,
             with_reference,
         },
         corpus,
-        corpus_hashes,
         answerer,
     })
 }

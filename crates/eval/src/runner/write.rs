@@ -41,6 +41,12 @@ pub(super) fn write(
         run: RunInfo {
             corpus: opts.corpus.display().to_string(),
             queries_file: opts.queries.display().to_string(),
+            query_format: if plan.pages.is_some() {
+                "pages"
+            } else {
+                "spans"
+            }
+            .to_string(),
             queries,
             documents: indexed.documents,
             index: match engine.postgres_url() {
