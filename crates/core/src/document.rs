@@ -296,10 +296,32 @@ pub fn chunk_header(doc: &Document, chunk: &Chunk) -> String {
     header_text(&doc.title, &doc.section_path(chunk.section))
 }
 
+/// Characters of a title kept in chunk headers (longer ones are cut, ending in `…`).
+/// The header is indexed with every chunk of its document, so an uncapped title costs
+/// its size once per chunk; the full title stays in [`Document::title`].
+pub const HEADER_TITLE_MAX_CHARS: usize = 200;
+
+/// Characters of a section path kept in chunk headers (cut like titles).
+pub const HEADER_SECTION_MAX_CHARS: usize = 300;
+
+/// `s` cut to at most `max` characters, the last one `…` when it was cut.
+fn capped(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some(_) => {
+            let keep: String = s.chars().take(max.saturating_sub(1)).collect();
+            std::borrow::Cow::Owned(format!("{}…", keep.trim_end()))
+        }
+    }
+}
+
 /// The header for a title and a section path (see [`chunk_header`]); `""` when both are
-/// empty.
+/// empty. The title is cut at [`HEADER_TITLE_MAX_CHARS`], the path at
+/// [`HEADER_SECTION_MAX_CHARS`].
 pub fn header_text(title: &str, section_path: &str) -> String {
-    match (title.trim(), section_path.is_empty()) {
+    let title = capped(title.trim(), HEADER_TITLE_MAX_CHARS);
+    let section_path = capped(section_path, HEADER_SECTION_MAX_CHARS);
+    match (title.as_ref(), section_path.is_empty()) {
         ("", true) => String::new(),
         ("", false) => format!("Section: {section_path}"),
         (t, true) => format!("Document: {t}"),
@@ -372,5 +394,27 @@ mod id_tests {
             .unwrap_err()
             .contains("limit is 1024"));
         assert!(check_document_id(&"x".repeat(MAX_ID_BYTES)).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn headers_cap_long_titles_and_section_paths() {
+        assert_eq!(header_text("  Short  ", ""), "Document: Short");
+        assert_eq!(header_text("", "A > B"), "Section: A > B");
+        let exact = "t".repeat(HEADER_TITLE_MAX_CHARS);
+        assert_eq!(header_text(&exact, ""), format!("Document: {exact}"));
+        // A megabyte title (multi-byte characters, cut on a character boundary).
+        let huge = "é".repeat(1 << 20);
+        let h = header_text(&huge, &"section ".repeat(100_000));
+        let (title, path) = h.split_once(" / Section: ").unwrap();
+        let title = title.strip_prefix("Document: ").unwrap();
+        assert_eq!(title.chars().count(), HEADER_TITLE_MAX_CHARS);
+        assert!(title.ends_with('…'));
+        assert!(path.chars().count() <= HEADER_SECTION_MAX_CHARS && path.ends_with('…'));
+        assert!(h.len() < 4 * (HEADER_TITLE_MAX_CHARS + HEADER_SECTION_MAX_CHARS));
     }
 }

@@ -22,7 +22,7 @@ mod vector;
 
 pub use document::{
     check_document_id, chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig,
-    Document, Section, SectionId, MAX_ID_BYTES,
+    Document, Section, SectionId, HEADER_SECTION_MAX_CHARS, HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
 pub use error::{Error, ErrorKind};

@@ -167,6 +167,40 @@ pub(crate) fn highest_generation(dir: &Path, manifest: &Manifest) -> u64 {
     g
 }
 
+/// The extensions of a segment's files under `segments/`.
+const SEGMENT_EXTS: [&str; 4] = ["docs", "vec", "svec", "ids"];
+
+/// The stems of the segment files on disk (`g...`, whatever the extension), sorted.
+fn segment_stems_on_disk(dir: &Path) -> BTreeSet<String> {
+    let Ok(rd) = fs::read_dir(dir.join("segments")) else {
+        return BTreeSet::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let (stem, ext) = name.split_once('.')?;
+            (SEGMENT_EXTS.contains(&ext) && stem.starts_with('g') && generation_of(stem).is_some())
+                .then(|| stem.to_string())
+        })
+        .collect()
+}
+
+/// Whether `dir` holds the files of an index other than its manifest: a previous
+/// generation's manifest, or segment files. Without a manifest these mean that the
+/// manifest was lost (damage to repair), never that the index is new: a writer that
+/// started a new index there would replace every document.
+pub(crate) fn has_index_files(dir: &Path) -> bool {
+    dir.join(PREVIOUS_MANIFEST_FILE).exists() || !segment_stems_on_disk(dir).is_empty()
+}
+
+/// The error for a manifest that is missing although the index's files are there.
+pub(crate) fn missing_manifest(dir: &Path) -> IndexError {
+    IndexError::Corrupt {
+        dir: dir.to_path_buf(),
+        detail: format!("{MANIFEST_FILE}: missing, although the index's other files are on disk"),
+    }
+}
+
 /// Reads the manifest of `dir`; `Ok(None)` when there is none. When it does not parse,
 /// recovers one in memory and says how (the `String`): the previous generation's
 /// ([`PREVIOUS_MANIFEST_FILE`]) plus the segments on disk written after it, or, with no
@@ -179,9 +213,10 @@ pub(crate) fn load_manifest(
 ) -> Result<Option<(Manifest, Option<String>)>, IndexError> {
     let problem = match Manifest::load(dir) {
         Ok(Some(m)) => return Ok(Some((m, None))),
-        // A commit renames the previous manifest into place before the new one, so a
-        // previous generation without a current one means the current one was lost.
-        Ok(None) if dir.join(PREVIOUS_MANIFEST_FILE).exists() => "missing".to_string(),
+        // A commit renames the previous manifest into place before the new one, and the
+        // first writer stores a manifest before any segment: a previous generation or
+        // segments without a current manifest mean the current one was lost.
+        Ok(None) if has_index_files(dir) => format!("{MANIFEST_FILE}: missing"),
         Ok(None) => return Ok(None),
         Err(IndexError::Corrupt { detail, .. }) => detail,
         Err(e) => return Err(e),
@@ -199,6 +234,7 @@ pub(crate) fn load_manifest(
             (prev, how)
         }
         (None, Some(config)) => {
+            check_dimension(dir, config)?;
             let how = format!(
                 "{MANIFEST_FILE} is damaged ({problem}) and no previous generation is on disk; \
                  read from the segments on disk, with model {} and chunker {}",
@@ -220,58 +256,86 @@ pub(crate) fn load_manifest(
             })
         }
     };
+    // Every segment written after the generation recovered from, readable or not: one
+    // that cannot be read stays named, so that readers, `verify` and `repair` report
+    // its documents (from its id list) instead of leaving them out in silence.
     let named: BTreeSet<String> = manifest.segments.iter().map(|s| s.name.clone()).collect();
-    let mut stems: Vec<String> = fs::read_dir(dir.join("segments"))
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    n.strip_suffix(".docs").map(str::to_string)
-                })
-                .filter(|stem| {
-                    !named.contains(stem)
-                        && generation_of(stem).is_some_and(|g| g > manifest.generation)
-                })
-                .collect()
+    let stems: Vec<String> = segment_stems_on_disk(dir)
+        .into_iter()
+        .filter(|stem| {
+            !named.contains(stem) && generation_of(stem).is_some_and(|g| g > manifest.generation)
         })
-        .unwrap_or_default();
-    stems.sort();
+        .collect();
     for stem in stems {
-        if let Some(meta) = scan_segment(dir, &stem, manifest.config.dimension) {
-            manifest.generation = manifest.generation.max(generation_of(&stem).unwrap_or(0));
-            manifest.segments.push(meta);
-        }
+        let meta = scan_segment(dir, &stem, manifest.config.dimension);
+        manifest.generation = manifest.generation.max(generation_of(&stem).unwrap_or(0));
+        manifest.segments.push(meta);
     }
     Ok(Some((manifest, Some(how))))
 }
 
-/// The manifest entry of a segment on disk that no manifest names, when its files
-/// decode (its checksums are computed, not checked); `None` otherwise.
-fn scan_segment(dir: &Path, name: &str, dimension: usize) -> Option<SegmentMeta> {
-    let hash_of = |ext: &str| -> Option<String> {
-        let bytes = fs::read(segment_file(dir, name, ext)).ok()?;
-        Some(blake3::hash(&bytes).to_hex().to_string())
-    };
+/// Fails when the vectors on disk have another length than `config`'s: the segments
+/// were embedded with another model, and reading them with this config would drop them
+/// all as damaged.
+fn check_dimension(dir: &Path, config: &IndexConfig) -> Result<(), IndexError> {
+    for stem in segment_stems_on_disk(dir) {
+        if let Some(found) = segment::vector_dimension(&segment_file(dir, &stem, "vec")) {
+            if found != config.dimension {
+                return Err(IndexError::ConfigMismatch {
+                    dir: dir.to_path_buf(),
+                    field: "dimension",
+                    existing: found.to_string(),
+                    requested: config.dimension.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The manifest entry of a segment on disk that no manifest names. Its checksums are
+/// computed, not checked. When its files decode, the entry reads them (and keeps the
+/// id list only when it names exactly its documents); when they do not, the entry
+/// stays so that readers report the segment damaged and its documents, counted and
+/// named from the id list when that parses.
+fn scan_segment(dir: &Path, name: &str, dimension: usize) -> SegmentMeta {
+    let read = |ext: &str| fs::read(segment_file(dir, name, ext)).ok();
+    let hash = |bytes: &[u8]| blake3::hash(bytes).to_hex().to_string();
+    let ids_bytes = read("ids");
+    let ids: Option<Vec<String>> = ids_bytes
+        .as_deref()
+        .and_then(|b| serde_json::from_slice(b).ok());
     let mut meta = SegmentMeta {
         name: name.to_string(),
-        docs: 0,
+        docs: ids.as_ref().map_or(0, Vec::len),
         chunks: 0,
-        docs_hash: hash_of("docs")?,
-        vec_hash: hash_of("vec")?,
+        // A missing file is reported missing before its checksum is compared.
+        docs_hash: read("docs").map_or_else(String::new, |b| hash(&b)),
+        vec_hash: read("vec").map_or_else(String::new, |b| hash(&b)),
         deleted: Vec::new(),
         format: FORMAT_VERSION,
-        svec_hash: hash_of("svec"),
-        ids_hash: hash_of("ids"),
+        svec_hash: read("svec").map(|b| hash(&b)),
+        ids_hash: ids
+            .is_some()
+            .then(|| ids_bytes.as_deref().map(hash))
+            .flatten(),
     };
     for format in [FORMAT_VERSION, 1] {
         meta.format = format;
         if let Ok((docs, _)) = read_segment(dir, &meta, dimension) {
             meta.docs = docs.len();
             meta.chunks = docs.iter().map(|d| d.chunks.len()).sum();
-            return Some(meta);
+            let listed = ids
+                .as_ref()
+                .is_some_and(|ids| ids.iter().eq(docs.iter().map(|d| &d.id)));
+            if !listed {
+                meta.ids_hash = None;
+            }
+            return meta;
         }
     }
-    None
+    meta.format = FORMAT_VERSION;
+    meta
 }
 
 /// One file of an index and what is wrong with it (`None`: sound).
@@ -339,10 +403,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         lost_unnamed: 0,
     };
     let current = match Manifest::load(dir) {
-        Ok(None) if dir.join(PREVIOUS_MANIFEST_FILE).exists() => Err(IndexError::Corrupt {
-            dir: dir.to_path_buf(),
-            detail: format!("{MANIFEST_FILE}: missing"),
-        }),
+        Ok(None) if has_index_files(dir) => Err(missing_manifest(dir)),
         other => other,
     };
     let manifest = match current {
@@ -379,6 +440,19 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         }
         Err(e) => return Err(e),
     };
+    // The previous generation's manifest is what recovery reads when this one is lost:
+    // one that does not parse is reported (none at all is not: indexes written before
+    // it was kept have none).
+    if let Err(e) = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE) {
+        let p = describe(&e);
+        report.problems.push(format!(
+            "{p} (the previous generation, kept for recovery; repair replaces it)"
+        ));
+        report.files.push(FileCheck {
+            file: PREVIOUS_MANIFEST_FILE.into(),
+            problem: Some(p),
+        });
+    }
     report.generation = Some(manifest.generation);
     let dim = manifest.config.dimension;
     let mut live: BTreeMap<String, usize> = BTreeMap::new();

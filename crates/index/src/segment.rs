@@ -206,6 +206,15 @@ pub(crate) fn read_sentence_vectors(
     Ok(out)
 }
 
+/// The vector length a `.vec` file's header records, when it has a valid header.
+pub(crate) fn vector_dimension(path: &Path) -> Option<usize> {
+    use std::io::Read;
+    let mut header = [0u8; 16];
+    fs::File::open(path).ok()?.read_exact(&mut header).ok()?;
+    (&header[..8] == VEC_MAGIC)
+        .then(|| u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize)
+}
+
 /// Reads and verifies a segment: its documents and its vector rows.
 pub(crate) fn read_segment(
     dir: &Path,

@@ -78,6 +78,10 @@ impl IndexWriter {
                 check_config(dir, &m.config, &config)?;
                 m
             }
+            // Segments or a previous manifest without a manifest: the manifest was
+            // lost. Starting a new index here would replace every document; `repair`
+            // recovers them.
+            None if health::has_index_files(dir) => return Err(health::missing_manifest(dir)),
             None => {
                 // A new index (or one whose first commit never happened): start clean.
                 if bm25_dir.exists() {
@@ -92,7 +96,18 @@ impl IndexWriter {
                 }
             }
         };
-        // The BM25 files are checked (tantivy's checksums) as the segments are below:
+        // Every segment is read before anything is changed on disk: a writer that
+        // refuses a damaged index leaves it as it found it.
+        let mut live = HashMap::new();
+        for meta in &manifest.segments {
+            let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
+            for d in docs {
+                if meta.deleted.binary_search(&d.id).is_err() {
+                    live.insert(d.id, (meta.name.clone(), d.hash));
+                }
+            }
+        }
+        // The BM25 files are checked (tantivy's checksums) as the segments were above:
         // damaged ones are dropped and rebuilt from the segments, which hold every chunk.
         let open_bm25 = || -> Result<_, IndexError> {
             let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
@@ -114,21 +129,17 @@ impl IndexWriter {
                 open_bm25()?
             }
         };
-        let mut live = HashMap::new();
         let in_sync = bm25_generation == Some(manifest.generation);
         if !in_sync {
+            // Rebuilt from the segments (read again: this is the rare path).
             tantivy.delete_all_documents()?;
-        }
-        for meta in &manifest.segments {
-            let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
-            for d in docs {
-                if meta.deleted.binary_search(&d.id).is_ok() {
-                    continue;
+            for meta in &manifest.segments {
+                let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
+                for d in docs {
+                    if meta.deleted.binary_search(&d.id).is_err() {
+                        bm25::add_document(&tantivy, fields, &d, manifest.config.headers)?;
+                    }
                 }
-                if !in_sync {
-                    bm25::add_document(&tantivy, fields, &d, manifest.config.headers)?;
-                }
-                live.insert(d.id, (meta.name.clone(), d.hash));
             }
         }
         if !in_sync {
@@ -359,6 +370,33 @@ impl IndexWriter {
         })
     }
 
+    /// Removes an index that was created by this writer's [`IndexWriter::open`] and never
+    /// committed (generation 0, no segment): its manifest, BM25 files and lock file, and
+    /// with `remove_dir` the directory itself when that leaves it empty. For an ingest
+    /// that could read nothing, so that no empty index is left behind with its settings
+    /// (model, chunker) fixed. Does nothing to an index with a commit.
+    pub fn discard_uncommitted(mut self, remove_dir: bool) -> Result<(), IndexError> {
+        if self.manifest.generation != 0 || !self.manifest.segments.is_empty() {
+            return Ok(());
+        }
+        if let Some(w) = self.tantivy.take() {
+            let _ = w.wait_merging_threads();
+        }
+        let manifest = self.dir.join(crate::MANIFEST_FILE);
+        fs::remove_file(&manifest).map_err(IndexError::io("removing", &manifest))?;
+        for sub in ["bm25", "segments", ANN_DIR] {
+            let path = self.dir.join(sub);
+            if path.exists() {
+                fs::remove_dir_all(&path).map_err(IndexError::io("removing", &path))?;
+            }
+        }
+        let _ = fs::remove_file(self.dir.join("LOCK"));
+        if remove_dir {
+            let _ = fs::remove_dir(&self.dir);
+        }
+        Ok(())
+    }
+
     /// Removes segment and ANN files no manifest names (left by crashes, dropped
     /// segments or retrained centroids). Failures are ignored: garbage is harmless.
     fn collect_garbage(&mut self) {
@@ -586,12 +624,24 @@ impl IndexWriter {
             .actions
             .push(format!("rebuilt BM25 from {} documents", report.documents));
 
-        // The commit point, as in `commit`.
+        // The commit point, as in `commit`. A previous manifest that does not parse is
+        // removed first: the one stored now replaces it only when the current one
+        // parses (`Manifest::store`).
         for sub in ["segments", ANN_DIR] {
             let d = dir.join(sub);
             if d.is_dir() {
                 sync_dir(&d)?;
             }
+        }
+        if let Err(IndexError::Corrupt { .. }) =
+            Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE)
+        {
+            let prev = dir.join(crate::PREVIOUS_MANIFEST_FILE);
+            fs::remove_file(&prev).map_err(IndexError::io("removing", &prev))?;
+            report.actions.push(format!(
+                "removed the damaged {}",
+                crate::PREVIOUS_MANIFEST_FILE
+            ));
         }
         next.store(dir)?;
         collect_garbage(dir, &next);

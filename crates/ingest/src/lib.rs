@@ -53,7 +53,7 @@ pub use formats::html::MAX_HTML_DEPTH;
 pub use formats::pdf::PDFIUM_ENV;
 pub use load::{
     is_supported, load_bytes, load_file, load_file_with_progress, load_path, load_str,
-    pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
+    pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES,
 };
 pub use parsed::{relative_id, Loaded, ParsedDocument};
 pub use sentences::split_sentences;

@@ -49,6 +49,10 @@ impl DocFormat {
 /// Default of [`LoadOptions::max_file_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Default of [`LoadOptions::max_pdf_pages`]: more than any book or manual, far less
+/// than the millions of pages a hostile page tree can claim.
+pub const DEFAULT_MAX_PDF_PAGES: usize = 20_000;
+
 /// Options of the loaders.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -58,6 +62,9 @@ pub struct LoadOptions {
     pub text_extensions: Vec<String>,
     /// Larger files are skipped with [`IngestError::TooLarge`] before they are read.
     pub max_file_bytes: u64,
+    /// PDFs with more pages (as their page tree says) are refused with
+    /// [`IngestError::Pdf`] before any page is read.
+    pub max_pdf_pages: usize,
 }
 
 impl Default for LoadOptions {
@@ -65,6 +72,7 @@ impl Default for LoadOptions {
         LoadOptions {
             text_extensions: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_pdf_pages: DEFAULT_MAX_PDF_PAGES,
         }
     }
 }
@@ -131,7 +139,7 @@ pub fn load_file_with_progress(
     let title = file_stem(path, &id);
     let source = Some(path.display().to_string());
     if format == DocFormat::Pdf {
-        return load_pdf(path, &id, &title, source, &bytes, pages_read);
+        return load_pdf(path, &id, &title, source, &bytes, opts, pages_read);
     }
     let text = decode(path, &bytes)?;
     load_text(format, path, &id, &title, source, &text)
@@ -143,7 +151,15 @@ pub fn load_bytes(format: DocFormat, id: &str, bytes: &[u8]) -> Result<Loaded, I
     let path = PathBuf::from(id);
     let title = file_stem(&path, id);
     if format == DocFormat::Pdf {
-        return load_pdf(&path, id, &title, None, bytes, &|_, _| {});
+        return load_pdf(
+            &path,
+            id,
+            &title,
+            None,
+            bytes,
+            &LoadOptions::default(),
+            &|_, _| {},
+        );
     }
     let text = if format == DocFormat::Jsonl {
         std::str::from_utf8(bytes)
@@ -164,6 +180,7 @@ fn load_pdf(
     title: &str,
     source: Option<String>,
     bytes: &[u8],
+    opts: &LoadOptions,
     pages_read: &dyn Fn(usize, usize),
 ) -> Result<Loaded, IngestError> {
     let mut warnings = Vec::new();
@@ -171,6 +188,7 @@ fn load_pdf(
         path,
         base_document(id, title, source),
         bytes,
+        opts.max_pdf_pages,
         &mut warnings,
         pages_read,
     )?;
@@ -245,7 +263,15 @@ fn load_text(
         }
         DocFormat::Html => one(html::load(path, base, text)),
         DocFormat::Jsonl => Ok(jsonl::load(path, base.source.as_deref(), text)),
-        DocFormat::Pdf => load_pdf(path, id, title, base.source, text.as_bytes(), &|_, _| {}),
+        DocFormat::Pdf => load_pdf(
+            path,
+            id,
+            title,
+            base.source,
+            text.as_bytes(),
+            &LoadOptions::default(),
+            &|_, _| {},
+        ),
     }
 }
 

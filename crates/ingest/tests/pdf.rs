@@ -8,7 +8,7 @@ use proptest::strategy::Strategy as _;
 use excerpt_ingest::{
     load_bytes, load_file, load_file_with_progress, DocFormat, IngestError, LoadOptions,
 };
-use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfText};
+use excerpt_testkit::fixtures::{pdf, pdf_placed, report_pdf as report, PdfFace, PdfLine, PdfText};
 
 fn pdfium_present() {
     let lib = excerpt_ingest::pdfium_library_path();
@@ -297,4 +297,57 @@ proptest::proptest! {
             }
         }
     }
+}
+
+/// A one-page PDF whose page tree claims `count` pages (the other pages do not exist:
+/// PDFium cannot load them).
+fn claiming_pages(count: usize) -> Vec<u8> {
+    let good = pdf(&[vec![PdfLine {
+        text: "The harbour opens at dawn.",
+        size: 11.0,
+        bold: false,
+    }]]);
+    let text = String::from_utf8_lossy(&good).into_owned();
+    assert!(text.contains("/Count 1 >>"));
+    // The cross-reference offsets after the page tree are off by a few bytes now:
+    // PDFium rebuilds them, as it does for many real files.
+    text.replace("/Count 1 >>", &format!("/Count {count} >>"))
+        .into_bytes()
+}
+
+/// A 600-byte PDF claiming a million pages is refused at once, naming the limit; under
+/// a raised limit, a hundred thousand claimed pages are read in linear time (the filter
+/// of unreadable pages was quadratic: minutes for a few hundred thousand).
+#[test]
+fn a_page_tree_claiming_a_million_pages_is_refused() {
+    pdfium_present();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claims.pdf");
+    std::fs::write(&path, claiming_pages(1_000_000)).unwrap();
+    let err = load_file(&path, dir.path(), &LoadOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(err.is_skip(), "{msg}");
+    assert!(
+        msg.contains("claims 1000000 pages, more than the limit of 20000"),
+        "{msg}"
+    );
+    let low = LoadOptions {
+        max_pdf_pages: 10,
+        ..LoadOptions::default()
+    };
+    std::fs::write(&path, claiming_pages(11)).unwrap();
+    assert!(load_file(&path, dir.path(), &low).is_err());
+
+    std::fs::write(&path, claiming_pages(100_000)).unwrap();
+    let raised = LoadOptions {
+        max_pdf_pages: 100_000,
+        ..LoadOptions::default()
+    };
+    let loaded = load_file(&path, dir.path(), &raised).unwrap();
+    assert!(loaded.documents[0].text.contains("harbour"));
+    assert!(
+        loaded.warnings[0].contains("cannot read pages 2–100000"),
+        "{:?}",
+        loaded.warnings
+    );
 }

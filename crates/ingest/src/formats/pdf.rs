@@ -113,11 +113,13 @@ pub(crate) struct OutlineEntry {
 
 /// Loads a PDF file's bytes, calling `pages_read(done, total)` after each page. Pages
 /// without a text layer (scans) are named in `warnings`; a PDF with none at all is
-/// refused.
+/// refused, and so is one whose page tree claims more than `max_pages` pages (before
+/// any is read).
 pub(crate) fn load(
     path: &Path,
     mut doc: ParsedDocument,
     bytes: &[u8],
+    max_pages: usize,
     warnings: &mut Vec<String>,
     pages_read: &dyn Fn(usize, usize),
 ) -> Result<ParsedDocument, IngestError> {
@@ -136,8 +138,16 @@ pub(crate) fn load(
     if n == 0 {
         return Err(fail("the PDF has zero pages".into()));
     }
+    if n > max_pages {
+        return Err(fail(format!(
+            "the PDF claims {n} pages, more than the limit of {max_pages}"
+        )));
+    }
     let mut pages = Vec::with_capacity(n);
+    // Sorted (pages are read in order), and `is_unreadable` says it in constant time:
+    // the filters below stay linear in the page count.
     let mut unreadable = Vec::new();
+    let mut is_unreadable = vec![false; n];
     for i in 0..n {
         let lines = pdf
             .pages()
@@ -145,6 +155,7 @@ pub(crate) fn load(
             .and_then(|page| page.text().map(|t| page_lines(&t)));
         pages.push(lines.unwrap_or_else(|_| {
             unreadable.push(i);
+            is_unreadable[i] = true;
             Vec::new()
         }));
         pages_read(i + 1, n);
@@ -171,10 +182,7 @@ pub(crate) fn load(
             )
         }));
     }
-    let scanned: Vec<usize> = no_text
-        .into_iter()
-        .filter(|i| !unreadable.contains(i))
-        .collect();
+    let scanned: Vec<usize> = no_text.into_iter().filter(|&i| !is_unreadable[i]).collect();
     if !scanned.is_empty() {
         warnings.push(format!(
             "{}: no text layer on {} (of {n}); OCR is not built in, left out",
