@@ -148,14 +148,14 @@ pub(crate) fn load(
     // the filters below stay linear in the page count.
     let mut unreadable = Vec::new();
     let mut is_unreadable = vec![false; n];
-    for i in 0..n {
+    for (i, flag) in is_unreadable.iter_mut().enumerate() {
         let lines = pdf
             .pages()
             .get(i as _)
             .and_then(|page| page.text().map(|t| page_lines(&t)));
         pages.push(lines.unwrap_or_else(|_| {
             unreadable.push(i);
-            is_unreadable[i] = true;
+            *flag = true;
             Vec::new()
         }));
         pages_read(i + 1, n);
