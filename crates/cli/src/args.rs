@@ -122,11 +122,19 @@ pub enum Command {
     Ask(AskArgs),
     /// List the indexed documents.
     Docs(FormatArgs),
-    /// Remove documents by id.
+    /// Remove documents by id, or by id prefix.
+    ///
+    /// Every id is reported on stderr: removed, or not found. One commit removes them
+    /// all. Exit status 0 when at least one document was removed, 4 when none was
+    /// (every id unknown, no document under the prefixes).
     Rm {
         /// Document ids (see `excerpt docs`).
-        #[arg(required = true)]
+        #[arg(required_unless_present = "prefix")]
         ids: Vec<String>,
+        /// Also remove every document whose id starts with PREFIX (e.g. `notes/old/`);
+        /// repeatable.
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Vec<String>,
     },
     /// Show index statistics: documents, chunks, bytes, model, chunker, size on disk.
     Stats(FormatArgs),
@@ -386,6 +394,10 @@ pub struct IngestArgs {
     #[arg(long, env = "EXCERPT_MAX_FILE_MIB", value_name = "MIB", default_value_t = excerpt_ingest::DEFAULT_MAX_FILE_BYTES >> 20,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub max_file_size: u64,
+    /// Skip PDFs whose page tree claims more pages than this (reported with the reason).
+    #[arg(long, env = "EXCERPT_MAX_PDF_PAGES", value_name = "PAGES", default_value_t = excerpt_ingest::DEFAULT_MAX_PDF_PAGES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    pub max_pdf_pages: u64,
     /// Chunker of a new index: tokens[:N] (default tokens:256, model tokens),
     /// chars[:N], sentence, section[:N]. Fixed once the index exists.
     #[arg(long, env = "EXCERPT_CHUNKER")]

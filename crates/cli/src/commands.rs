@@ -68,24 +68,46 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// `s` with control characters escaped (`\n`, `\u{1b}`), for terminal output.
-fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().any(char::is_control) {
-        std::borrow::Cow::Owned(
-            s.chars()
-                .flat_map(|c| {
-                    let escaped: Vec<char> = if c.is_control() {
-                        c.escape_default().collect()
-                    } else {
-                        vec![c]
-                    };
-                    escaped
-                })
-                .collect(),
+/// Whether `c` must not reach a terminal raw: a control character (C0, DEL, C1: ESC
+/// starts the sequences that move the cursor, set the title or write the clipboard, BEL
+/// rings) or a bidirectional control (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+/// U+061C), which reorders what is shown so that a line reads other than it is.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}'
         )
-    } else {
-        std::borrow::Cow::Borrowed(s)
+}
+
+/// `s` with the characters `escape` picks written as escapes (`\n`, `\u{1b}`,
+/// `\u{202e}`).
+fn escaped(s: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(&escape) {
+        return std::borrow::Cow::Borrowed(s);
     }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if escape(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `s` on one line for the terminal: every control character (newlines too) and
+/// bidirectional control escaped. For ids, titles, sections and messages.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    escaped(s, unsafe_char)
+}
+
+/// `s` for the terminal with its lines and tabs kept: every other control character and
+/// every bidirectional control escaped. For text bodies (contexts, answers): document
+/// text and a model's answer must not be able to drive the terminal.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    escaped(s, |c| c != '\n' && c != '\t' && unsafe_char(c))
 }
 
 /// The kind of a library error the command failed with.
@@ -203,7 +225,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Query(a) => query(&cli.global, a),
         Command::Ask(a) => ask(&cli.global, a),
         Command::Docs(a) => docs(&cli.global, a),
-        Command::Rm { ids } => rm(&cli.global, ids),
+        Command::Rm { ids, prefix } => rm(&cli.global, ids, prefix),
         Command::Stats(a) => stats(&cli.global, a),
         Command::Verify(a) => verify(&cli.global, a),
         Command::Repair(a) => repair(&cli.global, a),
@@ -228,6 +250,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         load: LoadOptions {
             text_extensions: a.text_ext,
             max_file_bytes: a.max_file_size << 20,
+            max_pdf_pages: usize::try_from(a.max_pdf_pages).unwrap_or(usize::MAX),
         },
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(g, &a.contextualize),
@@ -288,12 +311,12 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             )?;
         }
         for p in report.skipped.iter().chain(&report.failed) {
-            writeln!(err, "  {}", p.reason)?;
+            writeln!(err, "  {}", printable(&p.reason))?;
         }
         writeln!(
             err,
             "index {}: {} documents (generation {})",
-            shown_index(&g.index),
+            printable(&shown_index(&g.index)),
             report.documents,
             report.generation
         )?;
@@ -301,7 +324,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     if !a.json {
         // Warnings show even with --quiet: the file was ingested, but not as written.
         for w in &report.warnings {
-            eprintln!("warning: {}", w.reason);
+            eprintln!("warning: {}", printable(&w.reason));
         }
     }
     if report.nothing_ingested() {
@@ -388,9 +411,17 @@ fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
     let ctx = engine.query(&req)?;
     // Shown whatever the format and --quiet: the answer may be missing documents.
     for w in &ctx.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(w));
     }
+    let json = matches!(a.format, crate::args::Format::Json);
     let out = render(&req.text, &ctx, a.format.into(), a.instruction);
+    // JSON escapes control characters itself; text and Markdown carry document text
+    // and titles as they are, so they are made safe for the terminal here.
+    let out = if json {
+        out.into()
+    } else {
+        terminal_safe(&out)
+    };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{out}")?;
     Ok(ExitCode::SUCCESS)
@@ -403,28 +434,8 @@ fn warn_damage(snap: &excerpt::Snapshot) {
         eprintln!(
             "warning: the index is damaged, {}; run `excerpt verify` for details, \
              `excerpt repair` to fix it",
-            damage.summary(20)
+            printable(&damage.summary(20))
         );
-    }
-}
-
-/// `s` with control characters other than newlines and tabs escaped: a model's answer
-/// goes to the terminal, and must not be able to drive it.
-fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        std::borrow::Cow::Owned(
-            s.chars()
-                .map(|c| {
-                    if c.is_control() && c != '\n' && c != '\t' {
-                        c.escape_default().collect()
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect(),
-        )
-    } else {
-        std::borrow::Cow::Borrowed(s)
     }
 }
 
@@ -581,26 +592,58 @@ fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn rm(g: &Global, ids: Vec<String>) -> Result<ExitCode> {
-    let engine = engine(g, None, None);
-    let removed = engine.remove(&ids)?;
-    let missing: Vec<&String> = ids.iter().filter(|id| !removed.contains(id)).collect();
-    if !g.quiet {
-        eprintln!("removed {} document(s)", removed.len());
-    }
-    if !missing.is_empty() {
+fn rm(g: &Global, ids: Vec<String>, prefixes: Vec<String>) -> Result<ExitCode> {
+    if prefixes.iter().any(|p| p.is_empty()) {
         return Err(Exit(
-            EXIT_NOT_FOUND,
-            format!(
-                "no document with id {}",
-                missing
-                    .iter()
-                    .map(|s| format!("{s:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            EXIT_USAGE,
+            "--prefix needs a non-empty prefix (to empty an index, delete its directory)".into(),
         )
         .into());
+    }
+    let engine = engine(g, None, None);
+    let mut wanted = ids.clone();
+    if !prefixes.is_empty() {
+        wanted.extend(
+            engine
+                .documents()?
+                .into_iter()
+                .map(|d| d.id)
+                .filter(|id| prefixes.iter().any(|p| id.starts_with(p.as_str()))),
+        );
+    }
+    let mut seen = std::collections::HashSet::new();
+    wanted.retain(|id| seen.insert(id.clone()));
+    let removed: std::collections::HashSet<String> = if wanted.is_empty() {
+        Default::default()
+    } else {
+        engine.remove(&wanted)?.into_iter().collect()
+    };
+    let mut err = std::io::stderr().lock();
+    for id in &wanted {
+        if removed.contains(id) {
+            if !g.quiet {
+                writeln!(err, "removed {}", printable(id))?;
+            }
+        } else {
+            // Shown even with --quiet: the id was asked for and is not there.
+            writeln!(err, "not found: {}", printable(id))?;
+        }
+    }
+    for p in &prefixes {
+        if !wanted.iter().any(|id| id.starts_with(p.as_str())) {
+            writeln!(
+                err,
+                "not found: no document id starts with {}",
+                printable(p)
+            )?;
+        }
+    }
+    drop(err);
+    if removed.is_empty() {
+        return Err(Exit(EXIT_NOT_FOUND, "no document was removed".into()).into());
+    }
+    if !g.quiet {
+        eprintln!("removed {} document(s)", removed.len());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -613,7 +656,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    writeln!(stdout, "index       {}", shown_index(&g.index))?;
+    writeln!(stdout, "index       {}", printable(&shown_index(&g.index)))?;
     if engine.postgres_url().is_some() {
         // No generation, segments or damage: the database checks its own storage.
         write_stats_body(&mut stdout, &v)?;
@@ -640,7 +683,7 @@ fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(
             stdout,
             "damaged     yes, {}; run `excerpt repair`",
-            s.damage.summary(20)
+            printable(&s.damage.summary(20))
         )?;
         for p in s.damage.problems() {
             writeln!(stdout, "            {}", printable(&p))?;
@@ -681,7 +724,7 @@ fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         writeln!(
             stdout,
             "index {}: generation {generation}, {} readable documents, {} files checked",
-            shown_index(&g.index),
+            printable(&shown_index(&g.index)),
             report.documents,
             report.files.len()
         )?;

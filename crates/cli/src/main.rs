@@ -25,7 +25,8 @@ fn main() -> ExitCode {
         // Stdout closed under us (`| head`): stop quietly, as other Unix tools do.
         Err(e) if commands::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", commands::message(&e));
+            // Messages quote ids, paths and server replies: escaped for the terminal.
+            eprintln!("error: {}", commands::terminal_safe(&commands::message(&e)));
             ExitCode::from(commands::exit_code(&e))
         }
     }

@@ -983,3 +983,279 @@ fn pdf_ingest_and_query_report_pages_and_sections() {
         "{text}"
     );
 }
+
+/// The file bytes of every file under `dir` (the lock file left out), by path.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name() != "LOCK" {
+                out.insert(e.path(), std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Issue 27, row 1: with MANIFEST.json deleted, `ingest` started a new index over the
+/// old one (75 documents became 1). Now writers refuse with one line naming `excerpt
+/// repair` and change nothing; `verify` reports the damage; `repair` recovers every
+/// document, from the previous manifest and the segments, or from the segments alone.
+#[test]
+fn a_lost_manifest_is_repaired_not_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = ingest_docs_two_commits(tmp.path());
+    let all = ["a.md", "b.md", "c.md", "d.md"];
+    let ids = |index: &Path| -> Vec<String> {
+        json(&run(index, &["docs", "--json"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&index), all);
+    write_file(
+        tmp.path(),
+        "new/e.md",
+        b"# Eels\n\nEels swim up the river.\n",
+    );
+    let new = tmp.path().join("new");
+
+    std::fs::remove_file(index.join("MANIFEST.json")).unwrap();
+    let before = files_of(&index);
+    for args in [
+        &["ingest", new.to_str().unwrap()][..],
+        &["rm", "a.md"],
+        &["rm", "--prefix", "a"],
+    ] {
+        let out = run(&index, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(count(&stderr, "error:"), 1, "{stderr}");
+        assert!(
+            stderr.contains("MANIFEST.json: missing") && stderr.contains("excerpt repair"),
+            "{stderr}"
+        );
+        assert!(files_of(&index) == before, "{args:?} changed the index");
+    }
+    let out = run(&index, &["verify"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("MANIFEST.json"));
+    let out = run(&index, &["repair"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no document was lost"));
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    assert_eq!(ids(&index), all);
+
+    // Both manifests gone: damage, not "no index"; repair reads the segments.
+    std::fs::remove_file(index.join("MANIFEST.json")).unwrap();
+    std::fs::remove_file(index.join("MANIFEST.prev.json")).unwrap();
+    let out = run(&index, &["verify"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{stdout}");
+    assert!(stdout.contains("MANIFEST.json: missing"), "{stdout}");
+    let out = run(&index, &["query", "cranes"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("excerpt repair"), "{stderr}");
+    let out = run(&index, &["ingest", new.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(&index, &["repair"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    assert_eq!(ids(&index), all);
+    assert!(run(&index, &["ingest", new.to_str().unwrap()])
+        .status
+        .success());
+    assert_eq!(ids(&index).len(), 5);
+}
+
+/// a.md, b.md, c.md in one commit, d.md in a second: two segments, and a previous
+/// manifest naming the first.
+fn ingest_docs_two_commits(dir: &Path) -> std::path::PathBuf {
+    let index = dir.join("idx");
+    for (name, text) in [
+        ("a.md", "# Cranes\n\nThe harbour crane lifts containers.\n"),
+        (
+            "b.md",
+            "# Lights\n\nThe lighthouse keeper lights the lamp.\n",
+        ),
+        ("c.md", "# Ferries\n\nThe ferry crosses the bay.\n"),
+    ] {
+        write_file(&dir.join("docs"), name, text.as_bytes());
+    }
+    let out = run(&index, &["ingest", dir.join("docs").to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_file(
+        &dir.join("more"),
+        "d.md",
+        b"# Docks\n\nShips moor at the docks.\n",
+    );
+    let out = run(&index, &["ingest", dir.join("more").to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
+/// `rm` reports each id and fails only when nothing was removed; `rm --prefix`
+/// removes a folder's documents; an ingest that reads nothing leaves no index behind.
+#[test]
+fn rm_reports_each_id_and_ingest_of_nothing_creates_no_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = ingest_docs_two_commits(tmp.path());
+    let out = run(&index, &["rm", "nope.md", "a.md"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("removed a.md") && stderr.contains("not found: nope.md"),
+        "{stderr}"
+    );
+    let out = run(&index, &["rm", "nope.md", "a.md"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("not found: a.md"), "{stderr}");
+    let out = run(&index, &["rm", "--prefix", "b", "--prefix", "zz"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("removed b.md"), "{stderr}");
+    assert!(stderr.contains("no document id starts with zz"), "{stderr}");
+    let docs = json(&run(&index, &["docs", "--json"]));
+    assert_eq!(docs.as_array().unwrap().len(), 2);
+    assert_eq!(run(&index, &["rm", "--prefix", ""]).status.code(), Some(2));
+
+    let fresh = tmp.path().join("fresh");
+    let out = run(
+        &fresh,
+        &["ingest", tmp.path().join("nonexistent").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!fresh.exists(), "an empty index was left behind");
+    // A directory that was there stays, empty.
+    std::fs::create_dir(&fresh).unwrap();
+    write_file(tmp.path(), "bin/x.txt", b"abc\0def");
+    let out = run(
+        &fresh,
+        &["ingest", tmp.path().join("bin").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 0);
+    // A later ingest picks its own chunker.
+    let out = run(
+        &fresh,
+        &[
+            "--chunker",
+            "sentence",
+            "ingest",
+            tmp.path().join("more").to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Escape sequences, BEL and bidirectional overrides in titles, text and ids reach the
+/// terminal escaped from every human-readable output: query, docs, ask, stats, errors.
+#[test]
+fn terminal_output_escapes_control_and_bidi_characters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nasty = "\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\u{202e}\u{2066}";
+    write_file(
+        &tmp.path().join("docs"),
+        "evil\u{202e}dm.md",
+        format!("# Lamp{nasty} title\n\nThe lamp{nasty} burns oil at night.\n").as_bytes(),
+    );
+    let index = tmp.path().join("idx");
+    let out = run(
+        &index,
+        &["ingest", tmp.path().join("docs").to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = |s: &str| {
+        s.contains('\u{1b}')
+            || s.contains('\u{7}')
+            || s.contains('\u{202e}')
+            || s.contains('\u{2066}')
+    };
+    let check = |what: &str, out: &Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !raw(&stdout) && !raw(&stderr),
+            "{what}: {stdout:?} {stderr:?}"
+        );
+        (stdout.into_owned(), stderr.into_owned())
+    };
+    for format in ["text", "markdown"] {
+        let (stdout, _) = check(
+            format,
+            &run(&index, &["query", "lamp oil", "--format", format]),
+        );
+        assert!(
+            stdout.contains("\\u{1b}]52;c;") && stdout.contains("\\u{202e}"),
+            "{stdout}"
+        );
+    }
+    let (stdout, _) = check("docs", &run(&index, &["docs"]));
+    assert!(stdout.contains("evil\\u{202e}dm.md"), "{stdout}");
+    check("stats", &run(&index, &["stats"]));
+    let (_, stderr) = check("rm", &run(&index, &["rm", "x\u{202e}y"]));
+    assert!(stderr.contains("x\\u{202e}y"), "{stderr}");
+    let bad = tmp.path().join("no\u{1b}[31mindex");
+    let (_, stderr) = check("error", &run(&bad, &["docs"]));
+    assert!(stderr.contains("no\\u{1b}[31mindex"), "{stderr}");
+
+    // ask: the model's answer and the sources it cites.
+    use excerpt_testkit::axum::routing::post;
+    use excerpt_testkit::axum::{Json, Router};
+    async fn complete(Json(body): Json<Value>) -> Json<Value> {
+        let answer = "It burns oil [1].\u{1b}]0;pwned\u{7} \u{202e}gnp.exe";
+        Json(openai::chat_completion(&body["model"], answer, None))
+    }
+    let server = FakeServer::start(Router::new().route(openai::CHAT_PATH, post(complete)));
+    let url = format!("{}/v1", server.url());
+    let (stdout, _) = check(
+        "ask",
+        &run(
+            &index,
+            &[
+                "ask",
+                "what does the lamp burn?",
+                "--no-stream",
+                "--llm-url",
+                &url,
+                "--llm-model",
+                "m",
+            ],
+        ),
+    );
+    assert!(
+        stdout.contains("\\u{1b}]0;pwned") && stdout.contains("Lamp\\u{1b}"),
+        "{stdout}"
+    );
+}

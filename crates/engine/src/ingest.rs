@@ -140,6 +140,12 @@ impl Engine {
         let started = Instant::now();
         let embedder = self.embedder()?;
         let config = self.ingest_config(embedder.as_ref(), opts)?;
+        // A directory index this run creates (and whether its directory was there):
+        // removed again when nothing could be ingested.
+        let dir = &self.options.index_dir;
+        let new_index = (self.postgres_url().is_none()
+            && !dir.join(excerpt_index::MANIFEST_FILE).exists())
+        .then(|| dir.exists());
         let writer = match self.postgres_url() {
             Some(url) => {
                 let mut pg = PgIndex::connect(url)?;
@@ -169,6 +175,7 @@ impl Engine {
             report: IngestReport::default(),
             progress,
             started,
+            new_index,
         })
     }
 
@@ -381,6 +388,8 @@ struct Pipeline<'a> {
     report: IngestReport,
     progress: &'a dyn IngestProgress,
     started: Instant,
+    /// `Some(whether the directory existed)` when this run created the index.
+    new_index: Option<bool>,
 }
 
 impl Pipeline<'_> {
@@ -457,6 +466,12 @@ impl Pipeline<'_> {
         self.report.generation = self.writer.generation();
         self.report.documents = self.writer.document_count()?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
+        if let (Some(dir_existed), Sink::Dir { writer, .. }) = (self.new_index, self.writer) {
+            if self.report.nothing_ingested() {
+                // No empty index left behind, its model and chunker fixed.
+                writer.discard_uncommitted(!dir_existed)?;
+            }
+        }
         Ok(self.report)
     }
 }

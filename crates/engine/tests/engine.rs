@@ -753,3 +753,44 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_f
     req.strategy = "rse".parse().unwrap();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());
 }
+
+/// A megabyte title is indexed once, not once per chunk: the chunk headers cut it (the
+/// document keeps it whole). Before the cap, every chunk's header carried it into BM25
+/// and the embedder: twenty-odd chunks made an index of tens of megabytes.
+#[test]
+fn a_megabyte_title_does_not_multiply_the_index() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let title = "Quarterly harbour report ".repeat(42_000); // ~1 MB
+    let body: String = (0..160)
+        .map(|i| {
+            format!(
+                "Paragraph {i}: the crane moved {i} containers to berth {}.\n\n",
+                i % 7
+            )
+        })
+        .collect();
+    write_file(
+        &docs,
+        "report.md",
+        format!("---\ntitle: \"{title}\"\n---\n{body}").as_bytes(),
+    );
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("idx")));
+    let report = engine
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    assert_eq!(report.added, 1, "{report:?}");
+    let stats = engine.stats().unwrap();
+    assert!(stats.chunks >= 10, "{} chunks", stats.chunks);
+    // The title is stored twice (the title and the metadata it came from), the rest is
+    // small: far from a copy per chunk.
+    assert!(
+        stats.disk_bytes < 4 * title.len() as u64,
+        "{} bytes on disk for a {}-byte title and {} chunks",
+        stats.disk_bytes,
+        title.len(),
+        stats.chunks
+    );
+    let doc = engine.document("report.md").unwrap().expect("ingested");
+    assert_eq!(doc.title.len(), title.trim().len());
+}
