@@ -1162,9 +1162,9 @@ fn rm_reports_each_id_and_ingest_of_nothing_creates_no_index() {
     let out = run(
         &fresh,
         &[
+            "ingest",
             "--chunker",
             "sentence",
-            "ingest",
             tmp.path().join("more").to_str().unwrap(),
         ],
     );

@@ -761,7 +761,8 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_f
 fn a_megabyte_title_does_not_multiply_the_index() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
-    let title = "Quarterly harbour report ".repeat(42_000); // ~1 MB
+    // ~1 MB of distinct words: neither BM25 nor its compression can fold them.
+    let title: String = (0..110_000).map(|i| format!("w{i:x}q ")).collect();
     let body: String = (0..160)
         .map(|i| {
             format!(
@@ -781,7 +782,7 @@ fn a_megabyte_title_does_not_multiply_the_index() {
         .unwrap();
     assert_eq!(report.added, 1, "{report:?}");
     let stats = engine.stats().unwrap();
-    assert!(stats.chunks >= 10, "{} chunks", stats.chunks);
+    assert!(stats.chunks >= 5, "{} chunks", stats.chunks);
     // The title is stored twice (the title and the metadata it came from), the rest is
     // small: far from a copy per chunk.
     assert!(
