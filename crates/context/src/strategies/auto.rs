@@ -18,7 +18,7 @@
 //!
 //! - **Extent** (pinpoint questions, `extent=false` turns it off): when two of the three
 //!   best hits lie in one section that fits in half the budget, the section is taken
-//!   whole, first, and the sentences fill the rest ([`extent`]): where the evidence lies
+//!   whole, first, and the sentences fill the rest: where the evidence lies
 //!   decides the unit, not the wording of the question. On documentation whose answers
 //!   run over several paragraphs it adds 1.7 / 2.1 recall points at 4000 / 8000
 //!   characters; on contracts, transcripts and one-paragraph answers it never fires or
@@ -70,7 +70,7 @@ pub struct AutoParams {
     /// over several turns.
     pub dialogue: bool,
     /// Whether a pinpoint question whose best hits gather in one section takes that
-    /// section whole before its best sentences (see [`extent`]; default true).
+    /// section whole before its best sentences (the extent step, see the module docs; default true).
     pub extent: bool,
     /// How many of the best hits the extent step reads (default 3; 5 and 10 measured).
     pub extent_hits: usize,
