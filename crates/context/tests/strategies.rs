@@ -838,6 +838,54 @@ fn topk_sentences_keep_a_code_block_or_table_whole() {
 }
 
 #[test]
+fn topk_sentences_take_rows_of_a_table_of_figures_together() {
+    // A statement as PDF extraction leaves it: plain lines ending in figures. Its rows
+    // come in parts of whole rows (at most 500 characters), never one row alone.
+    let rows: Vec<String> = (0..30)
+        .map(|i| {
+            format!(
+                "Line item number {i} of zeta earnings $ {},{:03} $ {}\n",
+                i + 1,
+                i * 7,
+                i * 3
+            )
+        })
+        .collect();
+    let mut parts: Vec<&str> = vec!["Statements of Zeta Earnings\n", "Fiscal Years 2017 2016\n"];
+    parts.extend(rows.iter().map(String::as_str));
+    parts.push("These notes are part of the statements. ");
+    let c = TestCorpus::new(vec![build_doc(
+        "report.pdf",
+        "Report",
+        &[
+            chunk(&["An introduction in prose. ", "Nothing to see here.\n"]),
+            chunk(&parts),
+        ],
+    )]);
+    let hits = vec![hit(0, 1, 0.9), hit(0, 0, 0.5)];
+    let cfg: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
+    let mut r = req(&c, &hits, 150, None, None);
+    r.query = "zeta earnings statements";
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, 150, &WordTokens, true).unwrap();
+    let first = &ctx.pieces[0].text;
+    // The best unit is the table's first part: its headings and the rows after them.
+    assert!(
+        first.starts_with("Statements of Zeta Earnings\nFiscal Years 2017 2016\n"),
+        "{first:?}"
+    );
+    assert!(first.lines().count() >= 4, "{first:?}");
+    assert!(first.chars().count() <= 500, "{}", first.chars().count());
+    for p in &ctx.pieces {
+        assert!(
+            p.text.ends_with('\n') || p.text.ends_with(". "),
+            "a row cut: {:?}",
+            p.text
+        );
+    }
+}
+
+#[test]
 fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
     let c = TestCorpus::new(vec![build_doc(
         "notes.md",
