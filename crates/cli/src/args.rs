@@ -421,6 +421,11 @@ pub struct IngestArgs {
     /// dimension 384).
     #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
     pub sentence_vectors: bool,
+    /// Make the index mirror the given paths: documents whose source file lies under one
+    /// of them and no longer exists are removed in the same commit, and listed. A file
+    /// that exists but cannot be read this time is kept.
+    #[arg(long)]
+    pub prune: bool,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -255,6 +255,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(g, &a.contextualize),
         sentence_vectors: a.sentence_vectors,
+        prune: a.prune,
         ..IngestOptions::default()
     };
     let bar = Bar::new(g.quiet);
@@ -313,6 +314,16 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         for p in report.skipped.iter().chain(&report.failed) {
             writeln!(err, "  {}", printable(&p.reason))?;
         }
+        if !report.pruned.is_empty() {
+            writeln!(
+                err,
+                "pruned {} document(s) whose files are gone:",
+                report.pruned.len()
+            )?;
+            for id in &report.pruned {
+                writeln!(err, "  {}", printable(id))?;
+            }
+        }
         writeln!(
             err,
             "index {}: {} documents (generation {})",
@@ -327,7 +338,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             eprintln!("warning: {}", printable(&w.reason));
         }
     }
-    if report.nothing_ingested() {
+    if report.nothing_ingested() && report.pruned.is_empty() {
         if !a.json {
             eprintln!("error: nothing could be ingested from the given paths");
         }

@@ -1259,3 +1259,81 @@ fn terminal_output_escapes_control_and_bidi_characters() {
         "{stdout}"
     );
 }
+
+/// `ingest --prune` makes the index mirror a folder: documents whose files were deleted
+/// are removed in the same commit and listed; other folders' documents and files that
+/// exist stay; without `--prune` nothing is removed.
+#[test]
+fn ingest_prune_removes_documents_whose_files_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let notes = tmp.path().join("notes");
+    let other = tmp.path().join("other");
+    write_file(&notes, "keep.md", b"# Keep\n\nKettles boil water.\n");
+    write_file(&notes, "sub/old.md", b"# Old\n\nOld notes about teapots.\n");
+    write_file(&notes, "gone.md", b"# Gone\n\nGone notes about cups.\n");
+    write_file(
+        &other,
+        "far.md",
+        b"# Far\n\nAnother folder about saucers.\n",
+    );
+    let index = tmp.path().join("idx");
+    for dir in [&notes, &other] {
+        let out = run(&index, &["ingest", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::remove_file(notes.join("sub/old.md")).unwrap();
+    std::fs::remove_file(notes.join("gone.md")).unwrap();
+    let ids = |index: &Path| -> Vec<String> {
+        let mut v: Vec<String> = json(&run(index, &["docs", "--json"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // Without --prune the deleted files' documents stay.
+    let out = run(&index, &["ingest", notes.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ids(&index), ["far.md", "gone.md", "keep.md", "sub/old.md"]);
+    let out = run(
+        &index,
+        &["ingest", "--prune", "--json", notes.to_str().unwrap()],
+    );
+    let report = json(&out);
+    let mut pruned: Vec<&str> = report["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    pruned.sort();
+    assert_eq!(pruned, ["gone.md", "sub/old.md"]);
+    assert_eq!(report["documents"], 2);
+    assert_eq!(ids(&index), ["far.md", "keep.md"]);
+    let verify = run(&index, &["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    // A folder whose every file is gone is emptied, and that is not an error.
+    std::fs::remove_file(notes.join("keep.md")).unwrap();
+    let out = run(&index, &["ingest", "--prune", notes.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("pruned 1 document(s)") && stderr.contains("keep.md"),
+        "{stderr}"
+    );
+    assert_eq!(ids(&index), ["far.md"]);
+}

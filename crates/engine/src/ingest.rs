@@ -1,5 +1,5 @@
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,6 +37,11 @@ pub struct IngestOptions {
     /// so the `window` strategy reads them instead of embedding sentences at query time
     /// (more ingest time and index size; see docs/EVAL.md for the trade-off).
     pub sentence_vectors: bool,
+    /// Make the index mirror the ingested paths ([`Engine::ingest`] only): a document
+    /// whose recorded source file lies under one of the paths and no longer exists is
+    /// removed in the same commit, and listed in [`IngestReport::pruned`]. A file that
+    /// still exists but could not be read this time is kept.
+    pub prune: bool,
 }
 
 impl Default for IngestOptions {
@@ -49,6 +54,7 @@ impl Default for IngestOptions {
             cancel: None,
             contextualize: None,
             sentence_vectors: false,
+            prune: false,
         }
     }
 }
@@ -238,7 +244,32 @@ impl Engine {
             }
             progress.file_done(&shown);
         }
+        if opts.prune {
+            run.check_cancel()?;
+            let gone: Vec<String> = self
+                .documents_or_none()?
+                .into_iter()
+                .filter(|d| !run.seen.contains(&d.id))
+                .filter(|d| d.source.as_deref().is_some_and(|s| source_gone(s, paths)))
+                .map(|d| d.id)
+                .collect();
+            run.prune(gone)?;
+        }
         run.finish()
+    }
+
+    /// The index's documents, or none when there is no index yet.
+    fn documents_or_none(&self) -> Result<Vec<crate::DocumentSummary>, EngineError> {
+        if self.postgres_url().is_none()
+            && !self
+                .options
+                .index_dir
+                .join(excerpt_index::MANIFEST_FILE)
+                .exists()
+        {
+            return Ok(Vec::new());
+        }
+        self.documents()
     }
 
     /// Ingests documents already loaded in memory (e.g. with
@@ -458,11 +489,33 @@ impl Pipeline<'_> {
         Ok(())
     }
 
+    /// Removes the documents `ids` (staged for the final commit of the directory
+    /// index; deleted at once on PostgreSQL), listing them in the report.
+    fn prune(&mut self, ids: Vec<String>) -> Result<(), EngineError> {
+        match &mut self.writer {
+            Sink::Dir { writer, .. } => {
+                for id in &ids {
+                    writer.delete(id);
+                }
+            }
+            Sink::Pg(pg) => {
+                pg.delete(&ids)?;
+            }
+        }
+        self.report.pruned = ids;
+        Ok(())
+    }
+
     /// Commits what is left and completes the report.
     fn finish(mut self) -> Result<IngestReport, EngineError> {
         let batch = std::mem::take(&mut self.batch);
+        let nothing_queued = batch.docs.is_empty();
         self.flush
             .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
+        if nothing_queued && !self.report.pruned.is_empty() {
+            let generation = self.writer.commit()?;
+            self.progress.committed(generation);
+        }
         self.report.generation = self.writer.generation();
         self.report.documents = self.writer.document_count()?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
@@ -643,4 +696,20 @@ impl Flush<'_> {
         progress.committed(generation);
         Ok(())
     }
+}
+
+/// Whether the file a document was read from (`source`, as recorded at its ingest) lies
+/// under one of `paths` and is gone. Paths are compared as given and made absolute
+/// against the current directory, so `notes/a.md` is under `notes` and `./notes`.
+fn source_gone(source: &str, paths: &[PathBuf]) -> bool {
+    let src = Path::new(source);
+    let abs = |p: &Path| std::path::absolute(p).ok();
+    let under = paths.iter().any(|root| {
+        src.starts_with(root)
+            || match (abs(src), abs(root)) {
+                (Some(s), Some(r)) => s.starts_with(r),
+                _ => false,
+            }
+    });
+    under && !src.exists()
 }

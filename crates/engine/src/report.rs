@@ -55,6 +55,8 @@ pub struct IngestReport {
     pub failed: Vec<Problem>,
     /// Files ingested, but not quite as written (front matter refused and kept as text).
     pub warnings: Vec<Problem>,
+    /// Documents removed because their source file is gone (`prune`).
+    pub pruned: Vec<String>,
     /// Chunks embedded by the model.
     pub chunks_embedded: usize,
     /// Chunks whose vector was reused from the index (same text, same model).
