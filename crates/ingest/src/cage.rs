@@ -380,7 +380,7 @@ fn read_stderr(mut stderr: impl Read, tx: &mpsc::Sender<Event>) -> String {
     let mut tail: Vec<u8> = Vec::new();
     let mut line: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
-    let mut handle = |line: &mut Vec<u8>, tail: &mut Vec<u8>| {
+    let handle = |line: &mut Vec<u8>, tail: &mut Vec<u8>| {
         let progress = std::str::from_utf8(line)
             .ok()
             .and_then(|l| l.trim().strip_prefix("progress "))
