@@ -204,6 +204,42 @@ pub enum Command {
     Mcp(McpArgs),
     /// Fetch or check the default embedding model.
     Model(crate::model::ModelArgs),
+    /// Internal: parse one PDF with PDFium and write the extracted document as JSON on
+    /// stdout. `ingest` and `serve` run it in a child process under memory and time
+    /// limits (--pdf-memory-mb, --pdf-timeout-secs), so that a hostile PDF costs only
+    /// the child.
+    #[command(hide = true)]
+    PdfWorker(PdfWorkerArgs),
+}
+
+/// The hidden `pdf-worker` subcommand: the protocol of `excerpt_ingest::run_pdf_worker`.
+#[derive(Debug, Args)]
+pub struct PdfWorkerArgs {
+    /// The PDF file; standard input when absent or `-`.
+    pub path: Option<PathBuf>,
+    /// Refuse PDFs whose page tree claims more pages.
+    #[arg(long, default_value_t = excerpt_ingest::DEFAULT_MAX_PDF_PAGES)]
+    pub max_pages: usize,
+    /// The name of the file in warnings (default: the path, or `stdin`).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// Limits of the worker process each PDF is parsed in (`ingest` and `serve`).
+#[derive(Debug, Args)]
+pub struct PdfArgs {
+    /// Address space of the process each PDF is parsed in, in MiB: a PDF whose parsing
+    /// needs more is skipped with the reason.
+    #[arg(long, env = "EXCERPT_PDF_MEMORY_MB", value_name = "MIB",
+          default_value_t = excerpt_ingest::DEFAULT_PDF_MEMORY_BYTES >> 20,
+          value_parser = clap::value_parser!(u64).range(64..=1 << 22))]
+    pub pdf_memory_mb: u64,
+    /// Seconds (CPU time, and wall-clock time) the parsing of one PDF may take: a PDF
+    /// that takes longer is skipped with the reason.
+    #[arg(long, env = "EXCERPT_PDF_TIMEOUT_SECS", value_name = "SECS",
+          default_value_t = excerpt_ingest::DEFAULT_PDF_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub pdf_timeout_secs: u64,
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +292,8 @@ pub struct ServeArgs {
     /// answers 501). With --token, asking needs the token even with --public-reads.
     #[command(flatten)]
     pub llm: LlmArgs,
+    #[command(flatten)]
+    pub pdf: PdfArgs,
 }
 
 #[derive(Debug, Args)]
@@ -431,6 +469,8 @@ pub struct IngestArgs {
     pub json: bool,
     #[command(flatten)]
     pub contextualize: ContextualizeArgs,
+    #[command(flatten)]
+    pub pdf: PdfArgs,
 }
 
 /// LLM-written chunk contexts (`ingest --contextualize`).

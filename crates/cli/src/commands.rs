@@ -1,6 +1,7 @@
 //! Commands: typed options from raw arguments, engine calls, rendering.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -16,7 +17,8 @@ use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
     AnswerArgs, AskArgs, AskFormat, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global,
-    IngestArgs, LlmArgs, LogFormat, McpArgs, QueryArgs, RetrievalArgs, ServeArgs,
+    IngestArgs, LlmArgs, LogFormat, McpArgs, PdfArgs, PdfWorkerArgs, QueryArgs, RetrievalArgs,
+    ServeArgs,
 };
 use crate::progress::Bar;
 
@@ -234,6 +236,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(a) => serve(&cli.global, a),
         Command::Mcp(a) => mcp(&cli.global, a),
         Command::Model(a) => crate::model::run(a, cli.global.quiet),
+        Command::PdfWorker(a) => pdf_worker(a),
     }
 }
 
@@ -251,6 +254,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             text_extensions: a.text_ext,
             max_file_bytes: a.max_file_size << 20,
             max_pdf_pages: usize::try_from(a.max_pdf_pages).unwrap_or(usize::MAX),
+            pdf_worker: Some(pdf_worker_of(&a.pdf)?),
         },
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(g, &a.contextualize),
@@ -864,7 +868,15 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
     }
     init_logging(g.quiet, a.log_format);
     let token = a.token.filter(|t| !t.trim().is_empty());
+    let ingest = IngestOptions {
+        load: LoadOptions {
+            pdf_worker: Some(pdf_worker_of(&a.pdf)?),
+            ..LoadOptions::default()
+        },
+        ..IngestOptions::default()
+    };
     let options = excerpt_server::ServerOptions {
+        ingest,
         body_limit: a.body_limit,
         log_requests: true,
         token,
@@ -895,6 +907,39 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
     if !g.quiet {
         eprintln!("stopped");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This very program, run with its hidden `pdf-worker` subcommand under the limits of
+/// `a`: where `ingest` and `serve` parse each PDF.
+fn pdf_worker_of(a: &PdfArgs) -> Result<excerpt_ingest::PdfWorker> {
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find this program to parse PDFs with: {e}"))?;
+    Ok(
+        excerpt_ingest::PdfWorker::new(exe, ["pdf-worker"]).with_limits(
+            excerpt_ingest::PdfLimits::new(a.pdf_memory_mb, a.pdf_timeout_secs),
+        ),
+    )
+}
+
+/// `excerpt pdf-worker`: one PDF (a file, or standard input) extracted in this process,
+/// the reply on stdout, progress on stderr.
+fn pdf_worker(a: PdfWorkerArgs) -> Result<ExitCode> {
+    let (bytes, name) = match a.path.as_deref().filter(|p| *p != Path::new("-")) {
+        Some(p) => (
+            std::fs::read(p).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
+        None => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)?;
+            (bytes, "stdin".to_string())
+        }
+    };
+    let name = a.name.unwrap_or(name);
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    excerpt_ingest::run_pdf_worker(&name, &bytes, a.max_pages, &mut out, &mut err)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,7 +18,10 @@
 //!    - PDF (`.pdf`): text extracted page by page with PDFium, loaded at run time
 //!      ([`pdfium_library_path`]); `pages` maps the text to pages, headings come from the
 //!      outline or font sizes, running headers/footers are left out. Encrypted, scanned
-//!      (no text layer), corrupt and empty PDFs are skipped with the reason.
+//!      (no text layer), corrupt and empty PDFs are skipped with the reason. With
+//!      [`LoadOptions::pdf_worker`] set, PDFium runs in a worker process under memory,
+//!      CPU and wall-clock limits ([`PdfWorker`], the `cage` module): a hostile PDF
+//!      costs its worker, never the loading process.
 //!
 //!    Every offset in a [`ParsedDocument`] refers to its `text`, which is exactly what is
 //!    stored. Loading is layered: the parsed types and the section builder at the bottom
@@ -36,9 +39,11 @@
 //!    with each chunk; see [`chunk`] for the rules of each
 //!    [`excerpt_core::ChunkerConfig`].
 
-#![forbid(unsafe_code)]
+// One exception, in `cage`: the limits set in a PDF worker between fork and exec.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cage;
 mod chunk;
 mod error;
 mod formats;
@@ -47,13 +52,18 @@ mod parsed;
 mod sentences;
 mod walk;
 
+pub use cage::{
+    run_pdf_worker, PdfLimits, PdfWorker, DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_SECS,
+    MAX_WORKER_REPLY_BYTES,
+};
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
 pub use formats::html::MAX_HTML_DEPTH;
 pub use formats::pdf::PDFIUM_ENV;
 pub use load::{
-    is_supported, load_bytes, load_file, load_file_with_progress, load_path, load_str,
-    pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES,
+    is_supported, load_bytes, load_bytes_with, load_file, load_file_with_progress, load_path,
+    load_str, pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PDF_PAGES,
 };
 pub use parsed::{relative_id, Loaded, ParsedDocument};
 pub use sentences::split_sentences;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cage::{self, PdfWorker};
 use crate::formats::{html, jsonl, markdown, pdf, text};
 use crate::parsed::{relative_id, Loaded, ParsedDocument};
 use crate::IngestError;
@@ -65,6 +66,19 @@ pub struct LoadOptions {
     /// PDFs with more pages (as their page tree says) are refused with
     /// [`IngestError::Pdf`] before any page is read.
     pub max_pdf_pages: usize,
+    /// Parse each PDF in a worker process ([`PdfWorker`]: a program, its arguments and
+    /// its memory, CPU-time and wall-clock limits) instead of in this process.
+    ///
+    /// The trade-off: PDFium, in process (`None`, the default), costs no process start
+    /// (a few milliseconds per PDF) but runs with this process's whole memory and no
+    /// time limit, and a hostile PDF of a kilobyte (form XObjects drawing each other, a
+    /// flate bomb) can take gigabytes and minutes, or crash it. In a worker, such a PDF
+    /// only costs its worker, which is killed at its limits; the PDF is then skipped
+    /// with [`IngestError::Pdf`] naming the limit. Set it whenever the PDFs are not
+    /// your own, and always in a server. The worker program must speak the protocol of
+    /// [`crate::run_pdf_worker`]; this crate never assumes which program that is (the
+    /// `excerpt` binary passes itself with its hidden `pdf-worker` subcommand).
+    pub pdf_worker: Option<PdfWorker>,
 }
 
 impl Default for LoadOptions {
@@ -73,6 +87,7 @@ impl Default for LoadOptions {
             text_extensions: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_pdf_pages: DEFAULT_MAX_PDF_PAGES,
+            pdf_worker: None,
         }
     }
 }
@@ -146,20 +161,24 @@ pub fn load_file_with_progress(
 }
 
 /// Loads in-memory bytes as if they were a file of `format` named `id`: PDF bytes, or
-/// the text formats as UTF-8 (refused like a file when binary or not UTF-8).
+/// the text formats as UTF-8 (refused like a file when binary or not UTF-8). Default
+/// options: a PDF is parsed in this process; see [`load_bytes_with`].
 pub fn load_bytes(format: DocFormat, id: &str, bytes: &[u8]) -> Result<Loaded, IngestError> {
+    load_bytes_with(format, id, bytes, &LoadOptions::default())
+}
+
+/// [`load_bytes`] with options: a PDF is parsed under `opts.max_pdf_pages`, and in a
+/// worker process when `opts.pdf_worker` is set.
+pub fn load_bytes_with(
+    format: DocFormat,
+    id: &str,
+    bytes: &[u8],
+    opts: &LoadOptions,
+) -> Result<Loaded, IngestError> {
     let path = PathBuf::from(id);
     let title = file_stem(&path, id);
     if format == DocFormat::Pdf {
-        return load_pdf(
-            &path,
-            id,
-            &title,
-            None,
-            bytes,
-            &LoadOptions::default(),
-            &|_, _| {},
-        );
+        return load_pdf(&path, id, &title, None, bytes, opts, &|_, _| {});
     }
     let text = if format == DocFormat::Jsonl {
         std::str::from_utf8(bytes)
@@ -184,14 +203,26 @@ fn load_pdf(
     pages_read: &dyn Fn(usize, usize),
 ) -> Result<Loaded, IngestError> {
     let mut warnings = Vec::new();
-    let doc = pdf::load(
-        path,
-        base_document(id, title, source),
-        bytes,
-        opts.max_pdf_pages,
-        &mut warnings,
-        pages_read,
-    )?;
+    let base = base_document(id, title, source);
+    let doc = match &opts.pdf_worker {
+        Some(worker) => cage::load(
+            worker,
+            path,
+            base,
+            bytes,
+            opts.max_pdf_pages,
+            &mut warnings,
+            pages_read,
+        )?,
+        None => pdf::load(
+            path,
+            base,
+            bytes,
+            opts.max_pdf_pages,
+            &mut warnings,
+            pages_read,
+        )?,
+    };
     Ok(Loaded {
         documents: vec![doc],
         warnings,

@@ -291,6 +291,7 @@ pub(crate) struct IngestBody {
 /// replaces the one found in the text, given metadata keys override front matter.
 fn parse_document(
     d: InputDocument,
+    load: &excerpt_ingest::LoadOptions,
     warnings: &mut Vec<excerpt::Problem>,
 ) -> Result<ParsedDocument, ApiError> {
     excerpt::check_document_id(&d.id).map_err(ApiError::bad_request)?;
@@ -310,7 +311,7 @@ fn parse_document(
                     d.id
                 ))
             })?;
-        excerpt_ingest::load_bytes(format, &d.id, &bytes)
+        excerpt_ingest::load_bytes_with(format, &d.id, &bytes, load)
     } else {
         load_str(format, &d.id, &d.text)
     }
@@ -363,7 +364,9 @@ pub(crate) async fn ingest(
         return Err(ApiError::bad_request("documents is empty"));
     }
     // Parsing (HTML above all) is CPU work: it runs on the blocking pool, never on the
-    // async threads that answer /healthz and every other request.
+    // async threads that answer /healthz and every other request. PDFs are parsed in
+    // a worker process under limits when the options name one (`excerpt serve` does).
+    let load = st.options.ingest.load.clone();
     let (docs, warnings) = blocking(move || {
         let mut seen = HashSet::new();
         let mut warnings = Vec::new();
@@ -375,7 +378,7 @@ pub(crate) async fn ingest(
                     d.id
                 )));
             }
-            docs.push(parse_document(d, &mut warnings)?);
+            docs.push(parse_document(d, &load, &mut warnings)?);
         }
         Ok((docs, warnings))
     })
