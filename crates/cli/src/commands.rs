@@ -861,6 +861,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: a.allow_hosts,
         max_concurrent: a.max_concurrent,
         request_timeout: Duration::from_secs(a.request_timeout),
+        body_timeout: Duration::from_secs(a.body_timeout),
         ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };
