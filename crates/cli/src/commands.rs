@@ -474,6 +474,12 @@ fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
                 .and_then(|()| stdout.flush());
             write_error = r.err();
         }
+        // A closed stdout (a pipe whose reader quit) stops the model at once.
+        if write_error.is_some() {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
     });
     if let Some(e) = write_error {
         return Err(e.into());
