@@ -264,6 +264,42 @@ pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> R
     }
 }
 
+/// `POST /mcp` with a JSON body that is not JSON, or not a JSON-RPC message: answered
+/// here with a JSON-RPC error (`-32700` parse error, `-32600` invalid request; `id`
+/// null) and HTTP 400, where rmcp would answer 415 as if the content type were wrong.
+/// The body is already read ([`limit`] runs first).
+pub(crate) async fn mcp_parse_errors(req: Request, next: Next) -> Response {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if req.method() != Method::POST || !json {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match read_body(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    if let Some(reply) = excerpt_mcp::malformed(&bytes) {
+        tracing::info!(
+            code = reply["error"]["code"].as_i64().unwrap_or_default(),
+            bytes = bytes.len(),
+            "malformed MCP message answered with a JSON-RPC error"
+        );
+        return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
 /// Reads a whole request body, refusing it (413) as soon as it grows over `limit` bytes.
 async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     let mut stream = body.into_data_stream();

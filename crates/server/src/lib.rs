@@ -166,8 +166,11 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
         state.writer.clone(),
         options.body_limit,
     );
-    let api = api
+    let mcp = Router::new()
         .route_service(guard::MCP_PATH, mcp)
+        .layer(middleware::from_fn(guard::mcp_parse_errors));
+    let api = api
+        .merge(mcp)
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.body_limit))
