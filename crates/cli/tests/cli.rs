@@ -1082,6 +1082,61 @@ fn a_lost_manifest_is_repaired_not_replaced() {
     assert_eq!(ids(&index).len(), 5);
 }
 
+/// Issue 27, row 1, over HTTP: with MANIFEST.json deleted under a running server,
+/// `POST /v1/ingest` started a new index over the old one. Now it is refused with a
+/// message naming `excerpt repair`, the index files stay as they were, and after
+/// `excerpt repair` every document is there.
+#[test]
+fn ingest_over_http_refuses_an_index_whose_manifest_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = ingest_docs_two_commits(tmp.path());
+    let all = ["a.md", "b.md", "c.md", "d.md"];
+    let ids = |index: &Path| -> Vec<String> {
+        json(&run(index, &["docs", "--json"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&index), all);
+    let (mut child, base) = spawn_server(&index, false);
+    std::fs::remove_file(index.join("MANIFEST.json")).unwrap();
+    let before = files_of(&index);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut r = agent
+        .post(format!("{base}/v1/ingest"))
+        .send_json(serde_json::json!({"documents": [
+            {"id": "e.md", "text": "# Eels\n\nEels swim up the river.\n"}
+        ]}))
+        .expect("the server answers");
+    let status = r.status().as_u16();
+    let body: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_ne!(status, 200, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("MANIFEST.json") && message.contains("excerpt repair"),
+        "{body}"
+    );
+    assert!(
+        files_of(&index) == before,
+        "the refused ingest changed the index"
+    );
+    let out = run(&index, &["repair"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    assert_eq!(ids(&index), all);
+}
+
 /// a.md, b.md, c.md in one commit, d.md in a second: two segments, and a previous
 /// manifest naming the first.
 fn ingest_docs_two_commits(dir: &Path) -> std::path::PathBuf {
