@@ -241,6 +241,18 @@ impl Engine {
         run.finish()
     }
 
+    /// Refuses a document this index cannot store, naming the document and the field:
+    /// on PostgreSQL, a NUL character (`\0`) in its id, title, source, text or metadata
+    /// (a bad input). A directory index stores any text. Ingests check this themselves
+    /// (such a document fails alone); a caller that refuses a whole request for one bad
+    /// document checks first.
+    pub fn check_storable(&self, doc: &ParsedDocument) -> Result<(), EngineError> {
+        if self.postgres_url().is_some() {
+            storable_on_postgres(doc)?;
+        }
+        Ok(())
+    }
+
     /// Ingests documents already loaded in memory (e.g. with
     /// [`excerpt_ingest::load_str`]), through the same chunk, hash, embed and commit
     /// path as [`Engine::ingest`]. Problems are reported under the document id;
@@ -260,6 +272,18 @@ impl Engine {
         }
         run.finish()
     }
+}
+
+/// Refuses a document PostgreSQL cannot store (a NUL in its id, title, source, text
+/// or metadata), naming the document and the field.
+fn storable_on_postgres(doc: &ParsedDocument) -> Result<(), excerpt_postgres::PgError> {
+    excerpt_postgres::check_document(
+        &doc.id,
+        &doc.title,
+        doc.source.as_deref(),
+        &doc.text,
+        &doc.metadata,
+    )
 }
 
 /// Where an ingest writes: the embedded index's writer (staging documents until a
@@ -420,6 +444,16 @@ impl Pipeline<'_> {
                 ),
             });
             return Ok(());
+        }
+        // What PostgreSQL cannot store (a NUL) fails this document, not the run.
+        if let Sink::Pg(_) = self.writer {
+            if let Err(e) = storable_on_postgres(&parsed) {
+                self.report.failed.push(Problem {
+                    path: shown.to_string(),
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
         }
         let config = &self.flush.config;
         let counter = self.flush.embedder.token_counter();

@@ -209,6 +209,7 @@ impl PgIndex {
 
     /// The content hash of the committed document `id`, if there is one.
     pub fn committed_hash(&self, id: &str) -> Result<Option<String>, PgError> {
+        crate::storable::check_text("document id", id)?;
         let mut conn = self.conn()?;
         let row = conn
             .query_opt("SELECT hash FROM excerpt_documents WHERE id = $1", &[&id])
@@ -244,6 +245,16 @@ impl PgIndex {
         let config = self.require_config()?;
         let dim = config.dimension;
         let doc = w.doc;
+        crate::storable::check_document(
+            &doc.id,
+            &doc.title,
+            doc.source.as_deref(),
+            &doc.text,
+            &doc.metadata,
+        )?;
+        for text in w.indexed {
+            crate::storable::check_text(&format!("document {:?}: indexed text", doc.id), text)?;
+        }
         let n = doc.chunks.len();
         if w.vectors.len() != n * dim || w.embed_keys.len() != n || w.indexed.len() != n {
             return Err(PgError::Format {
@@ -344,6 +355,9 @@ impl PgIndex {
 
     /// Deletes documents by id in one transaction; returns the ids that existed.
     pub fn delete(&self, ids: &[String]) -> Result<Vec<String>, PgError> {
+        for id in ids {
+            crate::storable::check_text("document id", id)?;
+        }
         let mut conn = self.conn()?;
         let db = |e| self.db(e);
         let mut tx = conn.transaction().map_err(db)?;

@@ -364,6 +364,7 @@ pub(crate) async fn ingest(
     }
     // Parsing (HTML above all) is CPU work: it runs on the blocking pool, never on the
     // async threads that answer /healthz and every other request.
+    let engine = st.engine.clone();
     let (docs, warnings) = blocking(move || {
         let mut seen = HashSet::new();
         let mut warnings = Vec::new();
@@ -375,7 +376,9 @@ pub(crate) async fn ingest(
                     d.id
                 )));
             }
-            docs.push(parse_document(d, &mut warnings)?);
+            let doc = parse_document(d, &mut warnings)?;
+            engine.check_storable(&doc)?;
+            docs.push(doc);
         }
         Ok((docs, warnings))
     })
