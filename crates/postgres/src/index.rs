@@ -63,6 +63,27 @@ pub struct DocumentWrite<'a> {
     pub sentence_vectors: Option<&'a [f32]>,
 }
 
+/// Creates the `vector` extension when the database lacks it (under the migration
+/// lock: see [`PgIndex::connect`]).
+fn create_vector(client: &mut postgres::Client, shown: &str) -> Result<(), PgError> {
+    let has_vector = client
+        .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
+        .map_err(|e| PgError::from_client(shown, &e))?
+        .is_some();
+    if has_vector {
+        return Ok(());
+    }
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
+        .map_err(|e| PgError::NoPgvector {
+            url: shown.to_string(),
+            message: e
+                .as_db_error()
+                .map(|d| one_line(d.message()))
+                .unwrap_or_else(|| one_line(&e.to_string())),
+        })
+}
+
 impl PgIndex {
     /// Connects to `url`, creates the `vector` extension when missing, creates or
     /// migrates the schema, and reads the config row. Each failure is one line naming
@@ -83,23 +104,18 @@ impl PgIndex {
             .connect(NoTls)
             .map_err(|e| PgError::from_client(&shown, &e))?;
         let db = |e: postgres::Error| PgError::from_client(&shown, &e);
-        let has_vector = client
-            .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
-            .map_err(db)?
-            .is_some();
-        if !has_vector {
-            if let Err(e) = client.batch_execute("CREATE EXTENSION IF NOT EXISTS vector") {
-                let message = e
-                    .as_db_error()
-                    .map(|d| one_line(d.message()))
-                    .unwrap_or_else(|| one_line(&e.to_string()));
-                return Err(PgError::NoPgvector {
-                    url: shown,
-                    message,
-                });
-            }
-        }
-        match schema::migrate(&mut client).map_err(db)? {
+        // The extension is created under the migration lock, with the schema: processes
+        // opening a fresh database at once raced on CREATE EXTENSION otherwise (the
+        // losers failed on a duplicate key in pg_extension).
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&schema::MIGRATION_LOCK])
+            .map_err(db)?;
+        let prepared = create_vector(&mut client, &shown)
+            .and_then(|()| schema::migrate_locked(&mut client).map_err(db));
+        let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&schema::MIGRATION_LOCK]);
+        let migrated = prepared?;
+        unlocked.map_err(db)?;
+        match migrated {
             Migrated::Current => {}
             Migrated::Newer(found) => {
                 return Err(PgError::NewerSchema {
