@@ -1137,6 +1137,62 @@ fn ingest_over_http_refuses_an_index_whose_manifest_is_gone() {
     assert_eq!(ids(&index), all);
 }
 
+/// Sets the write permission of `path` and everything under it, for everybody.
+fn set_writable(path: &Path, writable: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap();
+    if meta.is_dir() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            set_writable(&e.path(), writable);
+        }
+    }
+    let mode = meta.permissions().mode();
+    let mode = if writable {
+        mode | 0o200
+    } else {
+        mode & !0o222
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Issue 27, row 12: `verify` on a read-only index directory reported the BM25 index
+/// damaged (exit 5): tantivy's reader takes a lock file it cannot create there. Now the
+/// BM25 index is checked without it and `verify` is clean. Run as root, `verify` runs as
+/// `nobody` (root writes anywhere).
+#[test]
+fn verify_on_a_read_only_index_is_clean() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let index = ingest_docs_two_commits(tmp.path());
+    assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    set_writable(&index, false);
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_excerpt"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_excerpt"))
+    };
+    let out = cmd
+        .env_remove("EXCERPT_INDEX")
+        .arg("--index")
+        .arg(&index)
+        .arg("verify")
+        .output()
+        .expect("verify runs");
+    set_writable(&index, true);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stdout.contains("bm25"), "{stdout}");
+}
+
 /// a.md, b.md, c.md in one commit, d.md in a second: two segments, and a previous
 /// manifest naming the first.
 fn ingest_docs_two_commits(dir: &Path) -> std::path::PathBuf {

@@ -354,3 +354,47 @@ fn nul_characters_are_refused_by_name_and_the_rest_is_ingested() {
     let _ = server.wait();
 }
 
+/// Issue 27, row 12: two concurrent ingests of the same 40 files into one PostgreSQL
+/// index both reported `added: 40`. The counts now come from the writes themselves:
+/// between them the two ingests add each document once.
+#[test]
+fn concurrent_ingests_of_the_same_files_count_each_document_once() {
+    let Some(url) = excerpt_testkit::postgres::database("twice") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    for i in 0..40 {
+        write_file(
+            &docs,
+            &format!("note{i:02}.md"),
+            format!("# Note {i}\n\nThe lighthouse keeper logged ship number {i} at dawn.\n")
+                .as_bytes(),
+        );
+    }
+    // Both processes start together and load their model before they write.
+    let spawn = || {
+        bin()
+            .args(["--index", &url, "ingest", docs.to_str().unwrap(), "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn(), spawn());
+    let mut added = 0;
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let n = |k: &str| r[k].as_u64().unwrap();
+        assert_eq!(n("added") + n("updated") + n("unchanged"), 40, "{r}");
+        assert_eq!(n("updated"), 0, "{r}");
+        added += n("added");
+    }
+    assert_eq!(added, 40, "each document is added once");
+}

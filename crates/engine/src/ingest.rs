@@ -10,7 +10,7 @@ use excerpt_ingest::{
     chunk, load_file_with_progress, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem,
     WalkOptions,
 };
-use excerpt_postgres::{DocumentWrite, PgIndex};
+use excerpt_postgres::{DocumentWrite, PgIndex, Replaced};
 
 use crate::contextualize::{ContextualizeOptions, Contextualizer};
 use crate::report::{IngestProgress, IngestReport, Problem};
@@ -351,31 +351,33 @@ impl Sink {
     }
 
     /// Stages (directory) or writes (PostgreSQL) one document with its chunk vectors,
-    /// and per chunk its embedding-input key and indexed text.
+    /// and per chunk its embedding-input key and indexed text. On PostgreSQL, returns
+    /// what the write did (counted then, not when the document was queued).
     fn put(
         &mut self,
         doc: Document,
         vectors: Vec<f32>,
         chunks: &[(String, String)],
         sentence_vectors: Option<Vec<f32>>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<Replaced>, EngineError> {
         match self {
             Sink::Dir { writer, .. } => {
                 writer.put_with_sentences(doc, vectors, sentence_vectors)?;
+                Ok(None)
             }
             Sink::Pg(pg) => {
                 let keys: Vec<String> = chunks.iter().map(|(k, _)| k.clone()).collect();
                 let indexed: Vec<String> = chunks.iter().map(|(_, t)| t.clone()).collect();
-                pg.replace(&DocumentWrite {
+                let done = pg.replace_reporting(&DocumentWrite {
                     doc: &doc,
                     vectors: &vectors,
                     embed_keys: &keys,
                     indexed: &indexed,
                     sentence_vectors: sentence_vectors.as_deref(),
                 })?;
+                Ok(Some(done))
             }
         }
-        Ok(())
     }
 
     /// Commits what is staged; returns the generation (0 on PostgreSQL, where every
@@ -478,6 +480,9 @@ impl Pipeline<'_> {
                 self.report.unchanged += 1;
                 return Ok(());
             }
+            // On PostgreSQL other processes may write the same document meanwhile: the
+            // write itself says whether it added, updated or found it unchanged.
+            _ if matches!(self.writer, Sink::Pg(_)) => {}
             Some(_) => self.report.updated += 1,
             None => self.report.added += 1,
         }
@@ -671,7 +676,12 @@ impl Flush<'_> {
             } else {
                 None
             };
-            writer.put(doc, flat, chunks, sentences)?;
+            match writer.put(doc, flat, chunks, sentences)? {
+                Some(Replaced::Added) => report.added += 1,
+                Some(Replaced::Updated) => report.updated += 1,
+                Some(Replaced::Unchanged) => report.unchanged += 1,
+                None => {}
+            }
         }
         let generation = writer.commit()?;
         progress.committed(generation);

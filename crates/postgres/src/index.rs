@@ -84,6 +84,17 @@ fn create_vector(client: &mut postgres::Client, shown: &str) -> Result<(), PgErr
         })
 }
 
+/// What [`PgIndex::replace_reporting`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// It was not in the index: inserted.
+    Added,
+    /// Another version was there: replaced.
+    Updated,
+    /// The same content was there already: nothing written.
+    Unchanged,
+}
+
 impl PgIndex {
     /// Connects to `url`, creates the `vector` extension when missing, creates or
     /// migrates the schema, and reads the config row. Each failure is one line naming
@@ -258,6 +269,13 @@ impl PgIndex {
     /// Returns `false` (and writes nothing) when the committed document already has
     /// this content hash.
     pub fn replace(&self, w: &DocumentWrite<'_>) -> Result<bool, PgError> {
+        Ok(self.replace_reporting(w)? != Replaced::Unchanged)
+    }
+
+    /// [`PgIndex::replace`], saying what the write did, as decided inside its
+    /// transaction under the document's lock: exact when other processes write the
+    /// same documents at the same time (a check made before the write is not).
+    pub fn replace_reporting(&self, w: &DocumentWrite<'_>) -> Result<Replaced, PgError> {
         let config = self.require_config()?;
         let dim = config.dimension;
         let doc = w.doc;
@@ -312,10 +330,14 @@ impl PgIndex {
                 &[&doc.id],
             )
             .map_err(db)?;
-        if existing.is_some_and(|r| r.get::<_, String>(0) == doc.hash) {
-            tx.rollback().map_err(db)?;
-            return Ok(false);
-        }
+        let outcome = match existing {
+            Some(r) if r.get::<_, String>(0) == doc.hash => {
+                tx.rollback().map_err(db)?;
+                return Ok(Replaced::Unchanged);
+            }
+            Some(_) => Replaced::Updated,
+            None => Replaced::Added,
+        };
         let old = forget_statistics(&mut tx, std::slice::from_ref(&doc.id)).map_err(db)?;
         tx.execute("DELETE FROM excerpt_documents WHERE id = $1", &[&doc.id])
             .map_err(db)?;
@@ -366,7 +388,7 @@ impl PgIndex {
         .map_err(db)?;
         record_statistics(&mut tx, pk, old).map_err(db)?;
         tx.commit().map_err(db)?;
-        Ok(true)
+        Ok(outcome)
     }
 
     /// Deletes documents by id in one transaction; returns the ids that existed.

@@ -25,6 +25,6 @@ mod storable;
 
 pub use catalog::{DocumentListing, DocumentWithVectors, PgStats};
 pub use error::{redact, PgError};
-pub use index::{is_postgres_url, DocumentWrite, PgIndex};
+pub use index::{is_postgres_url, DocumentWrite, PgIndex, Replaced};
 pub use search::PgCorpus;
 pub use storable::{check_document, check_json, check_metadata, check_text};
