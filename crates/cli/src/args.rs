@@ -284,6 +284,11 @@ pub struct ServeArgs {
     #[arg(long, env = "EXCERPT_REQUEST_TIMEOUT", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub request_timeout: u64,
+    /// Seconds a client has to send its request body once its headers are in; a slower
+    /// body gets 408 and gives its slot back.
+    #[arg(long, env = "EXCERPT_BODY_TIMEOUT", default_value_t = excerpt_server::DEFAULT_BODY_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub body_timeout: u64,
     /// Request log format on stderr: one text line per request, or JSON lines. The
     /// level comes from RUST_LOG (default info; --quiet: warnings only).
     #[arg(long, env = "EXCERPT_LOG_FORMAT", value_enum, default_value = "text")]

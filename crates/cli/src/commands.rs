@@ -489,6 +489,12 @@ fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
                 .and_then(|()| stdout.flush());
             write_error = r.err();
         }
+        // A closed stdout (a pipe whose reader quit) stops the model at once.
+        if write_error.is_some() {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
     });
     if let Some(e) = write_error {
         return Err(e.into());
@@ -884,6 +890,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: a.allow_hosts,
         max_concurrent: a.max_concurrent,
         request_timeout: Duration::from_secs(a.request_timeout),
+        body_timeout: Duration::from_secs(a.body_timeout),
         ask: llm_config(g, &a.llm),
         ..excerpt_server::ServerOptions::default()
     };

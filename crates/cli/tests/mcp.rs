@@ -220,3 +220,83 @@ async fn with_allow_writes_an_mcp_client_ingests_and_finds_the_document() {
     assert!(!error_text(&bad).is_empty());
     client.cancel().await.expect("close");
 }
+
+/// Issue 27, row 11: on stdio a line over 16 MiB got no answer and no log (the client
+/// waited forever), and a line that is not JSON got no answer. Now each gets a JSON-RPC
+/// error with a null id, a line on stderr, and the server goes on reading.
+#[test]
+fn oversized_and_garbage_lines_get_json_rpc_errors_and_the_server_goes_on() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .env_remove("EXCERPT_INDEX")
+        .env("EXCERPT_QUIET", "true")
+        .arg("--index")
+        .arg(tmp.path().join("idx"))
+        .args(["mcp", "--no-warmup"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn excerpt mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // A closed stdout (the server died) fails the read below rather than hanging.
+    let mut answer = || {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("read an answer");
+        assert!(n > 0, "the server closed stdout");
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+
+    stdin.write_all(b"this is not JSON\n").unwrap();
+    stdin.flush().unwrap();
+    let v = answer();
+    assert_eq!(v["id"], Value::Null, "{v}");
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+
+    // 17 MiB on one line, written in pieces.
+    let piece = vec![b'x'; 1024 * 1024];
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"pad\":\"")
+        .unwrap();
+    for _ in 0..17 {
+        stdin.write_all(&piece).unwrap();
+    }
+    stdin.write_all(b"\"}}\n").unwrap();
+    stdin.flush().unwrap();
+    let v = answer();
+    assert_eq!(v["id"], Value::Null, "{v}");
+    let code = v["error"]["code"].as_i64().unwrap();
+    assert!(code == -32600 || code == -32700, "{v}");
+
+    // The server still reads: a handshake works.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "edge-test", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    stdin.flush().unwrap();
+    let v = answer();
+    assert_eq!(v["id"], 1, "{v}");
+    assert!(v["result"]["serverInfo"].is_object(), "{v}");
+
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let log = errors.join().unwrap();
+    assert!(
+        log.contains("longer than"),
+        "the oversized line is logged: {log}"
+    );
+    assert!(
+        log.contains("not JSON"),
+        "the garbage line is logged: {log}"
+    );
+}

@@ -271,3 +271,130 @@ fn bench_on_postgres_loads_builds_and_measures() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("already holds an index"), "{err}");
 }
+
+/// Issue 27, row 8: a NUL character (which PostgreSQL cannot store) in a document or a
+/// query was a 500 `internal` over HTTP, and stopped a CLI ingest of a JSONL file at
+/// that document without naming it. Now HTTP answers 400 naming the field, and the
+/// ingest fails that document alone, named, and ingests the rest.
+#[test]
+fn nul_characters_are_refused_by_name_and_the_rest_is_ingested() {
+    let Some(url) = excerpt_testkit::postgres::database("nul") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = [
+        json!({"id": "one", "title": "One", "text": "Owls hunt at night."}),
+        json!({"id": "bad", "title": "Bad", "text": "Owls\u{0} eat mice."}),
+        json!({"id": "two", "title": "Two", "text": "Bats eat moths at night."}),
+    ]
+    .map(|v| v.to_string());
+    write_file(tmp.path(), "docs/corpus.jsonl", lines.join("\n").as_bytes());
+    let out = ingest(&url, &tmp.path().join("docs"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(report["added"], 2, "{report}");
+    assert_eq!(report["documents"], 2, "{report}");
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report}");
+    let reason = failed[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("\"bad\"") && reason.contains("text") && reason.contains("NUL"),
+        "{reason}"
+    );
+
+    let (mut server, base) = common::spawn_server(&url);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let post = |path: &str, body: Value| -> (u16, Value) {
+        let mut r = agent
+            .post(format!("{base}{path}"))
+            .send_json(body)
+            .expect("the server answers");
+        let status = r.status().as_u16();
+        (status, r.body_mut().read_json().unwrap())
+    };
+    let doc = |field: &str, value: Value| {
+        let mut d = json!({"id": "new", "title": "New", "text": "Moles dig tunnels."});
+        d[field] = value;
+        json!({ "documents": [d] })
+    };
+    for (body, field) in [
+        (doc("text", json!("Moles\u{0} dig.")), "text"),
+        (doc("title", json!("Mo\u{0}les")), "title"),
+        (doc("metadata", json!({"team": "a\u{0}b"})), "metadata"),
+        (doc("id", json!("ne\u{0}w")), "id"),
+    ] {
+        let (status, v) = post("/v1/ingest", body);
+        assert_eq!(status, 400, "{field}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    for (body, field) in [
+        (json!({"query": "owls\u{0} at night"}), "query"),
+        (
+            json!({"query": "owls", "filter": {"prefixes": ["o\u{0}"]}}),
+            "prefix",
+        ),
+        (
+            json!({"query": "owls", "filter": {"where": ["team=a\u{0}"]}}),
+            "metadata",
+        ),
+    ] {
+        let (status, v) = post("/v1/query", body);
+        assert_eq!(status, 400, "{field}: {v}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    let (status, v) = post("/v1/query", json!({"query": "owls at night"}));
+    assert_eq!(status, 200, "{v}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// Issue 27, row 12: two concurrent ingests of the same 40 files into one PostgreSQL
+/// index both reported `added: 40`. The counts now come from the writes themselves:
+/// between them the two ingests add each document once.
+#[test]
+fn concurrent_ingests_of_the_same_files_count_each_document_once() {
+    let Some(url) = excerpt_testkit::postgres::database("twice") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    for i in 0..40 {
+        write_file(
+            &docs,
+            &format!("note{i:02}.md"),
+            format!("# Note {i}\n\nThe lighthouse keeper logged ship number {i} at dawn.\n")
+                .as_bytes(),
+        );
+    }
+    // Both processes start together and load their model before they write.
+    let spawn = || {
+        bin()
+            .args(["--index", &url, "ingest", docs.to_str().unwrap(), "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn(), spawn());
+    let mut added = 0;
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let n = |k: &str| r[k].as_u64().unwrap();
+        assert_eq!(n("added") + n("updated") + n("unchanged"), 40, "{r}");
+        assert_eq!(n("updated"), 0, "{r}");
+        added += n("added");
+    }
+    assert_eq!(added, 40, "each document is added once");
+}

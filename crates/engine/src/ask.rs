@@ -11,6 +11,7 @@
 //! runs of whitespace or the style of quotation marks; its exact offsets in the
 //! document are then reported with the citation ([`QuoteSpan`]).
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use excerpt_context::{Context, Piece};
@@ -430,13 +431,17 @@ impl Engine {
     /// arrives (all at once without [`AskOptions::stream`]), and its citations are
     /// checked ([`check_citations`]).
     ///
+    /// `on_delta` answers [`ControlFlow::Break`] when nobody wants the rest (the client
+    /// went away, or its time is up): the model's stream is closed at once, so it stops
+    /// spending tokens, and the result is [`EngineError::Cancelled`].
+    ///
     /// An empty context asks no model: the answer is [`NO_ANSWER`]. A chat endpoint
     /// that fails after its retries is [`EngineError::Answer`].
     pub fn ask(
         &self,
         req: &QueryRequest,
         opts: &AskOptions,
-        on_delta: &mut dyn FnMut(&str),
+        on_delta: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answer, EngineError> {
         let model = opts.chat.model.trim().to_string();
         let failed = |source| EngineError::Answer {
@@ -464,7 +469,8 @@ impl Engine {
             usage: AskUsage::default(),
         };
         if ctx.pieces.is_empty() {
-            on_delta(NO_ANSWER);
+            // Nothing is left to stop: no model was asked.
+            let _ = on_delta(NO_ANSWER);
             answer.answer = NO_ANSWER.to_string();
             answer.no_answer = true;
             answer.usage = usage;
@@ -473,18 +479,24 @@ impl Engine {
         let (system, user) = ask_prompt(&req.text, &ctx.pieces);
         let t = Instant::now();
         let mut first: Option<f64> = None;
+        let mut stopped = false;
         let mut deliver = |d: &str| {
             first.get_or_insert_with(|| t.elapsed().as_secs_f64());
-            on_delta(d);
+            let flow = on_delta(d);
+            stopped |= flow.is_break();
+            flow
         };
         let response = if opts.stream {
             client.complete_streaming(Some(&system), &user, &mut deliver)
         } else {
-            client
-                .complete(Some(&system), &user)
-                .inspect(|r| deliver(&r.text))
+            client.complete(Some(&system), &user).inspect(|r| {
+                let _ = deliver(&r.text);
+            })
         }
         .map_err(failed)?;
+        if stopped {
+            return Err(EngineError::Cancelled);
+        }
         usage.answer_seconds = t.elapsed().as_secs_f64();
         usage.first_token_seconds = first;
         usage.prompt_tokens = response.prompt_tokens;

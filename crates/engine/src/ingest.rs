@@ -10,7 +10,7 @@ use excerpt_ingest::{
     chunk, load_file_with_progress, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem,
     WalkOptions,
 };
-use excerpt_postgres::{DocumentWrite, PgIndex};
+use excerpt_postgres::{DocumentWrite, PgIndex, Replaced};
 
 use crate::contextualize::{ContextualizeOptions, Contextualizer};
 use crate::report::{IngestProgress, IngestReport, Problem};
@@ -272,6 +272,18 @@ impl Engine {
         self.documents()
     }
 
+    /// Refuses a document this index cannot store, naming the document and the field:
+    /// on PostgreSQL, a NUL character (`\0`) in its id, title, source, text or metadata
+    /// (a bad input). A directory index stores any text. Ingests check this themselves
+    /// (such a document fails alone); a caller that refuses a whole request for one bad
+    /// document checks first.
+    pub fn check_storable(&self, doc: &ParsedDocument) -> Result<(), EngineError> {
+        if self.postgres_url().is_some() {
+            storable_on_postgres(doc)?;
+        }
+        Ok(())
+    }
+
     /// Ingests documents already loaded in memory (e.g. with
     /// [`excerpt_ingest::load_str`]), through the same chunk, hash, embed and commit
     /// path as [`Engine::ingest`]. Problems are reported under the document id;
@@ -291,6 +303,18 @@ impl Engine {
         }
         run.finish()
     }
+}
+
+/// Refuses a document PostgreSQL cannot store (a NUL in its id, title, source, text
+/// or metadata), naming the document and the field.
+fn storable_on_postgres(doc: &ParsedDocument) -> Result<(), excerpt_postgres::PgError> {
+    excerpt_postgres::check_document(
+        &doc.id,
+        &doc.title,
+        doc.source.as_deref(),
+        &doc.text,
+        &doc.metadata,
+    )
 }
 
 /// Where an ingest writes: the embedded index's writer (staging documents until a
@@ -358,31 +382,33 @@ impl Sink {
     }
 
     /// Stages (directory) or writes (PostgreSQL) one document with its chunk vectors,
-    /// and per chunk its embedding-input key and indexed text.
+    /// and per chunk its embedding-input key and indexed text. On PostgreSQL, returns
+    /// what the write did (counted then, not when the document was queued).
     fn put(
         &mut self,
         doc: Document,
         vectors: Vec<f32>,
         chunks: &[(String, String)],
         sentence_vectors: Option<Vec<f32>>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<Replaced>, EngineError> {
         match self {
             Sink::Dir { writer, .. } => {
                 writer.put_with_sentences(doc, vectors, sentence_vectors)?;
+                Ok(None)
             }
             Sink::Pg(pg) => {
                 let keys: Vec<String> = chunks.iter().map(|(k, _)| k.clone()).collect();
                 let indexed: Vec<String> = chunks.iter().map(|(_, t)| t.clone()).collect();
-                pg.replace(&DocumentWrite {
+                let done = pg.replace_reporting(&DocumentWrite {
                     doc: &doc,
                     vectors: &vectors,
                     embed_keys: &keys,
                     indexed: &indexed,
                     sentence_vectors: sentence_vectors.as_deref(),
                 })?;
+                Ok(Some(done))
             }
         }
-        Ok(())
     }
 
     /// Commits what is staged; returns the generation (0 on PostgreSQL, where every
@@ -452,6 +478,16 @@ impl Pipeline<'_> {
             });
             return Ok(());
         }
+        // What PostgreSQL cannot store (a NUL) fails this document, not the run.
+        if let Sink::Pg(_) = self.writer {
+            if let Err(e) = storable_on_postgres(&parsed) {
+                self.report.failed.push(Problem {
+                    path: shown.to_string(),
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
+        }
         let config = &self.flush.config;
         let counter = self.flush.embedder.token_counter();
         // Room for the LLM-written context in every chunk's token budget.
@@ -475,6 +511,9 @@ impl Pipeline<'_> {
                 self.report.unchanged += 1;
                 return Ok(());
             }
+            // On PostgreSQL other processes may write the same document meanwhile: the
+            // write itself says whether it added, updated or found it unchanged.
+            _ if matches!(self.writer, Sink::Pg(_)) => {}
             Some(_) => self.report.updated += 1,
             None => self.report.added += 1,
         }
@@ -690,7 +729,12 @@ impl Flush<'_> {
             } else {
                 None
             };
-            writer.put(doc, flat, chunks, sentences)?;
+            match writer.put(doc, flat, chunks, sentences)? {
+                Some(Replaced::Added) => report.added += 1,
+                Some(Replaced::Updated) => report.updated += 1,
+                Some(Replaced::Unchanged) => report.unchanged += 1,
+                None => {}
+            }
         }
         let generation = writer.commit()?;
         progress.committed(generation);

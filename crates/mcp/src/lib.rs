@@ -17,13 +17,14 @@
 
 #![forbid(unsafe_code)]
 
+mod frames;
 mod tools;
 
 use std::sync::Arc;
 
 use excerpt::{Engine, IngestOptions};
-use rmcp::ServiceExt;
 
+pub use frames::{error_reply, malformed, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR};
 pub use tools::{
     DocumentEntry, DocumentList, DocumentText, ExcerptMcp, GetDocumentParams, IngestParams,
     IngestResult, ListDocumentsParams, SearchParams, SearchPiece, SearchResult, SectionEntry,
@@ -76,7 +77,10 @@ pub fn streamable_http_service(
 
 /// Serves `engine` over MCP on stdin/stdout until the client closes the connection,
 /// on a tokio runtime of its own. Nothing else may write to stdout meanwhile: it is
-/// the protocol's channel (logs go to stderr).
+/// the protocol's channel (logs go to stderr). A line longer than
+/// [`MAX_MESSAGE_BYTES`] is answered with JSON-RPC error [`INVALID_REQUEST`] and a line
+/// that is not JSON with [`PARSE_ERROR`] (both with a null id, and a line on stderr);
+/// the server goes on reading.
 pub fn serve_stdio_blocking(engine: Arc<Engine>, options: McpOptions) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -86,12 +90,13 @@ pub fn serve_stdio_blocking(engine: Arc<Engine>, options: McpOptions) -> std::io
     // runtime thread (it would panic).
     let keep = Arc::clone(&engine);
     let served = rt.block_on(async move {
-        let server = ExcerptMcp::new(engine, options)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(std::io::Error::other)?;
-        server.waiting().await.map_err(std::io::Error::other)?;
-        Ok(())
+        frames::serve_lines(
+            ExcerptMcp::new(engine, options),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            MAX_MESSAGE_BYTES,
+        )
+        .await
     });
     drop(rt);
     drop(keep);

@@ -111,6 +111,7 @@ impl PgIndex {
     /// empty one), in id order. Sizes and counts are computed in SQL: no text leaves
     /// the server.
     pub fn list_documents(&self, prefix: &str) -> Result<Vec<DocumentListing>, PgError> {
+        crate::storable::check_text("prefix", prefix)?;
         let mut conn = self.conn()?;
         let rows = conn
             .query(
@@ -142,6 +143,7 @@ impl PgIndex {
 
     /// The committed document `id`, whole; `None` when there is none.
     pub fn document(&self, id: &str) -> Result<Option<Document>, PgError> {
+        crate::storable::check_text("document id", id)?;
         let mut conn = self.conn()?;
         let row = conn
             .query_opt(

@@ -66,6 +66,12 @@ pub enum PgError {
         /// What was wrong.
         message: String,
     },
+    /// A value PostgreSQL cannot store (a NUL character, `\0`, in text or JSON).
+    #[error("{field} contains a NUL character (\\0), which PostgreSQL cannot store")]
+    Unstorable {
+        /// What holds it: `query`, `prefix`, `document "id": title`, ….
+        field: String,
+    },
     /// Any other database error.
     #[error("PostgreSQL at {url}: {message}")]
     Database {
@@ -78,10 +84,10 @@ pub enum PgError {
 
 impl PgError {
     /// Whose fault it is: an unreachable server is unavailable, a missing index not
-    /// found, a bad URL bad input, everything else internal.
+    /// found, a bad URL and unstorable text bad input, everything else internal.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            PgError::BadUrl { .. } => ErrorKind::BadInput,
+            PgError::BadUrl { .. } | PgError::Unstorable { .. } => ErrorKind::BadInput,
             PgError::Unreachable { .. } => ErrorKind::Unavailable,
             PgError::NoIndex { .. } => ErrorKind::NotFound,
             PgError::Config(e) => e.kind(),

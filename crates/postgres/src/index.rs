@@ -63,6 +63,38 @@ pub struct DocumentWrite<'a> {
     pub sentence_vectors: Option<&'a [f32]>,
 }
 
+/// Creates the `vector` extension when the database lacks it (under the migration
+/// lock: see [`PgIndex::connect`]).
+fn create_vector(client: &mut postgres::Client, shown: &str) -> Result<(), PgError> {
+    let has_vector = client
+        .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
+        .map_err(|e| PgError::from_client(shown, &e))?
+        .is_some();
+    if has_vector {
+        return Ok(());
+    }
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
+        .map_err(|e| PgError::NoPgvector {
+            url: shown.to_string(),
+            message: e
+                .as_db_error()
+                .map(|d| one_line(d.message()))
+                .unwrap_or_else(|| one_line(&e.to_string())),
+        })
+}
+
+/// What [`PgIndex::replace_reporting`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// It was not in the index: inserted.
+    Added,
+    /// Another version was there: replaced.
+    Updated,
+    /// The same content was there already: nothing written.
+    Unchanged,
+}
+
 impl PgIndex {
     /// Connects to `url`, creates the `vector` extension when missing, creates or
     /// migrates the schema, and reads the config row. Each failure is one line naming
@@ -83,23 +115,18 @@ impl PgIndex {
             .connect(NoTls)
             .map_err(|e| PgError::from_client(&shown, &e))?;
         let db = |e: postgres::Error| PgError::from_client(&shown, &e);
-        let has_vector = client
-            .query_opt("SELECT 1 FROM pg_extension WHERE extname = 'vector'", &[])
-            .map_err(db)?
-            .is_some();
-        if !has_vector {
-            if let Err(e) = client.batch_execute("CREATE EXTENSION IF NOT EXISTS vector") {
-                let message = e
-                    .as_db_error()
-                    .map(|d| one_line(d.message()))
-                    .unwrap_or_else(|| one_line(&e.to_string()));
-                return Err(PgError::NoPgvector {
-                    url: shown,
-                    message,
-                });
-            }
-        }
-        match schema::migrate(&mut client).map_err(db)? {
+        // The extension is created under the migration lock, with the schema: processes
+        // opening a fresh database at once raced on CREATE EXTENSION otherwise (the
+        // losers failed on a duplicate key in pg_extension).
+        client
+            .execute("SELECT pg_advisory_lock($1)", &[&schema::MIGRATION_LOCK])
+            .map_err(db)?;
+        let prepared = create_vector(&mut client, &shown)
+            .and_then(|()| schema::migrate_locked(&mut client).map_err(db));
+        let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&schema::MIGRATION_LOCK]);
+        let migrated = prepared?;
+        unlocked.map_err(db)?;
+        match migrated {
             Migrated::Current => {}
             Migrated::Newer(found) => {
                 return Err(PgError::NewerSchema {
@@ -209,6 +236,7 @@ impl PgIndex {
 
     /// The content hash of the committed document `id`, if there is one.
     pub fn committed_hash(&self, id: &str) -> Result<Option<String>, PgError> {
+        crate::storable::check_text("document id", id)?;
         let mut conn = self.conn()?;
         let row = conn
             .query_opt("SELECT hash FROM excerpt_documents WHERE id = $1", &[&id])
@@ -241,9 +269,26 @@ impl PgIndex {
     /// Returns `false` (and writes nothing) when the committed document already has
     /// this content hash.
     pub fn replace(&self, w: &DocumentWrite<'_>) -> Result<bool, PgError> {
+        Ok(self.replace_reporting(w)? != Replaced::Unchanged)
+    }
+
+    /// [`PgIndex::replace`], saying what the write did, as decided inside its
+    /// transaction under the document's lock: exact when other processes write the
+    /// same documents at the same time (a check made before the write is not).
+    pub fn replace_reporting(&self, w: &DocumentWrite<'_>) -> Result<Replaced, PgError> {
         let config = self.require_config()?;
         let dim = config.dimension;
         let doc = w.doc;
+        crate::storable::check_document(
+            &doc.id,
+            &doc.title,
+            doc.source.as_deref(),
+            &doc.text,
+            &doc.metadata,
+        )?;
+        for text in w.indexed {
+            crate::storable::check_text(&format!("document {:?}: indexed text", doc.id), text)?;
+        }
         let n = doc.chunks.len();
         if w.vectors.len() != n * dim || w.embed_keys.len() != n || w.indexed.len() != n {
             return Err(PgError::Format {
@@ -285,10 +330,14 @@ impl PgIndex {
                 &[&doc.id],
             )
             .map_err(db)?;
-        if existing.is_some_and(|r| r.get::<_, String>(0) == doc.hash) {
-            tx.rollback().map_err(db)?;
-            return Ok(false);
-        }
+        let outcome = match existing {
+            Some(r) if r.get::<_, String>(0) == doc.hash => {
+                tx.rollback().map_err(db)?;
+                return Ok(Replaced::Unchanged);
+            }
+            Some(_) => Replaced::Updated,
+            None => Replaced::Added,
+        };
         let old = forget_statistics(&mut tx, std::slice::from_ref(&doc.id)).map_err(db)?;
         tx.execute("DELETE FROM excerpt_documents WHERE id = $1", &[&doc.id])
             .map_err(db)?;
@@ -339,11 +388,14 @@ impl PgIndex {
         .map_err(db)?;
         record_statistics(&mut tx, pk, old).map_err(db)?;
         tx.commit().map_err(db)?;
-        Ok(true)
+        Ok(outcome)
     }
 
     /// Deletes documents by id in one transaction; returns the ids that existed.
     pub fn delete(&self, ids: &[String]) -> Result<Vec<String>, PgError> {
+        for id in ids {
+            crate::storable::check_text("document id", id)?;
+        }
         let mut conn = self.conn()?;
         let db = |e| self.db(e);
         let mut tx = conn.transaction().map_err(db)?;

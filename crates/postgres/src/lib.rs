@@ -9,6 +9,8 @@
 //! - Queries: [`PgIndex`] implements [`excerpt_retrieve::Store`] (dense through HNSW,
 //!   lexical as BM25 over full text, documents fetched for the strategies); fusion
 //!   and everything after it stay in Excerpt.
+//! - Text PostgreSQL cannot store (a NUL character) is refused before it is sent, as a
+//!   bad input naming the field ([`check_text`], [`PgError::Unstorable`]).
 //! - Listings ([`PgIndex::list_documents`], [`PgIndex::document`], [`PgIndex::stats`],
 //!   [`PgIndex::all_documents`]): what `excerpt docs`, `stats` and `eval` read.
 
@@ -19,8 +21,10 @@ mod error;
 mod index;
 pub mod schema;
 mod search;
+mod storable;
 
 pub use catalog::{DocumentListing, DocumentWithVectors, PgStats};
 pub use error::{redact, PgError};
-pub use index::{is_postgres_url, DocumentWrite, PgIndex};
+pub use index::{is_postgres_url, DocumentWrite, PgIndex, Replaced};
 pub use search::PgCorpus;
+pub use storable::{check_document, check_json, check_metadata, check_text};

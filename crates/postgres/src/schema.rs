@@ -30,9 +30,9 @@ use postgres::GenericClient;
 pub const SCHEMA_VERSION: i32 = 2;
 
 /// Advisory lock key held while the schema is created or migrated.
-const MIGRATION_LOCK: i64 = 0x0065_7863_6572_7074; // "excerpt"
+pub(crate) const MIGRATION_LOCK: i64 = 0x0065_7863_6572_7074; // "excerpt"
 
-/// What [`migrate`] found.
+/// What [`migrate_locked`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Migrated {
     /// The schema is at [`SCHEMA_VERSION`].
@@ -95,18 +95,9 @@ BEGIN
 END $$;
 ";
 
-/// Creates the schema or migrates it to [`SCHEMA_VERSION`], under an advisory lock so
-/// concurrent processes do it once. Creates the `vector` extension when missing.
-pub(crate) fn migrate(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
-    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])?;
-    let result = migrate_locked(client);
-    let unlock = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]);
-    let migrated = result?;
-    unlock?;
-    Ok(migrated)
-}
-
-fn migrate_locked(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
+/// Creates the schema or migrates it to [`SCHEMA_VERSION`]. The caller holds the
+/// advisory lock [`MIGRATION_LOCK`], so concurrent processes do it once.
+pub(crate) fn migrate_locked(client: &mut impl GenericClient) -> Result<Migrated, postgres::Error> {
     client.batch_execute("CREATE TABLE IF NOT EXISTS excerpt_schema (version integer NOT NULL)")?;
     let found: Option<i32> = client
         .query_opt("SELECT max(version) FROM excerpt_schema", &[])?

@@ -30,6 +30,7 @@ use postgres::Transaction;
 use crate::catalog::DOCUMENT_COLUMNS;
 use crate::error::PgError;
 use crate::index::{PgIndex, Pool};
+use crate::storable::{check_json, check_text};
 
 impl From<PgError> for StoreError {
     fn from(e: PgError) -> Self {
@@ -529,6 +530,7 @@ impl Store for PgIndex {
                 .to_string(),
             });
         }
+        check_request(req)?;
         let mut conn = self.conn()?;
         let db = |e| StoreError::from(self.db(e));
         let mut tx = self.read_snapshot(&mut conn)?;
@@ -561,6 +563,37 @@ impl Store for PgIndex {
             corpus: Arc::new(corpus),
         })
     }
+}
+
+/// Refuses a query whose text or filter holds what PostgreSQL cannot store (a NUL):
+/// the server would fail on it.
+fn check_request(req: &SearchRequest<'_>) -> Result<(), PgError> {
+    if let Some(text) = req.lexical {
+        check_text("query", text)?;
+    }
+    let filter = req.filter;
+    for id in &filter.doc_ids {
+        check_text("filter document id", id)?;
+    }
+    for prefix in &filter.path_prefixes {
+        check_text("prefix", prefix)?;
+    }
+    for c in &filter.metadata {
+        let (MetaCondition::Eq { key, .. }
+        | MetaCondition::OneOf { key, .. }
+        | MetaCondition::Range { key, .. }) = c;
+        check_text("metadata filter key", key)?;
+        match c {
+            MetaCondition::Eq { value, .. } => check_json("metadata filter value", value)?,
+            MetaCondition::OneOf { values, .. } => {
+                for value in values {
+                    check_json("metadata filter value", value)?;
+                }
+            }
+            MetaCondition::Range { .. } => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

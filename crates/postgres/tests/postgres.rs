@@ -593,3 +593,35 @@ fn metadata_filters_in_sql_select_every_document_the_conditions_match() {
         .get(0);
     assert_eq!(indexed, 1);
 }
+
+/// Issue 27, row 10: six processes opening a fresh database at once, two failed on
+/// `CREATE EXTENSION` (a duplicate key): the extension was created before the migration
+/// lock. Now every open succeeds. Several fresh databases, eight opens each, all at once.
+#[test]
+fn concurrent_opens_of_a_fresh_database_all_succeed() {
+    let mut urls = Vec::new();
+    for _ in 0..3 {
+        let Some(url) = fresh_database("opens") else {
+            return;
+        };
+        urls.push(url);
+    }
+    for url in urls {
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let opens: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, start) = (url.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    PgIndex::connect(&url)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for open in opens {
+            let opened = open.join().expect("no panic");
+            assert!(opened.is_ok(), "{opened:?}");
+        }
+    }
+}

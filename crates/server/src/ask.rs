@@ -2,6 +2,8 @@
 //! JSON value or as server-sent events while the model writes.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -79,14 +81,41 @@ pub(crate) struct AskEvent {
     data: String,
 }
 
-/// The events of a streamed answer, read from the channel the engine's callback fills.
-struct Events(mpsc::UnboundedReceiver<Event>);
+/// The events of a streamed answer, read from the channel the engine's callback fills,
+/// until the request's deadline: then one `error` event (`timeout`) ends the stream, and
+/// the channel is closed, which tells the engine's callback to stop the model.
+struct Events {
+    rx: mpsc::UnboundedReceiver<Event>,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    timeout: std::time::Duration,
+    ended: bool,
+}
 
 impl futures_core::Stream for Events {
     type Item = Result<Event, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx).map(|e| e.map(Ok))
+        let this = &mut *self;
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        // The deadline first: a model writing faster than the client reads must not
+        // keep the stream going past it.
+        if this.deadline.as_mut().poll(cx).is_pending() {
+            return this.rx.poll_recv(cx).map(|e| e.map(Ok));
+        }
+        this.ended = true;
+        this.rx.close();
+        Poll::Ready(Some(Ok(event(
+            "error",
+            &json!({"error": {
+                "code": "timeout",
+                "message": format!(
+                    "the answer did not finish within {} s",
+                    this.timeout.as_secs_f64()
+                ),
+            }}),
+        ))))
     }
 }
 
@@ -104,7 +133,9 @@ fn event(name: &str, value: &Value) -> Event {
 /// `delta` event `{"text"}` for each piece of the answer as the model writes it, then
 /// one `answer` event with the whole [`excerpt::Answer`], or an `error` event
 /// `{"error": {"code", "message"}}` when retrieval or the model fails once the stream
-/// has begun (a bad body is still a 400 before it).
+/// has begun (a bad body is still a 400 before it). A stream ends at the server's
+/// request timeout with an `error` event of code `timeout`; the model's stream is
+/// closed then, and as soon as the client goes away, so it spends no more tokens.
 #[utoipa::path(
     post,
     path = "/v1/ask",
@@ -115,8 +146,9 @@ model for an answer citing its numbered pieces, and checks every citation: a num
 names no piece, or a quote not in its piece, is listed in `unsupported`. With \
 `\"stream\": true` the answer is a server-sent-event stream: `delta` events `{\"text\"}` as \
 the model writes, then one `answer` event with the whole answer, or an `error` event \
-`{\"error\": {\"code\", \"message\"}}`. Spends the chat endpoint's tokens, so it needs the \
-token like a write when the server has one.",
+`{\"error\": {\"code\", \"message\"}}`; a stream still running at the server's request \
+timeout ends with an `error` event of code `timeout`. Spends the chat endpoint's tokens, so \
+it needs the token like a write when the server has one.",
     request_body = AskBody,
     responses(
         (status = 200, description = "The answer (JSON), or its event stream (`stream: true`).",
@@ -160,20 +192,34 @@ pub(crate) async fn ask(
     opts.stream = stream;
     let engine = st.engine.clone();
     if !stream {
-        let answer = blocking(move || Ok(engine.ask(&req, &opts, &mut |_| {})?)).await?;
+        let answer =
+            blocking(move || Ok(engine.ask(&req, &opts, &mut |_| ControlFlow::Continue(()))?))
+                .await?;
         return Ok(Json(answer).into_response());
     }
     // The stream's work (retrieval and the model's answer) keeps the request's
     // concurrency permit until it ends; how slowly the client reads does not matter, the
-    // events wait in the channel.
+    // events wait in the channel. It ends at the request's deadline, or as soon as the
+    // client goes away (the stream, and with it the channel's receiver, is dropped):
+    // the next delta finds the channel closed and stops the model.
     let permit = permit.and_then(|Extension(p)| p.take());
     let (tx, rx) = mpsc::unbounded_channel();
+    let timeout = st.options.request_timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let stop_at = deadline.into_std();
     tokio::task::spawn_blocking(move || {
         let deltas = tx.clone();
         let result = engine.ask(&req, &opts, &mut |d| {
-            // A client that went away stops reading; the answer still completes.
-            let _ = deltas.send(event("delta", &json!({ "text": d })));
+            let sent = deltas.send(event("delta", &json!({ "text": d })));
+            if sent.is_err() || std::time::Instant::now() >= stop_at {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         });
+        if matches!(result, Err(excerpt::EngineError::Cancelled)) {
+            tracing::info!("streamed answer stopped: its client went away or its time was up");
+        }
         let last = match result {
             Ok(answer) => serde_json::to_value(&answer)
                 .map(|v| event("answer", &v))
@@ -198,7 +244,13 @@ pub(crate) async fn ask(
         drop(deltas);
         drop(tx);
     });
-    Ok(Sse::new(Events(rx))
+    let events = Events {
+        rx,
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        timeout,
+        ended: false,
+    };
+    Ok(Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response())
 }

@@ -9,7 +9,10 @@
 //!    [`ServerOptions::public_reads`].
 //! 3. [`limit`]: at most [`ServerOptions::max_concurrent`] requests run at once; the
 //!    next one is answered 503 with `Retry-After` at once rather than queued, and each
-//!    request has [`ServerOptions::request_timeout`] to finish.
+//!    request has [`ServerOptions::request_timeout`] to finish. Holding the permit, the
+//!    guard reads the whole body within [`ServerOptions::body_timeout`] (408 after it,
+//!    413 over [`ServerOptions::body_limit`]) before the handler runs, so a client that
+//!    trickles its body holds a permit for that long at most.
 //!
 //! `GET /healthz` passes only the first: it stays instant while the API is saturated.
 //! `/mcp` (MCP over streamable HTTP) passes the token guard like a read and carries
@@ -17,10 +20,12 @@
 
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{ApiError, ServerOptions};
@@ -192,10 +197,11 @@ impl HeldPermit {
 }
 
 /// At most `max_concurrent` requests at once (503 + `Retry-After: 1` beyond), each with
+/// `body_timeout` to send its body (408, and the connection closes) and
 /// `request_timeout` to finish (503 `timeout`; the engine work it started still ends
 /// cleanly: a write holds its lock until its commit is done). The permit is held until
 /// the response head is ready, or by the work a handler takes it into ([`HeldPermit`]).
-pub(crate) async fn limit(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> Response {
     let Ok(permit) = g.permits.clone().try_acquire_owned() else {
         let mut res = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -211,8 +217,38 @@ pub(crate) async fn limit(State(g): State<Guard>, mut req: Request, next: Next) 
         return res;
     };
     let held = HeldPermit(Arc::new(std::sync::Mutex::new(Some(permit))));
-    req.extensions_mut().insert(held.clone());
-    let _held = held;
+    let _held = held.clone();
+    let (parts, body) = req.into_parts();
+    let body = match tokio::time::timeout(
+        g.options.body_timeout,
+        read_body(body, g.options.body_limit),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => return e.into_response(),
+        Err(_) => {
+            tracing::info!(
+                seconds = g.options.body_timeout.as_secs_f64(),
+                path = parts.uri.path(),
+                "request body not received in time; closing the connection"
+            );
+            let mut res = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                format!(
+                    "the request body did not arrive within {} s",
+                    g.options.body_timeout.as_secs_f64()
+                ),
+            )
+            .into_response();
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return res;
+        }
+    };
+    let mut req = Request::from_parts(parts, Body::from(body));
+    req.extensions_mut().insert(held);
     let timeout = g.options.request_timeout;
     match tokio::time::timeout(timeout, next.run(req)).await {
         Ok(res) => res,
@@ -226,6 +262,68 @@ pub(crate) async fn limit(State(g): State<Guard>, mut req: Request, next: Next) 
         )
         .into_response(),
     }
+}
+
+/// `POST /mcp` with a JSON body that is not JSON, or not a JSON-RPC message: answered
+/// here with a JSON-RPC error (`-32700` parse error, `-32600` invalid request; `id`
+/// null) and HTTP 400, where rmcp would answer 415 as if the content type were wrong.
+/// The body is already read ([`limit`] runs first).
+pub(crate) async fn mcp_parse_errors(req: Request, next: Next) -> Response {
+    let json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if req.method() != Method::POST || !json {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match read_body(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    if let Some(reply) = excerpt_mcp::malformed(&bytes) {
+        tracing::info!(
+            code = reply["error"]["code"].as_i64().unwrap_or_default(),
+            bytes = bytes.len(),
+            "malformed MCP message answered with a JSON-RPC error"
+        );
+        return (StatusCode::BAD_REQUEST, axum::Json(reply)).into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Reads a whole request body, refusing it (413) as soon as it grows over `limit` bytes.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let mut stream = body.into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(chunk) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut stream).poll_next(cx)).await
+    {
+        let chunk = chunk.map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "body_unreadable",
+                "the request body could not be read (the connection broke or the body is malformed)",
+            )
+        })?;
+        if buf.len().saturating_add(chunk.len()) > limit {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("request body is larger than the limit of {limit} bytes"),
+            ));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
 }
 
 #[cfg(test)]

@@ -367,6 +367,7 @@ pub(crate) async fn ingest(
     // async threads that answer /healthz and every other request. PDFs are parsed in
     // a worker process under limits when the options name one (`excerpt serve` does).
     let load = st.options.ingest.load.clone();
+    let engine = st.engine.clone();
     let (docs, warnings) = blocking(move || {
         let mut seen = HashSet::new();
         let mut warnings = Vec::new();
@@ -378,7 +379,9 @@ pub(crate) async fn ingest(
                     d.id
                 )));
             }
-            docs.push(parse_document(d, &load, &mut warnings)?);
+            let doc = parse_document(d, &load, &mut warnings)?;
+            engine.check_storable(&doc)?;
+            docs.push(doc);
         }
         Ok((docs, warnings))
     })

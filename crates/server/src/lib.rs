@@ -28,7 +28,8 @@
 //! Errors are `{"error": {"code", "message"}}` ([`ApiError`]), the status from the
 //! engine error's [`excerpt::ErrorKind`]: 400 bad input, 401 no or wrong token, 403 a
 //! foreign Host or Origin, 404 unknown document or no index, 409 index locked by another
-//! writer, 413 body over the limit, 415 not JSON, 503 an endpoint the engine depends on
+//! writer, 408 body not sent within the body timeout, 413 body over the limit, 415 not
+//! JSON, 503 an endpoint the engine depends on
 //! (embeddings, reranking) failed, the server is full (`Retry-After`) or the request
 //! timed out, 500 otherwise. Main types: [`Server`], [`ServerOptions`], [`router`].
 
@@ -59,6 +60,8 @@ pub use openapi::{document as openapi, document_json as openapi_json};
 
 /// Default request body limit: 16 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
+/// Default time a client has to send its request body: 30 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of requests served at once.
 pub const DEFAULT_MAX_CONCURRENT: usize = 64;
 
@@ -92,6 +95,11 @@ pub struct ServerOptions {
     pub request_timeout: Duration,
     /// Time a client has to send its request head before the connection is closed.
     pub header_timeout: Duration,
+    /// Time a client has to send its whole request body once its head is in (408
+    /// `body_timeout` after it, and the connection is closed). The body is read while
+    /// the request holds one of the `max_concurrent` permits, so this bounds how long a
+    /// client that trickles its body can keep a permit.
+    pub body_timeout: Duration,
     /// Time shutdown waits for requests in flight.
     pub shutdown_timeout: Duration,
     /// The chat endpoint of `POST /v1/ask` (`None`: the route answers 501). Asking
@@ -113,6 +121,7 @@ impl Default for ServerOptions {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             request_timeout: Duration::from_secs(300),
             header_timeout: Duration::from_secs(10),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             shutdown_timeout: Duration::from_secs(30),
             ask: None,
         }
@@ -157,8 +166,11 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
         state.writer.clone(),
         options.body_limit,
     );
-    let api = api
+    let mcp = Router::new()
         .route_service(guard::MCP_PATH, mcp)
+        .layer(middleware::from_fn(guard::mcp_parse_errors));
+    let api = api
+        .merge(mcp)
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.body_limit))

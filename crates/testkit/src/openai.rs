@@ -153,3 +153,85 @@ pub fn event_stream(body: String) -> axum::response::Response {
     )
         .into_response()
 }
+
+/// Counts the connections of [`endless_chat_stream`] answers: how many streams were
+/// started, and how many ended because their client closed the connection (a stream
+/// never ends by itself). Clones share the counts.
+#[derive(Debug, Clone, Default)]
+pub struct StreamWatch {
+    started: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl StreamWatch {
+    /// Streams started so far.
+    pub fn started(&self) -> usize {
+        self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Streams whose client has closed the connection.
+    pub fn closed(&self) -> usize {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The body of an endless stream: one chunk every tick, counted closed when dropped
+/// (the server drops a response body when its connection goes away).
+struct Endless {
+    chunk: axum::body::Bytes,
+    tick: tokio::time::Interval,
+    watch: StreamWatch,
+}
+
+impl futures_core::Stream for Endless {
+    type Item = Result<axum::body::Bytes, std::convert::Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        this.tick
+            .poll_tick(cx)
+            .map(|_| Some(Ok(this.chunk.clone())))
+    }
+}
+
+impl Drop for Endless {
+    fn drop(&mut self) {
+        self.watch
+            .closed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A streamed chat completion that never ends (a model that writes forever): the
+/// chunk of `delta` every `every`, with no finish reason and no `[DONE]`. `watch`
+/// counts it started now, and closed when its client closes the connection. Call it
+/// from a handler (it needs the tokio runtime).
+pub fn endless_chat_stream(
+    model: &Value,
+    delta: &str,
+    every: std::time::Duration,
+    watch: &StreamWatch,
+) -> axum::response::Response {
+    let chunk = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "model": model,
+        "choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": null}]
+    });
+    watch
+        .started
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let body = Endless {
+        chunk: axum::body::Bytes::from(format!("data: {chunk}\n\n")),
+        tick: tokio::time::interval(every.max(std::time::Duration::from_millis(1))),
+        watch: watch.clone(),
+    };
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(axum::body::Body::from_stream(body))
+        .unwrap_or_default()
+}

@@ -2,6 +2,7 @@
 //! answers or judgements from assembled context, whole or streamed as server-sent
 //! events.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -249,11 +250,16 @@ impl ChatClient {
     /// for [`ChatClient::complete`]; once text has been handed to `on_delta` a failure
     /// is final. A server that answers a plain JSON completion instead of a stream is
     /// read as one, its text handed to `on_delta` at once.
+    ///
+    /// When `on_delta` answers [`ControlFlow::Break`] (nobody wants the rest: the reader
+    /// went away, or its time is up), reading stops at once and the connection to the
+    /// server is closed, so the model stops spending tokens; the text received so far is
+    /// returned, with no finish reason.
     pub fn complete_streaming(
         &self,
         system: Option<&str>,
         user: &str,
-        on_delta: &mut dyn FnMut(&str),
+        on_delta: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<ChatResponse, EmbedError> {
         let body = self.request(system, user, true);
         let response = http::with_retries(&self.endpoint, self.policy(), || {
@@ -280,7 +286,8 @@ impl ChatClient {
                     .error(Some(200), format!("malformed response: {e}"))
             })?;
             let answer = self.first_choice(whole)?;
-            on_delta(&answer.text);
+            // The whole answer is already read: nothing is left to stop.
+            let _ = on_delta(&answer.text);
             return Ok(answer);
         }
         read_stream(std::io::BufReader::new(reader), on_delta)
@@ -396,12 +403,13 @@ impl ChatClient {
 
 /// Reads a streamed completion: server-sent events whose `data:` payloads are chunks
 /// (`choices[0].delta.content`, `finish_reason`, and `usage` in a last chunk), ending
-/// with `data: [DONE]` or the end of the body. Hands each text delta to `on_delta`.
+/// with `data: [DONE]` or the end of the body. Hands each text delta to `on_delta`,
+/// and returns what was received so far as soon as it answers [`ControlFlow::Break`].
 /// Fails on an `error` event, a payload that is not a chunk, or a body that breaks
 /// off with no `[DONE]` and no finish reason.
 fn read_stream(
     reader: impl std::io::BufRead,
-    on_delta: &mut dyn FnMut(&str),
+    on_delta: &mut dyn FnMut(&str) -> ControlFlow<()>,
 ) -> Result<ChatResponse, String> {
     let mut answer = ChatResponse {
         text: String::new(),
@@ -430,8 +438,10 @@ fn read_stream(
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(text) = choice.delta.and_then(|d| d.content) {
                 if !text.is_empty() {
-                    on_delta(&text);
                     answer.text.push_str(&text);
+                    if on_delta(&text).is_break() {
+                        return Ok(true);
+                    }
                 }
             }
             if choice.finish_reason.is_some() {
@@ -486,8 +496,34 @@ mod tests {
 
     fn read(body: &str) -> (Result<super::ChatResponse, String>, Vec<String>) {
         let mut deltas = Vec::new();
-        let r = read_stream(body.as_bytes(), &mut |d| deltas.push(d.to_string()));
+        let r = read_stream(body.as_bytes(), &mut |d| {
+            deltas.push(d.to_string());
+            std::ops::ControlFlow::Continue(())
+        });
         (r, deltas)
+    }
+
+    #[test]
+    fn a_break_stops_reading_at_once() {
+        // A stream with no end marker: read to its end it would fail.
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"one \"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"two \"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"three\"}}]}\n\n",
+        );
+        let mut seen = Vec::new();
+        let r = read_stream(body.as_bytes(), &mut |d| {
+            seen.push(d.to_string());
+            if seen.len() == 2 {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .expect("a stop is not a failure");
+        assert_eq!(seen, ["one ", "two "]);
+        assert_eq!(r.text, "one two ");
+        assert_eq!(r.finish_reason, None);
     }
 
     #[test]

@@ -174,3 +174,138 @@ fn a_streamed_answer_holds_its_slot_until_the_answer_is_written() {
     let (status, v) = super::get(&server, "/v1/stats");
     assert_eq!(status, 200, "{v}");
 }
+
+/// A chat server whose model streams forever, a delta every 50 ms, counted by `watch`.
+fn endless_chat(watch: &openai::StreamWatch) -> FakeServer {
+    let watch = watch.clone();
+    FakeServer::start(Router::new().route(
+        openai::CHAT_PATH,
+        route_post(move |Json(body): Json<Value>| {
+            let watch = watch.clone();
+            async move {
+                openai::endless_chat_stream(
+                    &body["model"],
+                    "and so on ",
+                    std::time::Duration::from_millis(50),
+                    &watch,
+                )
+            }
+        }),
+    ))
+}
+
+/// Waits up to `secs` seconds for `done`; whether it came.
+fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
+fn endless_server(index: &std::path::Path, chat: &FakeServer, timeout: u64) -> TestServer {
+    let mut llm = ChatConfig::new(chat.url(), "fake-model");
+    // The model's own timeout is far away: what ends the stream is the server.
+    llm.timeout = std::time::Duration::from_secs(600);
+    let server = start_with(
+        index,
+        ServerOptions {
+            log_requests: false,
+            max_concurrent: 1,
+            request_timeout: std::time::Duration::from_secs(timeout),
+            ask: Some(llm),
+            ..ServerOptions::default()
+        },
+    );
+    let (status, _) = post(&server, "/v1/ingest", &ingest_body());
+    assert_eq!(status, 200);
+    server
+}
+
+/// Issue 27, row 6: a streamed answer ignored `--request-timeout` and read the model
+/// for as long as it wrote. Now it ends at the timeout with an `error` event, closes
+/// the model's stream and frees its slot.
+#[test]
+fn a_streamed_answer_ends_at_the_request_timeout() {
+    let watch = openai::StreamWatch::default();
+    let chat = endless_chat(&watch);
+    let tmp = tempfile::tempdir().unwrap();
+    let server = endless_server(tmp.path(), &chat, 2);
+    // A client that waits at most 60 s for the whole stream (which on its own never ends).
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .build()
+        .into();
+    let mut r = agent
+        .post(format!("{}/v1/ask", server.base))
+        .send_json(json!({"query": "how do I restart the database cluster?", "stream": true}))
+        .expect("the server answers");
+    assert_eq!(r.status().as_u16(), 200);
+    let body = r
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .expect("the stream ends within the request timeout");
+    assert!(body.contains("event: delta"), "the model was read: {body}");
+    let last = body.trim_end().rsplit("\n\n").next().unwrap_or("");
+    assert!(last.starts_with("event: error"), "{last}");
+    assert!(last.contains("\"timeout\""), "{last}");
+    assert!(
+        eventually(10, || watch.closed() == 1),
+        "the model's stream is closed (started {}, closed {})",
+        watch.started(),
+        watch.closed()
+    );
+    assert!(
+        eventually(10, || super::get(&server, "/v1/stats").0 == 200),
+        "the slot is free again"
+    );
+}
+
+/// Issue 27, row 6: when the client of a streamed answer went away, the server kept
+/// reading the model (spending its tokens) and kept its slot until `--llm-timeout`.
+/// Now the model's connection is closed within moments and the slot is free.
+#[test]
+fn a_client_that_goes_away_stops_the_model() {
+    use std::io::{Read, Write};
+    let watch = openai::StreamWatch::default();
+    let chat = endless_chat(&watch);
+    let tmp = tempfile::tempdir().unwrap();
+    let server = endless_server(tmp.path(), &chat, 3600);
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let body =
+        json!({"query": "how do I restart the database cluster?", "stream": true}).to_string();
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        c,
+        "POST /v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // Read until the first delta arrives: the model is streaming to the server.
+    c.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("event: delta") {
+        let n = c.read(&mut buf).expect("the stream begins");
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(watch.started(), 1);
+    assert_eq!(watch.closed(), 0, "the model is still writing");
+    drop(c);
+    assert!(
+        eventually(10, || watch.closed() == 1),
+        "the server closes the model's stream when its client goes away"
+    );
+    assert!(
+        eventually(10, || super::get(&server, "/v1/stats").0 == 200),
+        "the slot is free again"
+    );
+}

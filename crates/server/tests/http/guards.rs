@@ -320,6 +320,56 @@ fn connections_that_never_finish_their_headers_are_closed() {
     assert_eq!(get(&s, "/healthz").0, 200);
 }
 
+/// Issue 27, row 5: under `--public-reads`, clients that send a head and trickle the
+/// body held every permit for `--request-timeout`. Now the body has `body_timeout`:
+/// each slow client gets 408 and its connection closed, and the server is free again.
+#[test]
+fn a_trickled_body_gets_408_and_gives_its_permit_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = quiet();
+    o.token = Some("s3cret-token".into());
+    o.public_reads = true;
+    o.max_concurrent = 2;
+    o.body_timeout = Duration::from_secs(1);
+    let s = start_with(&tmp.path().join("idx"), o);
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let head = "POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        c.write_all(head.as_bytes()).unwrap();
+        // One byte every 200 ms: 200 s for the whole body, unless the server gives up.
+        let mut w = c.try_clone().unwrap();
+        let trickle = std::thread::spawn(move || {
+            for b in std::iter::once(b'{').chain(std::iter::repeat(b' ')) {
+                if w.write_all(&[b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        slow.push((c, trickle));
+    }
+    for (c, trickle) in slow {
+        // The server answers and closes by itself (a 30 s read timeout would fail here).
+        let got = read_until_closed(c).expect("the server answers within its body timeout");
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("body_timeout"), "{text}");
+        trickle.join().unwrap();
+    }
+    // Both permits are back: authenticated writes and public reads get through.
+    let auth = ("Authorization", "Bearer s3cret-token");
+    let body = ingest_body().to_string();
+    assert_eq!(
+        send(&s, "POST", "/v1/ingest", &[JSON, auth], Some(&body)).0,
+        200
+    );
+    let q = json!({"query": "database", "budget": 200}).to_string();
+    assert_eq!(send(&s, "POST", "/v1/query", &[JSON], Some(&q)).0, 200);
+}
+
 #[test]
 fn shutdown_does_not_wait_on_idle_connections() {
     let tmp = tempfile::tempdir().unwrap();

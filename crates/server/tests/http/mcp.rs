@@ -156,3 +156,42 @@ fn with_a_token_only_requests_that_carry_it_may_ingest() {
         client.cancel().await.unwrap();
     });
 }
+
+/// Posts `body` to `/mcp` as JSON; the status and the JSON answer.
+fn post_mcp(s: &TestServer, body: &str) -> (u16, Value) {
+    let mut r = agent()
+        .post(format!("{}/mcp", s.base))
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("the server answers");
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().unwrap();
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (status, v)
+}
+
+/// Issue 27, row 11: `/mcp` answered malformed JSON with 415 (as if the content type
+/// were wrong). Now a JSON-RPC error with a null id: -32700 for what is not JSON,
+/// -32600 for JSON that is no JSON-RPC message; a good message still works after.
+#[test]
+fn malformed_mcp_messages_get_json_rpc_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("idx"));
+    for (body, code) in [
+        ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\"", -32700),
+        ("not json at all", -32700),
+        ("{\"hello\": \"world\"}", -32600),
+    ] {
+        let (status, v) = post_mcp(&s, body);
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        assert_eq!(v["id"], Value::Null, "{v}");
+        assert_eq!(v["error"]["code"], code, "{body}: {v}");
+    }
+    block_on(async {
+        let client = connect(&s, None).await;
+        assert!(tool_names(&client).await.contains(&"search".to_string()));
+        client.cancel().await.unwrap();
+    });
+}
