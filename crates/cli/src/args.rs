@@ -100,7 +100,9 @@ pub enum Command {
     /// corpora ({"id","title","text","metadata"} per line). Document ids are paths
     /// relative to the directory given (or the JSONL id). Re-ingesting an unchanged file
     /// is a no-op; a changed file replaces its old version. Work is committed in batches,
-    /// so an interrupted ingest keeps what it finished.
+    /// so an interrupted ingest keeps what it finished. Ctrl-C stops reading files,
+    /// commits the documents already embedded, says so and exits 130 (Ctrl-C twice
+    /// stops at once). --prune also removes documents whose files are gone.
     #[command(verbatim_doc_comment)]
     Ingest(IngestArgs),
     /// Retrieve context for a query and print it.

@@ -32,6 +32,8 @@ const EXIT_NOT_FOUND: u8 = 4;
 const EXIT_DAMAGED: u8 = 5;
 /// Exit code of `ask --strict` when a citation is unsupported.
 const EXIT_UNSUPPORTED: u8 = 6;
+/// Exit status of an ingest stopped by Ctrl-C (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
 
 /// Marker error: exit with a given code after the message.
 #[derive(Debug)]
@@ -260,12 +262,30 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         contextualize: contextualize_options(g, &a.contextualize),
         sentence_vectors: a.sentence_vectors,
         prune: a.prune,
+        cancel: Some(interrupt_flag()),
         ..IngestOptions::default()
     };
     let bar = Bar::new(g.quiet);
     let result = engine.ingest(&a.paths, &opts, &bar);
     bar.finish();
     let report = result?;
+    if report.interrupted {
+        eprintln!(
+            "interrupted: {} added and {} updated documents committed, {} left out (generation {}); run the same ingest again to finish",
+            report.added,
+            report.updated,
+            report.left_out.len(),
+            report.generation
+        );
+        if a.json {
+            writeln!(
+                std::io::stdout().lock(),
+                "{}",
+                serde_json::to_string_pretty(&report)?
+            )?;
+        }
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
     if a.json {
         writeln!(
             std::io::stdout().lock(),
@@ -349,6 +369,25 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_NOTHING_INGESTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A flag that the first Ctrl-C (SIGINT) sets, so an ingest commits what it has embedded
+/// and stops; a second Ctrl-C exits at once with status 130. Without a handler (one
+/// could not be installed), Ctrl-C ends the process as before.
+fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::Ordering;
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = flag.clone();
+    let installed = ctrlc::set_handler(move || {
+        if seen.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        eprintln!("\ninterrupted: committing what is embedded (Ctrl-C again to stop at once)");
+    });
+    if let Err(e) = installed {
+        eprintln!("warning: Ctrl-C will not commit the batch in flight: {e}");
+    }
+    flag
 }
 
 /// An OpenAI-compatible chat endpoint as the command line names it (`ingest

@@ -1,7 +1,8 @@
 //! The `excerpt` command. Thin: parses arguments into typed options, calls the
 //! [`excerpt::Engine`], renders. Exit codes: 0 success, 1 error, 2 usage error,
 //! 3 nothing could be ingested, 4 not found (no index, unknown document id),
-//! 5 `excerpt verify` found damage, 6 an unsupported citation under `ask --strict`.
+//! 5 `excerpt verify` found damage, 6 an unsupported citation under `ask --strict`,
+//! 130 an ingest stopped by Ctrl-C after committing what it had embedded.
 
 #![forbid(unsafe_code)]
 

@@ -1448,3 +1448,78 @@ fn ingest_prune_removes_documents_whose_files_are_gone() {
     );
     assert_eq!(ids(&index), ["far.md"]);
 }
+
+/// Ctrl-C during an ingest: no further file is read, the documents embedded by then are
+/// committed, the command says so and exits 130; the same ingest again finishes the job.
+#[test]
+fn ctrl_c_commits_what_is_embedded_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("notes");
+    let total = 240;
+    for i in 0..total {
+        let text = format!(
+            "# Note {i}\n\nThe harbour log entry {i} records ship {} arriving at berth {}.\n",
+            i * 7,
+            i % 13
+        );
+        write_file(&corpus, &format!("n{i:03}.md"), text.as_bytes());
+    }
+    let index = tmp.path().join("idx");
+    let child = bin()
+        .arg("--index")
+        .arg(&index)
+        .args(["ingest", "--commit-every", "32", "--json"])
+        .arg(&corpus)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // Interrupt right after the first commit of documents, while later batches are
+    // still to be embedded.
+    let manifest = index.join("MANIFEST.json");
+    let committed_docs = || {
+        std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|m| m["segments"].as_array().is_some_and(|s| !s.is_empty()))
+    };
+    let started = std::time::Instant::now();
+    while !committed_docs() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(300),
+            "no commit"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{}: {stderr}", out.status);
+    assert!(stderr.contains("interrupted:"), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["interrupted"], true, "{report:#}");
+    let committed = json(&run(&index, &["docs", "--json"]))
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        committed >= 1 && committed < total,
+        "{committed} of {total} committed"
+    );
+    assert_eq!(report["documents"], committed, "{report:#}");
+    let verify = run(&index, &["verify"]);
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    // The same ingest again adds the rest.
+    let out = run(&index, &["ingest", "--json", corpus.to_str().unwrap()]);
+    let report = json(&out);
+    assert_eq!(report["added"], total - committed, "{report:#}");
+    assert_eq!(report["documents"], total, "{report:#}");
+}

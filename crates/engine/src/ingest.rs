@@ -27,7 +27,13 @@ pub struct IngestOptions {
     pub commit_every_chunks: usize,
     /// Texts per embedding call.
     pub embed_batch: usize,
-    /// Set to stop early: what was committed stays, the rest is dropped.
+    /// Set to stop early: no further file or document is read, the chunks of the batch
+    /// in flight stop being embedded after the current group, the documents wholly
+    /// embedded by then are committed, and the report says
+    /// [`interrupted`](IngestReport::interrupted) and names the documents
+    /// [`left_out`](IngestReport::left_out). (With `contextualize`, a cancel while the
+    /// LLM writes contexts is [`EngineError::Cancelled`]; what was committed before
+    /// stays.)
     pub cancel: Option<Arc<AtomicBool>>,
     /// Have an LLM write a context for every new chunk (see [`crate::contextualize`]).
     /// Must match the index: one made with contexts needs them on every ingest, with
@@ -63,6 +69,9 @@ impl Default for IngestOptions {
 #[derive(Default)]
 struct Batch {
     docs: Vec<Document>,
+    /// Per document: `Some(true)` when counted as added, `Some(false)` as updated, `None`
+    /// when the write itself counts it (PostgreSQL).
+    counted: Vec<Option<bool>>,
     chunks: usize,
 }
 
@@ -208,7 +217,9 @@ impl Engine {
         run.report.files = files.len();
         progress.files_found(files.len());
         for (path, root) in files {
-            run.check_cancel()?;
+            if run.interrupted() {
+                break;
+            }
             let shown = path.display().to_string();
             let pages_read = |done, total| progress.pages_read(&shown, done, total);
             let loaded = match load_file_with_progress(&path, &root, &opts.load, &pages_read) {
@@ -244,8 +255,7 @@ impl Engine {
             }
             progress.file_done(&shown);
         }
-        if opts.prune {
-            run.check_cancel()?;
+        if opts.prune && !run.interrupted() {
             let gone: Vec<String> = self
                 .documents_or_none()?
                 .into_iter()
@@ -296,7 +306,9 @@ impl Engine {
     ) -> Result<IngestReport, EngineError> {
         let mut run = self.pipeline(opts, progress)?;
         for parsed in docs {
-            run.check_cancel()?;
+            if run.interrupted() {
+                break;
+            }
             let shown = parsed.id.clone();
             run.add(parsed, &shown)?;
             progress.file_done(&shown);
@@ -450,11 +462,13 @@ struct Pipeline<'a> {
 }
 
 impl Pipeline<'_> {
-    fn check_cancel(&self) -> Result<(), EngineError> {
+    /// Whether the ingest was cancelled: no further file is read, and what is embedded
+    /// by then is committed ([`IngestReport::interrupted`]).
+    fn interrupted(&mut self) -> bool {
         if self.flush.cancelled() {
-            return Err(EngineError::Cancelled);
+            self.report.interrupted = true;
         }
-        Ok(())
+        self.report.interrupted
     }
 
     /// Chunks one loaded document and queues it unless its content hash is unchanged;
@@ -506,8 +520,9 @@ impl Pipeline<'_> {
                 return Ok(());
             }
         };
-        match self.writer.committed_hash(&doc.id)? {
-            Some(h) if h == doc.hash => {
+        let committed = self.writer.committed_hash(&doc.id)?;
+        match &committed {
+            Some(h) if *h == doc.hash => {
                 self.report.unchanged += 1;
                 return Ok(());
             }
@@ -517,9 +532,14 @@ impl Pipeline<'_> {
             Some(_) => self.report.updated += 1,
             None => self.report.added += 1,
         }
+        let counted = match self.writer {
+            Sink::Pg(_) => None,
+            Sink::Dir { .. } => Some(committed.is_none()),
+        };
         self.batch.chunks += doc.chunks.len();
         self.progress.chunks_queued(doc.chunks.len());
         self.batch.docs.push(doc);
+        self.batch.counted.push(counted);
         if self.batch.chunks >= self.flush.opts.commit_every_chunks {
             let batch = std::mem::take(&mut self.batch);
             self.flush
@@ -628,9 +648,6 @@ impl Flush<'_> {
     /// Embeds one group of texts (unless the ingest was cancelled), checking the
     /// embedder returned one vector of the index's dimension per text.
     fn embed_group(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
-        if self.cancelled() {
-            return Err(EngineError::Cancelled);
-        }
         let dim = self.config.dimension;
         let out = self.embedder.embed(texts)?;
         if out.len() != texts.len() || out.iter().any(|v| v.len() != dim) {
@@ -703,20 +720,63 @@ impl Flush<'_> {
         let t = Instant::now();
         let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
         for group in todo.chunks(self.opts.embed_batch.max(1)) {
+            if self.cancelled() {
+                // Interrupted: the groups embedded so far are kept, and the documents
+                // whose every chunk has a vector are committed below.
+                report.interrupted = true;
+                break;
+            }
             let texts: Vec<&str> = group.iter().map(|(_, t)| *t).collect();
             vectors.extend(self.embed_group(&texts)?);
             progress.chunks_done(group.len());
         }
-        report.chunks_embedded += todo.len();
+        report.chunks_embedded += vectors.len();
         report.embed_seconds += t.elapsed().as_secs_f64();
+        let complete = |chunks: &Vec<(String, String)>| {
+            chunks.iter().all(|(k, _)| {
+                stored.contains_key(k) || fresh.get(k.as_str()).is_some_and(|&i| i < vectors.len())
+            })
+        };
+        // An interrupted batch: the documents not wholly embedded are left out.
+        let keep: Vec<bool> = inputs.iter().map(complete).collect();
+        let mut docs = Vec::with_capacity(batch.docs.len());
+        let mut kept_inputs = Vec::with_capacity(inputs.len());
+        for ((doc, counted), (chunks, keep)) in batch
+            .docs
+            .into_iter()
+            .zip(batch.counted)
+            .zip(inputs.iter().zip(keep))
+        {
+            if keep {
+                docs.push(doc);
+                kept_inputs.push(chunks);
+                continue;
+            }
+            match counted {
+                Some(true) => report.added -= 1,
+                Some(false) => report.updated -= 1,
+                None => {}
+            }
+            report.left_out.push(doc.id);
+        }
+        if docs.is_empty() {
+            return Ok(());
+        }
         let mut sentence_vectors = if self.opts.sentence_vectors {
-            self.embed_sentences(&batch.docs, report)?
+            if self.cancelled() {
+                // Sentence vectors are all or nothing per document: an interrupted batch
+                // that still needs them commits nothing more.
+                report.interrupted = true;
+                report.left_out.extend(docs.into_iter().map(|d| d.id));
+                return Ok(());
+            }
+            self.embed_sentences(&docs, report)?
         } else {
             Vec::new()
         }
         .into_iter();
         let sentence_vectors_on = self.opts.sentence_vectors;
-        for (doc, chunks) in batch.docs.into_iter().zip(&inputs) {
+        for (doc, chunks) in docs.into_iter().zip(kept_inputs) {
             let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
             for (k, _) in chunks {
                 match stored.get(k) {

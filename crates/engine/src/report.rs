@@ -57,6 +57,13 @@ pub struct IngestReport {
     pub warnings: Vec<Problem>,
     /// Documents removed because their source file is gone (`prune`).
     pub pruned: Vec<String>,
+    /// The ingest was cancelled (`IngestOptions::cancel`, Ctrl-C in the CLI): files
+    /// after that point were not read, and of the documents read only those wholly
+    /// embedded by then were committed.
+    pub interrupted: bool,
+    /// Documents read but not committed because the ingest was interrupted before they
+    /// were embedded (not counted as added or updated).
+    pub left_out: Vec<String>,
     /// Chunks embedded by the model.
     pub chunks_embedded: usize,
     /// Chunks whose vector was reused from the index (same text, same model).
