@@ -298,12 +298,20 @@ fn ingest_skips_hostile_pdfs_and_keeps_the_good_files() {
     assert_eq!(r["added"], 3, "{r:#}");
     let skipped = r["skipped"].as_array().unwrap();
     let failed = r["failed"].as_array().unwrap();
+    let warnings = r["warnings"].as_array().unwrap();
     assert!(failed.is_empty(), "{r:#}");
     for (name, _) in hostile() {
-        let p = skipped
+        // The page-tree loop is ingested with its readable page: a warning names the
+        // others. Every other hostile file is skipped.
+        let listed = if name == "page-tree-loop.pdf" {
+            warnings
+        } else {
+            skipped
+        };
+        let p = listed
             .iter()
             .find(|p| p["path"].as_str().unwrap().ends_with(name))
-            .unwrap_or_else(|| panic!("{name} not skipped: {r:#}"));
+            .unwrap_or_else(|| panic!("{name} not reported: {r:#}"));
         let reason = p["reason"].as_str().unwrap();
         assert!(reason.contains(name), "{reason}");
         assert!(!reason.contains('\n'), "{reason}");
@@ -317,7 +325,7 @@ fn ingest_skips_hostile_pdfs_and_keeps_the_good_files() {
             assert!(reason.contains("cannot read pages"), "{reason}");
         }
     }
-    assert_eq!(skipped.len(), 5, "{r:#}");
+    assert_eq!(skipped.len(), 4, "{r:#}");
     assert!(peak < PARENT_MAX_HWM_KIB, "the ingest peaked at {peak} KiB");
 
     for (query, id) in [
