@@ -269,6 +269,13 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     let result = engine.ingest(&a.paths, &opts, &bar);
     bar.finish();
     let report = result?;
+    if a.json {
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&report)?
+        )?;
+    }
     if report.interrupted {
         eprintln!(
             "interrupted: {} added and {} updated documents committed, {} left out (generation {}); run the same ingest again to finish",
@@ -277,22 +284,9 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             report.left_out.len(),
             report.generation
         );
-        if a.json {
-            writeln!(
-                std::io::stdout().lock(),
-                "{}",
-                serde_json::to_string_pretty(&report)?
-            )?;
-        }
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    if a.json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&report)?
-        )?;
-    } else if !g.quiet {
+    if !a.json && !g.quiet {
         let mut err = std::io::stderr().lock();
         writeln!(
             err,

@@ -29,32 +29,9 @@ fn pdfium_present() {
     );
 }
 
-/// A PDF file from the bodies of its objects 1, 2, … (object 1 the catalog), with a
-/// correct cross-reference table.
+/// A PDF file from the bodies of its objects 1, 2, … (object 1 the catalog).
 fn pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(
-        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
-    );
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
+    excerpt_testkit::fixtures::pdf_file(b"%PDF-1.7\n%\xE2\xE3\xCF\xD3\n", objects)
 }
 
 fn obj(s: &str) -> Vec<u8> {

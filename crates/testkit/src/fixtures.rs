@@ -140,7 +140,14 @@ pub fn pdf_placed(pages: &[Vec<PdfText<'_>>]) -> Vec<u8> {
         stream.extend_from_slice(b"\nendstream");
         objects.push(stream);
     }
-    let mut out = b"%PDF-1.4\n".to_vec();
+    pdf_file(b"%PDF-1.4\n", &objects)
+}
+
+/// A PDF file from `header` (the `%PDF-1.x` line, and any comment lines) and the bodies
+/// of its objects 1, 2, … (object 1 the catalog), with a correct cross-reference table
+/// and trailer: for tests that build a PDF object by object.
+pub fn pdf_file(header: &[u8], objects: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = header.to_vec();
     let mut offsets = Vec::with_capacity(objects.len());
     for (i, body) in objects.iter().enumerate() {
         offsets.push(out.len());
