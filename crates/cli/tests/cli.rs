@@ -26,6 +26,16 @@ fn run(index: &Path, args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// The ids `excerpt docs --json` lists, in its order.
+fn doc_ids(index: &Path) -> Vec<String> {
+    json(&run(index, &["docs", "--json"]))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn json(out: &Output) -> Value {
     assert!(
         out.status.success(),
@@ -1009,15 +1019,7 @@ fn a_lost_manifest_is_repaired_not_replaced() {
     let tmp = tempfile::tempdir().unwrap();
     let index = ingest_docs_two_commits(tmp.path());
     let all = ["a.md", "b.md", "c.md", "d.md"];
-    let ids = |index: &Path| -> Vec<String> {
-        json(&run(index, &["docs", "--json"]))
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(ids(&index), all);
+    assert_eq!(doc_ids(&index), all);
     write_file(
         tmp.path(),
         "new/e.md",
@@ -1053,7 +1055,7 @@ fn a_lost_manifest_is_repaired_not_replaced() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("no document was lost"));
     assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
-    assert_eq!(ids(&index), all);
+    assert_eq!(doc_ids(&index), all);
 
     // Both manifests gone: damage, not "no index"; repair reads the segments.
     std::fs::remove_file(index.join("MANIFEST.json")).unwrap();
@@ -1075,11 +1077,11 @@ fn a_lost_manifest_is_repaired_not_replaced() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
-    assert_eq!(ids(&index), all);
+    assert_eq!(doc_ids(&index), all);
     assert!(run(&index, &["ingest", new.to_str().unwrap()])
         .status
         .success());
-    assert_eq!(ids(&index).len(), 5);
+    assert_eq!(doc_ids(&index).len(), 5);
 }
 
 /// Issue 27, row 1, over HTTP: with MANIFEST.json deleted under a running server,
@@ -1091,15 +1093,7 @@ fn ingest_over_http_refuses_an_index_whose_manifest_is_gone() {
     let tmp = tempfile::tempdir().unwrap();
     let index = ingest_docs_two_commits(tmp.path());
     let all = ["a.md", "b.md", "c.md", "d.md"];
-    let ids = |index: &Path| -> Vec<String> {
-        json(&run(index, &["docs", "--json"]))
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(ids(&index), all);
+    assert_eq!(doc_ids(&index), all);
     let (mut child, base) = spawn_server(&index, false);
     std::fs::remove_file(index.join("MANIFEST.json")).unwrap();
     let before = files_of(&index);
@@ -1131,7 +1125,7 @@ fn ingest_over_http_refuses_an_index_whose_manifest_is_gone() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(run(&index, &["verify"]).status.code(), Some(0));
-    assert_eq!(ids(&index), all);
+    assert_eq!(doc_ids(&index), all);
 }
 
 /// Sets the write permission of `path` and everything under it, for everybody; taking
@@ -1399,12 +1393,7 @@ fn ingest_prune_removes_documents_whose_files_are_gone() {
     std::fs::remove_file(notes.join("sub/old.md")).unwrap();
     std::fs::remove_file(notes.join("gone.md")).unwrap();
     let ids = |index: &Path| -> Vec<String> {
-        let mut v: Vec<String> = json(&run(index, &["docs", "--json"]))
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["id"].as_str().unwrap().to_string())
-            .collect();
+        let mut v = doc_ids(index);
         v.sort();
         v
     };

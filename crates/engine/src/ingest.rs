@@ -255,9 +255,10 @@ impl Engine {
             }
             progress.file_done(&shown);
         }
-        if opts.prune && !run.interrupted() {
+        // An index this run created holds nothing to prune.
+        if opts.prune && !run.interrupted() && run.new_index.is_none() {
             let gone: Vec<String> = self
-                .documents_or_none()?
+                .documents()?
                 .into_iter()
                 .filter(|d| !run.seen.contains(&d.id))
                 .filter(|d| d.source.as_deref().is_some_and(|s| source_gone(s, paths)))
@@ -266,20 +267,6 @@ impl Engine {
             run.prune(gone)?;
         }
         run.finish()
-    }
-
-    /// The index's documents, or none when there is no index yet.
-    fn documents_or_none(&self) -> Result<Vec<crate::DocumentSummary>, EngineError> {
-        if self.postgres_url().is_none()
-            && !self
-                .options
-                .index_dir
-                .join(excerpt_index::MANIFEST_FILE)
-                .exists()
-        {
-            return Ok(Vec::new());
-        }
-        self.documents()
     }
 
     /// Refuses a document this index cannot store, naming the document and the field:

@@ -152,16 +152,7 @@ pub fn run_pdf_worker(
     progress: &mut dyn Write,
 ) -> std::io::Result<()> {
     let path = Path::new(name);
-    let base = ParsedDocument {
-        id: name.to_string(),
-        title: String::new(),
-        source: None,
-        metadata: serde_json::Map::new(),
-        text: String::new(),
-        sections: Vec::new(),
-        atomic: Vec::new(),
-        pages: Vec::new(),
-    };
+    let base = ParsedDocument::empty(name, "", None);
     let mut warnings = Vec::new();
     let progress = RefCell::new(progress);
     let loaded = pdf::load(
@@ -610,16 +601,7 @@ mod tests {
     #[test]
     fn a_missing_worker_is_a_skip() {
         let w = PdfWorker::new("/nonexistent/excerpt-worker", ["pdf-worker"]);
-        let doc = ParsedDocument {
-            id: "a.pdf".into(),
-            title: "a".into(),
-            source: None,
-            metadata: serde_json::Map::new(),
-            text: String::new(),
-            sections: Vec::new(),
-            atomic: Vec::new(),
-            pages: Vec::new(),
-        };
+        let doc = ParsedDocument::empty("a.pdf", "a", None);
         let err = load(
             &w,
             Path::new("a.pdf"),

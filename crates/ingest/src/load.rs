@@ -203,7 +203,7 @@ fn load_pdf(
     pages_read: &dyn Fn(usize, usize),
 ) -> Result<Loaded, IngestError> {
     let mut warnings = Vec::new();
-    let base = base_document(id, title, source);
+    let base = ParsedDocument::empty(id, title, source);
     let doc = match &opts.pdf_worker {
         Some(worker) => cage::load(
             worker,
@@ -238,19 +238,6 @@ pub fn pdfium_library_path() -> PathBuf {
     pdf::pdfium_library_path()
 }
 
-fn base_document(id: &str, title: &str, source: Option<String>) -> ParsedDocument {
-    ParsedDocument {
-        id: id.to_string(),
-        title: title.to_string(),
-        source,
-        metadata: serde_json::Map::new(),
-        text: String::new(),
-        sections: Vec::new(),
-        atomic: Vec::new(),
-        pages: Vec::new(),
-    }
-}
-
 /// Loads an in-memory text as if it were a file of `format` named `id` (the id doubles
 /// as the path in errors; its file stem is the fallback title).
 pub fn load_str(format: DocFormat, id: &str, text: &str) -> Result<Loaded, IngestError> {
@@ -283,7 +270,7 @@ fn load_text(
             ..Loaded::default()
         })
     };
-    let base = base_document(id, title, source);
+    let base = ParsedDocument::empty(id, title, source);
     match format {
         DocFormat::Text => one(Ok(text::load(base, text))),
         DocFormat::Markdown => {

@@ -37,6 +37,23 @@ pub struct ParsedDocument {
     pub pages: Vec<excerpt_core::TextRange>,
 }
 
+impl ParsedDocument {
+    /// A document with its id, title and source and nothing else yet: what a loader
+    /// starts from before it fills the text, sections and pages.
+    pub(crate) fn empty(id: &str, title: &str, source: Option<String>) -> ParsedDocument {
+        ParsedDocument {
+            id: id.to_string(),
+            title: title.to_string(),
+            source,
+            metadata: serde_json::Map::new(),
+            text: String::new(),
+            sections: Vec::new(),
+            atomic: Vec::new(),
+            pages: Vec::new(),
+        }
+    }
+}
+
 /// What loading one file produced: its documents and the problems that did not stop
 /// the rest (bad lines of a JSONL file).
 #[derive(Debug, Default)]
