@@ -69,6 +69,16 @@ pub enum IngestError {
         /// Why, with how to fetch PDFium.
         reason: String,
     },
+    /// A Word file that cannot be ingested: not a zip, no main document part, a zip bomb
+    /// (over [`crate::MAX_DOCX_UNPACKED_BYTES`] unpacked), XML nested deeper than
+    /// [`crate::MAX_DOCX_DEPTH`], corrupt parts. Skipped with the reason.
+    #[error("{}: skipped: {reason}", path.display())]
+    Docx {
+        /// The file.
+        path: PathBuf,
+        /// Why, in one line.
+        reason: String,
+    },
     /// The file is not valid UTF-8.
     #[error("{}: not valid UTF-8 (first bad byte at offset {byte_offset})", path.display())]
     InvalidUtf8 {
@@ -78,7 +88,7 @@ pub enum IngestError {
         byte_offset: usize,
     },
     /// No loader handles the file's extension. Skipped.
-    #[error("{}: skipped: unsupported file type {extension:?}", path.display())]
+    #[error("{}: skipped: unsupported file type {extension:?}{}", path.display(), unsupported_hint(extension))]
     UnknownExtension {
         /// The file.
         path: PathBuf,
@@ -135,6 +145,7 @@ impl IngestError {
             | IngestError::TooLarge { .. }
             | IngestError::Pdf { .. }
             | IngestError::PdfEngine { .. }
+            | IngestError::Docx { .. }
             | IngestError::InvalidUtf8 { .. }
             | IngestError::UnknownExtension { .. }
             | IngestError::JsonlLine { .. }
@@ -145,7 +156,8 @@ impl IngestError {
     }
 
     /// True for the "skipped" reasons (binary, empty, unsupported type, a PDF that is
-    /// encrypted, has no text layer or cannot be parsed, PDFium missing): the file is
+    /// encrypted, has no text layer or cannot be parsed, PDFium missing, a DOCX that
+    /// cannot be read): the file is
     /// left out with its reason and the rest of the ingest goes on.
     pub fn is_skip(&self) -> bool {
         matches!(
@@ -155,6 +167,17 @@ impl IngestError {
                 | IngestError::UnknownExtension { .. }
                 | IngestError::Pdf { .. }
                 | IngestError::PdfEngine { .. }
+                | IngestError::Docx { .. }
         )
+    }
+}
+
+/// What to do about an unsupported extension, when there is something to say.
+fn unsupported_hint(extension: &str) -> &'static str {
+    match extension {
+        "doc" | "dot" => {
+            " (old binary Word format, not read: save it as .docx in Word or LibreOffice)"
+        }
+        _ => "",
     }
 }

@@ -22,6 +22,13 @@
 //!      [`LoadOptions::pdf_worker`] set, PDFium runs in a worker process under memory,
 //!      CPU and wall-clock limits ([`PdfWorker`], the `cage` module): a hostile PDF
 //!      costs its worker, never the loading process.
+//!    - Word (`.docx`): read with docx-rs after a check of the package (a zip bomb over
+//!      [`MAX_DOCX_UNPACKED_BYTES`], XML nested deeper than [`MAX_DOCX_DEPTH`], a corrupt
+//!      zip are skipped with the reason); paragraphs separated by blank lines, list
+//!      items one per line, table rows one per line with cells joined by ` | ` (atomic),
+//!      `Title` and `Heading N` paragraphs (by style name, so localized style ids work)
+//!      become sections; the title is the core properties' title, else the first
+//!      `Title` or heading paragraph. The old binary `.doc` is not read.
 //!
 //!    Every offset in a [`ParsedDocument`] refers to its `text`, which is exactly what is
 //!    stored. Loading is layered: the parsed types and the section builder at the bottom
@@ -58,6 +65,7 @@ pub use cage::{
 };
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 pub use error::IngestError;
+pub use formats::docx::{MAX_DOCX_DEPTH, MAX_DOCX_UNPACKED_BYTES};
 pub use formats::html::MAX_HTML_DEPTH;
 pub use formats::pdf::PDFIUM_ENV;
 pub use load::{

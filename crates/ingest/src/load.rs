@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cage::{self, PdfWorker};
-use crate::formats::{html, jsonl, markdown, pdf, text};
+use crate::formats::{docx, html, jsonl, markdown, pdf, text};
 use crate::parsed::{relative_id, Loaded, ParsedDocument};
 use crate::IngestError;
 
@@ -22,11 +22,14 @@ pub enum DocFormat {
     Jsonl,
     /// PDF, text extracted page by page with PDFium (see [`pdfium_library_path`]).
     Pdf,
+    /// Word (`.docx`, Office Open XML): paragraphs, lists and tables in reading order,
+    /// `Title` and `Heading N` paragraphs as sections. The old binary `.doc` is not read.
+    Docx,
 }
 
 impl DocFormat {
     /// The format of a path by its extension (`txt`, `md`, `markdown`, `html`, `htm`,
-    /// `jsonl`, `pdf`; case-insensitive), or one of `opts.text_extensions` as plain text.
+    /// `jsonl`, `pdf`, `docx`; case-insensitive), or one of `opts.text_extensions` as plain text.
     pub fn from_path(path: &Path, opts: &LoadOptions) -> Option<DocFormat> {
         let ext = extension(path);
         match ext.as_str() {
@@ -35,6 +38,7 @@ impl DocFormat {
             "html" | "htm" => Some(DocFormat::Html),
             "jsonl" => Some(DocFormat::Jsonl),
             "pdf" => Some(DocFormat::Pdf),
+            "docx" => Some(DocFormat::Docx),
             _ if opts
                 .text_extensions
                 .iter()
@@ -156,12 +160,15 @@ pub fn load_file_with_progress(
     if format == DocFormat::Pdf {
         return load_pdf(path, &id, &title, source, &bytes, opts, pages_read);
     }
+    if format == DocFormat::Docx {
+        return load_docx(path, &id, &title, source, &bytes);
+    }
     let text = decode(path, &bytes)?;
     load_text(format, path, &id, &title, source, &text)
 }
 
-/// Loads in-memory bytes as if they were a file of `format` named `id`: PDF bytes, or
-/// the text formats as UTF-8 (refused like a file when binary or not UTF-8). Default
+/// Loads in-memory bytes as if they were a file of `format` named `id`: PDF or DOCX
+/// bytes, or the text formats as UTF-8 (refused like a file when binary or not UTF-8). Default
 /// options: a PDF is parsed in this process; see [`load_bytes_with`].
 pub fn load_bytes(format: DocFormat, id: &str, bytes: &[u8]) -> Result<Loaded, IngestError> {
     load_bytes_with(format, id, bytes, &LoadOptions::default())
@@ -179,6 +186,9 @@ pub fn load_bytes_with(
     let title = file_stem(&path, id);
     if format == DocFormat::Pdf {
         return load_pdf(&path, id, &title, None, bytes, opts, &|_, _| {});
+    }
+    if format == DocFormat::Docx {
+        return load_docx(&path, id, &title, None, bytes);
     }
     let text = if format == DocFormat::Jsonl {
         std::str::from_utf8(bytes)
@@ -226,6 +236,20 @@ fn load_pdf(
     Ok(Loaded {
         documents: vec![doc],
         warnings,
+        ..Loaded::default()
+    })
+}
+
+fn load_docx(
+    path: &Path,
+    id: &str,
+    title: &str,
+    source: Option<String>,
+    bytes: &[u8],
+) -> Result<Loaded, IngestError> {
+    let doc = docx::load(path, ParsedDocument::empty(id, title, source), bytes)?;
+    Ok(Loaded {
+        documents: vec![doc],
         ..Loaded::default()
     })
 }
@@ -290,6 +314,7 @@ fn load_text(
             &LoadOptions::default(),
             &|_, _| {},
         ),
+        DocFormat::Docx => load_docx(path, id, title, base.source, text.as_bytes()),
     }
 }
 

@@ -3,6 +3,7 @@
 //! chosen by `load`; they never import from it. The JSONL loader reuses the
 //! Markdown loader's structure scan for headings inside JSONL texts.
 
+pub(crate) mod docx;
 pub(crate) mod html;
 pub(crate) mod jsonl;
 pub(crate) mod markdown;
