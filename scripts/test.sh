@@ -3,7 +3,8 @@
 # is fetched first when missing; cargo-nextest is installed when missing.
 #
 # Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
-# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the doc tests.
+# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the doc tests,
+# the Python package's tests (scripts/test-python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
@@ -36,4 +37,6 @@ step "cargo nextest"
 cargo nextest run --workspace --locked --no-fail-fast "$@"
 step "doc tests"
 cargo test --workspace --locked --doc
+step "python package: pip install, pytest (LangChain, LlamaIndex)"
+scripts/test-python.sh
 step "done"
