@@ -269,6 +269,15 @@ pub struct ServeArgs {
     /// With --token: let reads (query, documents, stats) through without it.
     #[arg(long, env = "EXCERPT_PUBLIC_READS", requires = "token")]
     pub public_reads: bool,
+    /// A read-only token beside --token: it lets reads through (query, documents,
+    /// stats, metrics); a write sent with it gets 403. Prefer the environment variable.
+    #[arg(
+        long,
+        env = "EXCERPT_READ_TOKEN",
+        hide_env_values = true,
+        requires = "token"
+    )]
+    pub read_token: Option<String>,
     /// A host name clients may use in the Host header besides loopback names
     /// (repeatable); e.g. the name of a reverse proxy in front of the server.
     #[arg(

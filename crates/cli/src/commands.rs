@@ -919,6 +919,7 @@ fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         body_limit: a.body_limit,
         log_requests: true,
         token,
+        read_token: a.read_token.filter(|t| !t.trim().is_empty()),
         public_reads: a.public_reads,
         allowed_hosts: a.allow_hosts,
         max_concurrent: a.max_concurrent,

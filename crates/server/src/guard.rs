@@ -6,7 +6,8 @@
 //!    cross-site requests from web pages.
 //! 2. [`check_token`]: with a [`ServerOptions::token`], writes need
 //!    `Authorization: Bearer TOKEN`, and reads too unless
-//!    [`ServerOptions::public_reads`].
+//!    [`ServerOptions::public_reads`]. A [`ServerOptions::read_token`] passes for
+//!    reads only: a write sent with it gets 403.
 //! 3. [`limit`]: at most [`ServerOptions::max_concurrent`] requests run at once; the
 //!    next one is answered 503 with `Retry-After` at once rather than queued, and each
 //!    request has [`ServerOptions::request_timeout`] to finish. Holding the permit, the
@@ -15,8 +16,9 @@
 //!    trickles its body holds a permit for that long at most.
 //!
 //! `GET /healthz` passes only the first: it stays instant while the API is saturated.
-//! `/mcp` (MCP over streamable HTTP) passes the token guard like a read and carries
-//! whether it may write ([`excerpt_mcp::WritesAllowed`]) to the MCP server.
+//! `GET /metrics` passes the first two, not the limit. `/mcp` (MCP over streamable
+//! HTTP) passes the token guard like a read and carries whether it may write
+//! ([`excerpt_mcp::WritesAllowed`], only with the write token) to the MCP server.
 
 use std::sync::Arc;
 
@@ -150,36 +152,90 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// server lists and runs `ingest` only for a request that would pass as a write.
 pub(crate) const MCP_PATH: &str = "/mcp";
 
-/// With a token configured: 401 for a request that needs it and does not carry it.
-pub(crate) async fn check_token(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
-    let mcp = req.uri().path() == MCP_PATH;
-    if mcp {
-        let may_write = g.options.token.as_ref().is_none_or(|token| {
-            bearer(req.headers()).is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes()))
-        });
-        req.extensions_mut()
-            .insert(excerpt_mcp::WritesAllowed(may_write));
-    }
-    if let Some(token) = &g.options.token {
-        let write = !mcp && is_write(req.method(), req.uri().path());
-        let needed = write || !g.options.public_reads;
-        let given = bearer(req.headers());
-        if needed && !given.is_some_and(|t| same_secret(t.as_bytes(), token.as_bytes())) {
-            let what = if write { "writes" } else { "requests" };
-            let mut res = ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                format!(
-                    "{what} to this server need the header `Authorization: Bearer TOKEN` with the server's token"
-                ),
-            )
-            .into_response();
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return res;
+/// What a request's bearer token allows, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Access {
+    /// No token, or one the server does not know.
+    None,
+    /// The read token: queries, listings, statistics, metrics.
+    Read,
+    /// The write token (or no token configured at all): everything.
+    Write,
+}
+
+impl ServerOptions {
+    /// What the token in `headers` allows. Both tokens are compared every time, each
+    /// in constant time, so the time taken tells nothing either.
+    fn access(&self, headers: &HeaderMap) -> Access {
+        if self.token.is_none() && self.read_token.is_none() {
+            return Access::Write;
+        }
+        let Some(given) = bearer(headers) else {
+            return Access::None;
+        };
+        let is = |t: &Option<String>| {
+            t.as_ref()
+                .is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes()))
+        };
+        let (write, read) = (is(&self.token), is(&self.read_token));
+        if write {
+            Access::Write
+        } else if read {
+            Access::Read
+        } else {
+            Access::None
         }
     }
-    next.run(req).await
+}
+
+/// With tokens configured: 401 for a request that needs one and does not carry it, 403
+/// for a write that carries the read token.
+pub(crate) async fn check_token(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
+    let o = &g.options;
+    let access = o.access(req.headers());
+    let mcp = req.uri().path() == MCP_PATH;
+    if mcp {
+        req.extensions_mut()
+            .insert(excerpt_mcp::WritesAllowed(access == Access::Write));
+    }
+    let write = !mcp && is_write(req.method(), req.uri().path());
+    let needed = if write {
+        Access::Write
+    } else if o.public_reads {
+        Access::None
+    } else {
+        Access::Read
+    };
+    if access >= needed {
+        return next.run(req).await;
+    }
+    if access == Access::Read {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "read_only_token",
+            format!(
+                "the read token may only read; {} {} needs the write token",
+                req.method(),
+                req.uri().path()
+            ),
+        )
+        .into_response();
+    }
+    let what = if write { "writes" } else { "requests" };
+    let which = if write || o.read_token.is_none() {
+        "the server's token"
+    } else {
+        "the server's read or write token"
+    };
+    let mut res = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        format!("{what} to this server need the header `Authorization: Bearer TOKEN` with {which}"),
+    )
+    .into_response();
+    res.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    res
 }
 
 /// A request's concurrency permit, in its extensions, for a handler whose work outlives
@@ -379,6 +435,31 @@ mod tests {
             o.accepts_host("attacker.example"),
             "an open bind with no list"
         );
+    }
+
+    #[test]
+    fn what_each_token_allows() {
+        let with = |o: &ServerOptions, auth: Option<&'static str>| {
+            let mut h = HeaderMap::new();
+            if let Some(a) = auth {
+                h.insert(header::AUTHORIZATION, HeaderValue::from_static(a));
+            }
+            o.access(&h)
+        };
+        let mut o = ServerOptions::default();
+        assert_eq!(with(&o, None), Access::Write, "no token configured");
+        o.token = Some("w".into());
+        o.read_token = Some("r".into());
+        assert_eq!(with(&o, Some("Bearer w")), Access::Write);
+        assert_eq!(with(&o, Some("Bearer r")), Access::Read);
+        assert_eq!(with(&o, Some("Bearer x")), Access::None);
+        assert_eq!(with(&o, Some("Basic w")), Access::None);
+        assert_eq!(with(&o, None), Access::None);
+        // An empty token configured is never matched by a missing header.
+        o.token = Some(String::new());
+        o.read_token = None;
+        assert_eq!(with(&o, None), Access::None);
+        assert!(Access::Write > Access::Read && Access::Read > Access::None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{Method, StatusCode, Uri};
+use axum::response::IntoResponse;
 use axum::Json;
 use excerpt::{
     context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec,
@@ -397,6 +398,7 @@ pub(crate) async fn ingest(
     })
     .await?;
     report.warnings.extend(warnings);
+    st.metrics.ingested(&report);
     if report.nothing_ingested() {
         let reasons: Vec<&str> = report.failed.iter().map(|p| p.reason.as_str()).collect();
         return Err(ApiError::new(
@@ -408,30 +410,83 @@ pub(crate) async fn ingest(
     Ok(Json(report))
 }
 
+/// Query string of `GET /v1/documents`. The numbers are read as text and parsed
+/// here, so a bad one gets a message that names it.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListQuery {
+    /// The most documents to answer (default: all of them from `offset`); a whole
+    /// number, 0 for none (the count alone, in `X-Total-Count`).
+    #[param(value_type = Option<u64>, minimum = 0)]
+    limit: Option<String>,
+    /// How many of the matching documents to skip, in id order (default 0).
+    #[param(value_type = Option<u64>, minimum = 0)]
+    offset: Option<String>,
+    /// Only the documents whose id starts with this (e.g. `guides/`); case-sensitive.
+    prefix: Option<String>,
+}
+
+/// The header of `GET /v1/documents` that counts the matching documents.
+pub(crate) const TOTAL_COUNT: &str = "x-total-count";
+
+/// A whole number of the query string, or a 400 that names it.
+fn whole_number(name: &str, value: Option<&str>) -> Result<Option<usize>, ApiError> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    v.trim().parse::<usize>().map(Some).map_err(|_| {
+        ApiError::bad_request(format!(
+            "{name} must be a whole number, 0 or more, not {v:?}"
+        ))
+    })
+}
+
 /// `GET /v1/documents`: the listing `excerpt docs --json` prints (an index not created
-/// yet lists nothing).
+/// yet lists nothing), or a page of it: `?limit=&offset=&prefix=`, the number of
+/// matching documents in the `X-Total-Count` header.
 #[utoipa::path(
     get,
     path = "/v1/documents",
     tag = "documents",
     summary = "List documents",
-    description = "Every document of the index, in id order (`excerpt docs --json`); an \
-index not created yet lists nothing.",
+    description = "The documents of the index in id order (`excerpt docs --json`), all of \
+them or a page: `prefix` keeps the ids that start with it, then `offset` skips that many \
+and `limit` answers at most that many. The `X-Total-Count` header counts the documents \
+that match `prefix` (all of them without it), whatever the page; the next page starts at \
+`offset + limit` while that is below the count. An index not created yet lists nothing.",
+    params(ListQuery),
     responses(
-        (status = 200, description = "The documents.", body = Vec<DocumentSummary>),
+        (status = 200, description = "The documents of the page.", body = Vec<DocumentSummary>,
+         headers(("X-Total-Count" = u64, description = "The number of documents that match \
+`prefix` (all of them without it), not only those of this page."))),
+        (status = 400, description = "A bad query string: a limit or offset that is not a \
+whole number, or an unknown parameter.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn list_documents(
     State(st): State<AppState>,
-) -> Result<Json<Vec<DocumentSummary>>, ApiError> {
+    q: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let Query(q) = q.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} (GET /v1/documents takes limit, offset and prefix)",
+            e.body_text()
+        ))
+    })?;
+    let limit = whole_number("limit", q.limit.as_deref())?.unwrap_or(usize::MAX);
+    let offset = whole_number("offset", q.offset.as_deref())?.unwrap_or(0);
+    let prefix = q.prefix.unwrap_or_default();
     let engine = st.engine.clone();
-    let list = blocking(move || match engine.documents() {
-        Ok(l) => Ok(l),
-        Err(EngineError::Index(IndexError::NotFound { .. })) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    })
+    let (total, list) = blocking(
+        move || match engine.documents_page(&prefix, offset, limit) {
+            Ok(page) => Ok(page),
+            Err(EngineError::Index(IndexError::NotFound { .. })) => Ok((0, Vec::new())),
+            Err(e) => Err(e.into()),
+        },
+    )
     .await?;
-    Ok(Json(list))
+    Ok(([(TOTAL_COUNT, total.to_string())], Json(list)))
 }
 
 /// One section of `GET /v1/documents/{id}`, with character offsets.
@@ -592,6 +647,7 @@ pub(crate) async fn delete_document(
     let id = path_id(id)?;
     let guard = st.writer.clone().lock_owned().await;
     let engine = st.engine.clone();
+    let metrics = st.metrics.clone();
     blocking(move || {
         let _guard = guard;
         if !engine.has_document(&id)? {
@@ -601,6 +657,7 @@ pub(crate) async fn delete_document(
         if removed.is_empty() {
             return Err(ApiError::document_not_found(&id));
         }
+        metrics.removed(removed.len());
         let (generation, documents) = engine.generation_and_documents()?;
         Ok(Json(Removed {
             removed,

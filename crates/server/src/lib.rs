@@ -6,10 +6,11 @@
 //! | `POST /v1/query` | context for a query ([`excerpt::QuerySpec`] fields, plus `format`) | `excerpt query --format json` |
 //! | `POST /v1/ask` | an LLM's answer with checked citations (JSON, or server-sent events with `"stream": true`) | `excerpt ask --format json` |
 //! | `POST /v1/ingest` | add or replace documents sent as JSON | `excerpt ingest --json` |
-//! | `GET /v1/documents` | list documents | `excerpt docs --json` |
-//! | `GET /v1/documents/{id}` | one document: summary, sections, text | |
+//! | `GET /v1/documents` | list documents (`limit`, `offset`, `prefix`; the count in `X-Total-Count`) | `excerpt docs --json` |
+//! | `GET /v1/documents/{id}` | one document: summary, sections, text (the id's `/` raw or `%2F`) | |
 //! | `DELETE /v1/documents/{id}` | remove a document | `excerpt rm` |
 //! | `GET /v1/stats` | index statistics | `excerpt stats --json` |
+//! | `GET /metrics` | Prometheus metrics: requests, latencies, index size, ingest counts (`metrics.rs`) | |
 //! | `GET /healthz` | liveness | |
 //! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
 //! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
@@ -21,13 +22,13 @@
 //!
 //! Request bodies must be JSON sent as `Content-Type: application/json` (415 otherwise),
 //! which a web page cannot send to another site without the browser asking first.
-//! Guards (`guard.rs`) check the `Host` and `Origin` headers, the bearer token and the
-//! concurrency limit; the connection loop (`serve.rs`) bounds the time to send headers
+//! Guards (`guard.rs`) check the `Host` and `Origin` headers, the bearer token (a write
+//! token for everything, an optional read token for reads) and the concurrency limit; the connection loop (`serve.rs`) bounds the time to send headers
 //! and the time shutdown waits. docs/SECURITY.md has the threat model.
 //!
 //! Errors are `{"error": {"code", "message"}}` ([`ApiError`]), the status from the
 //! engine error's [`excerpt::ErrorKind`]: 400 bad input, 401 no or wrong token, 403 a
-//! foreign Host or Origin, 404 unknown document or no index, 409 index locked by another
+//! foreign Host or Origin or the read token on a write, 404 unknown document or no index, 409 index locked by another
 //! writer, 408 body not sent within the body timeout, 413 body over the limit, 415 not
 //! JSON, 503 an endpoint the engine depends on
 //! (embeddings, reranking) failed, the server is full (`Retry-After`) or the request
@@ -40,6 +41,7 @@ mod error;
 mod extract;
 mod guard;
 mod handlers;
+mod metrics;
 mod openapi;
 mod serve;
 
@@ -76,11 +78,16 @@ pub struct ServerOptions {
     pub log_requests: bool,
     /// Options of `POST /v1/ingest` (commit size, embedding batch).
     pub ingest: IngestOptions,
-    /// Bearer token. When set, writes (ingest, delete) need `Authorization: Bearer
-    /// TOKEN`, and so do reads unless `public_reads`. [`Server::bind`] refuses a
-    /// non-loopback address without one.
+    /// Bearer token (the write token). When set, writes (ingest, delete, ask) need
+    /// `Authorization: Bearer TOKEN`, and so do reads unless `public_reads`; it allows
+    /// everything. [`Server::bind`] refuses a non-loopback address without one.
     pub token: Option<String>,
-    /// With a token: let reads (query, documents, stats) through without it.
+    /// A read-only token beside [`ServerOptions::token`]: it lets reads through (query,
+    /// documents, stats, metrics, and MCP without its `ingest` tool); a write sent with
+    /// it gets 403. Needs `token`, and must differ from it ([`Server::bind`] refuses
+    /// otherwise).
+    pub read_token: Option<String>,
+    /// With a token: let reads (query, documents, stats, metrics) through without one.
     pub public_reads: bool,
     /// Accept only loopback names (`localhost`, `127.0.0.1`, `[::1]`) in the `Host`
     /// and `Origin` headers, plus `allowed_hosts`. [`Server::bind`] sets it to whether
@@ -115,6 +122,7 @@ impl Default for ServerOptions {
             log_requests: true,
             ingest: IngestOptions::default(),
             token: None,
+            read_token: None,
             public_reads: false,
             restrict_hosts: true,
             allowed_hosts: Vec::new(),
@@ -135,6 +143,8 @@ pub(crate) struct AppState {
     /// Held by ingest and delete for their whole write: one writer at a time.
     pub(crate) writer: Arc<tokio::sync::Mutex<()>>,
     pub(crate) options: Arc<ServerOptions>,
+    /// What `GET /metrics` prints.
+    pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
 /// The API as an axum [`Router`] (for embedding in another server or testing), with the
@@ -143,10 +153,12 @@ pub(crate) struct AppState {
 pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
     let log = options.log_requests;
     let options = Arc::new(options);
+    let counts = Arc::new(metrics::Metrics::new());
     let state = AppState {
         engine,
         writer: Arc::new(tokio::sync::Mutex::new(())),
         options: options.clone(),
+        metrics: counts.clone(),
     };
     let g = guard::Guard {
         permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1))),
@@ -154,9 +166,10 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
     };
     // The routes come with their OpenAPI documentation (`openapi.rs`); the document
     // itself is built from the same list by `openapi::document`.
-    let (open, api) = openapi::routes();
+    let (open, api, scraped) = openapi::routes();
     let (open, _) = open.split_for_parts();
     let (api, _) = api.split_for_parts();
+    let (scraped, _) = scraped.split_for_parts();
     let mcp = excerpt_mcp::streamable_http_service(
         state.engine.clone(),
         excerpt_mcp::McpOptions {
@@ -180,10 +193,22 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
             guard::check_token,
         ))
         .with_state(state.clone());
+    // `/metrics` passes the token guard but not the concurrency limit: a saturated
+    // server is when it is most wanted.
+    let scraped = scraped
+        .method_not_allowed_fallback(handlers::method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            g.clone(),
+            guard::check_token,
+        ))
+        .with_state(state.clone());
     let app = open
         .with_state(state)
         .merge(api)
-        .layer(middleware::from_fn_with_state(g, guard::check_origin));
+        .merge(scraped)
+        .layer(middleware::from_fn_with_state(g, guard::check_origin))
+        // Outermost, so the refused requests are counted too.
+        .layer(middleware::from_fn_with_state(counts, metrics::track));
     if log {
         app.layer(
             TraceLayer::new_for_http()
@@ -242,12 +267,29 @@ impl Server {
     /// loopback address only loopback host names are accepted (plus
     /// [`ServerOptions::allowed_hosts`]); any other address is refused without a
     /// [`ServerOptions::token`] (error kind `PermissionDenied`), since anyone who can
-    /// reach it could otherwise ingest and delete documents.
+    /// reach it could otherwise ingest and delete documents. A
+    /// [`ServerOptions::read_token`] without a write token, or equal to it, is refused
+    /// (error kind `InvalidInput`).
     pub async fn bind(
         addr: impl ToSocketAddrs,
         engine: Arc<Engine>,
         mut options: ServerOptions,
     ) -> std::io::Result<Server> {
+        match (&options.token, &options.read_token) {
+            (None, Some(_)) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a read token needs a write token beside it: without one, writes would be open to anyone while reads need a token",
+                ));
+            }
+            (Some(w), Some(r)) if w == r => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "the read token must differ from the write token",
+                ));
+            }
+            _ => {}
+        }
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
         let loopback = local.ip().is_loopback();

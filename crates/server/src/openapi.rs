@@ -26,7 +26,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::error::ErrorBody;
-use crate::{ask, handlers, AppState};
+use crate::{ask, handlers, metrics, AppState};
 
 /// The root of the document: what the handlers' attributes do not say.
 #[derive(OpenApi)]
@@ -98,8 +98,13 @@ pub(crate) async fn openapi_json() -> impl IntoResponse {
 }
 
 /// The routes with their documentation: those that pass only the Host/Origin guard
-/// (`/healthz`, `/openapi.json`), and the API behind every guard.
-pub(crate) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
+/// (`/healthz`, `/openapi.json`), the API behind every guard, and `/metrics`, behind
+/// the Host/Origin and token guards but not the concurrency limit.
+pub(crate) fn routes() -> (
+    OpenApiRouter<AppState>,
+    OpenApiRouter<AppState>,
+    OpenApiRouter<AppState>,
+) {
     let open = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(handlers::healthz))
         .routes(routes!(openapi_json));
@@ -110,7 +115,9 @@ pub(crate) fn routes() -> (OpenApiRouter<AppState>, OpenApiRouter<AppState>) {
         .routes(routes!(handlers::list_documents))
         .routes(routes!(handlers::get_document, handlers::delete_document))
         .routes(routes!(handlers::stats));
-    (open, api)
+    let scraped = OpenApiRouter::with_openapi(utoipa::openapi::OpenApi::default())
+        .routes(routes!(metrics::metrics));
+    (open, api, scraped)
 }
 
 /// Answers the guards give, on every operation behind them.
@@ -118,7 +125,8 @@ const GUARD_ANSWERS: &[(&str, &str)] = &[
     (
         "401",
         "The server has a token and the request needs it (writes, answers, and reads \
-unless the server allows public reads): send `Authorization: Bearer TOKEN`.",
+unless the server allows public reads): send `Authorization: Bearer TOKEN`, with the \
+write token, or for reads the read token.",
     ),
     ("500", "The server failed; the message says how."),
     (
@@ -144,17 +152,36 @@ fn error_response(description: &str) -> RefOr<Response> {
     )
 }
 
+/// Which guards an operation passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Guards {
+    /// The Host/Origin check only.
+    Host,
+    /// Host/Origin and the token.
+    HostAndToken,
+    /// Every guard, the concurrency limit too.
+    All,
+}
+
 /// Adds the answers of the guards to `op`, without replacing one the handler documents.
-fn add_guard_answers(op: &mut Operation, behind_guards: bool) {
+fn add_guard_answers(op: &mut Operation, guards: Guards) {
     let answers = &mut op.responses.responses;
     answers.entry("403".into()).or_insert_with(|| {
-        error_response(
+        error_response(if guards == Guards::Host {
             "The `Host` header does not name this server, or the `Origin` is a foreign web \
-page.",
-        )
+page."
+        } else {
+            "The `Host` header does not name this server, or the `Origin` is a foreign web \
+page, or a write was sent with the read token (`read_only_token`)."
+        })
     });
-    if behind_guards {
-        for (status, description) in GUARD_ANSWERS {
+    if guards != Guards::Host {
+        let answered: &[(&str, &str)] = if guards == Guards::All {
+            GUARD_ANSWERS
+        } else {
+            &GUARD_ANSWERS[..2]
+        };
+        for (status, description) in answered {
             answers
                 .entry((*status).into())
                 .or_insert_with(|| error_response(description));
@@ -171,21 +198,24 @@ page.",
 
 /// The whole document.
 pub fn document() -> utoipa::openapi::OpenApi {
-    let (open, api) = routes();
+    let (open, api, scraped) = routes();
     let (_, mut doc) = open.split_for_parts();
     let (_, mut api_doc) = api.split_for_parts();
+    let (_, mut scraped_doc) = scraped.split_for_parts();
     api_doc.merge(ServiceDoc::openapi());
-    for item in api_doc.paths.paths.values_mut() {
-        for op in operations(item) {
-            add_guard_answers(op, true);
-        }
-    }
-    for item in doc.paths.paths.values_mut() {
-        for op in operations(item) {
-            add_guard_answers(op, false);
+    for (d, guards) in [
+        (&mut api_doc, Guards::All),
+        (&mut scraped_doc, Guards::HostAndToken),
+        (&mut doc, Guards::Host),
+    ] {
+        for item in d.paths.paths.values_mut() {
+            for op in operations(item) {
+                add_guard_answers(op, guards);
+            }
         }
     }
     doc.merge(api_doc);
+    doc.merge(scraped_doc);
     // axum spells a parameter that takes the rest of the path `{*id}`; OpenAPI `{id}`.
     let paths = std::mem::take(&mut doc.paths.paths);
     doc.paths.paths = paths
@@ -199,7 +229,9 @@ pub fn document() -> utoipa::openapi::OpenApi {
             HttpBuilder::new()
                 .scheme(HttpAuthScheme::Bearer)
                 .description(Some(
-                    "The server's token (`excerpt serve --token`), when it has one.",
+                    "The server's write token (`excerpt serve --token`), when it has one, \
+which allows everything; or its read token (`--read-token`), which allows reads only \
+(query, documents, stats, metrics; a write sent with it gets 403).",
                 ))
                 .build(),
         ),

@@ -16,6 +16,7 @@ mod ask;
 mod guards;
 mod mcp;
 mod openapi;
+mod operations;
 
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.
 struct TestServer {

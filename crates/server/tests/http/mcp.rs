@@ -157,6 +157,43 @@ fn with_a_token_only_requests_that_carry_it_may_ingest() {
     });
 }
 
+#[test]
+fn the_read_token_reads_over_mcp_without_ingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start_with(
+        &tmp.path().join("index"),
+        ServerOptions {
+            log_requests: false,
+            token: Some("w-s3cret".into()),
+            read_token: Some("r-s3cret".into()),
+            ..ServerOptions::default()
+        },
+    );
+    block_on(async {
+        let writer = connect(&s, Some("w-s3cret")).await;
+        assert!(tool_names(&writer).await.contains(&"ingest".to_string()));
+        let added = call(
+            &writer,
+            "ingest",
+            json!({"id": "a.txt", "text": "Alpha beta gamma."}),
+        )
+        .await;
+        assert_eq!(ok(&added)["status"], "added");
+        writer.cancel().await.unwrap();
+
+        let reader = connect(&s, Some("r-s3cret")).await;
+        assert_eq!(
+            tool_names(&reader).await,
+            ["get_document", "list_documents", "search"]
+        );
+        let refused = call(&reader, "ingest", json!({"id": "b.txt", "text": "Delta."})).await;
+        assert!(error_text(&refused).contains("Authorization: Bearer"));
+        let found = call(&reader, "get_document", json!({"id": "a.txt"})).await;
+        assert!(ok(&found).to_string().contains("Alpha"), "{found:?}");
+        reader.cancel().await.unwrap();
+    });
+}
+
 /// Posts `body` to `/mcp` as JSON; the status and the JSON answer.
 fn post_mcp(s: &TestServer, body: &str) -> (u16, Value) {
     let mut r = agent()
