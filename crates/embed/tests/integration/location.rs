@@ -29,7 +29,7 @@ fn unknown_model_explains_how_to_fix() {
     match &err {
         EmbedError::ModelLoad { path, message } => {
             assert!(path.ends_with("no-such-model-xyz"), "{path}");
-            assert!(message.contains("scripts/setup.sh"), "{message}");
+            assert!(message.contains("excerpt model fetch"), "{message}");
             assert!(message.contains("--model DIR"), "{message}");
         }
         other => panic!("unexpected {other:?}"),

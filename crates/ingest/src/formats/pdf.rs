@@ -64,7 +64,7 @@ fn engine() -> Result<&'static Pdfium, String> {
             let path = pdfium_library_path();
             if !path.is_file() {
                 return Err(format!(
-                    "PDF support needs PDFium, not found at {}; run scripts/fetch-pdfium.sh or set {PDFIUM_ENV} to a libpdfium",
+                    "PDF support needs PDFium, not found at {}; run `excerpt pdfium fetch` (or `excerpt setup`) or set {PDFIUM_ENV} to a libpdfium",
                     path.display()
                 ));
             }
