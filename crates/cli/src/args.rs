@@ -1,5 +1,7 @@
-//! Raw command-line arguments (clap derive). Every option can also come from an
-//! `EXCERPT_*` environment variable.
+//! Raw command-line arguments (clap derive). Most options can also come from an
+//! environment variable named after the option: `EXCERPT_` and its long name in capitals,
+//! `-` as `_` (`--max-file-size` is `EXCERPT_MAX_FILE_SIZE`). The names it replaced are
+//! still read, with a note ([`RENAMED_ENV`]).
 
 use std::path::PathBuf;
 
@@ -9,12 +11,16 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// segments, sections or whole documents, in reading order, with exact offsets.
 ///
 /// Quick start:
-///   excerpt ingest docs/            # index a folder (Markdown, HTML, text, JSONL)
+///   excerpt ingest docs/            # index a folder (PDF, Markdown, HTML, text, JSONL)
 ///   excerpt query "how are chunks made?"
 ///   excerpt query "..." --format json | jq .pieces[0]
+///   echo "how are chunks made?" | excerpt query -
 ///
 /// Everything runs offline with a local embedding model (fetched once by
-/// scripts/setup.sh). The index lives in ./.excerpt unless --index says otherwise.
+/// scripts/setup.sh). PDFs need PDFium (scripts/fetch-pdfium.sh). The index lives in
+/// ./.excerpt unless --index says otherwise. Every command that prints takes
+/// --format (--json is --format json); options read EXCERPT_<OPTION> variables
+/// (--budget: EXCERPT_BUDGET).
 #[derive(Debug, Parser)]
 #[command(name = "excerpt", version, about, long_about, verbatim_doc_comment)]
 pub struct Cli {
@@ -26,6 +32,7 @@ pub struct Cli {
 
 /// Options shared by every command.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Index directory, or a PostgreSQL database with pgvector
     /// (postgres://user:password@host:port/db) holding the index.
@@ -89,6 +96,36 @@ pub struct Global {
     /// No progress bars or summaries on stderr (errors are still printed).
     #[arg(long, short, global = true, env = "EXCERPT_QUIET")]
     pub quiet: bool,
+    /// Progress of `ingest` and `eval` on stderr: auto (a bar on a terminal, else a line
+    /// every --progress-interval seconds; none with --quiet), bar, lines, json (one JSON
+    /// object per line, every --progress-interval seconds and at the end), off.
+    #[arg(
+        long,
+        global = true,
+        env = "EXCERPT_PROGRESS",
+        value_enum,
+        default_value = "auto"
+    )]
+    pub progress: ProgressMode,
+    /// Seconds between two progress lines off a terminal (--progress lines or json).
+    #[arg(long, global = true, env = "EXCERPT_PROGRESS_INTERVAL", value_name = "SECS",
+          default_value_t = 5.0, value_parser = interval)]
+    pub progress_interval: f64,
+}
+
+/// How `ingest` and `eval` show their progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    /// A bar on a terminal; off a terminal, lines; nothing with --quiet.
+    Auto,
+    /// The bar (drawn on a terminal only).
+    Bar,
+    /// A line of text every --progress-interval seconds.
+    Lines,
+    /// A JSON object every --progress-interval seconds, and one at the end.
+    Json,
+    /// Nothing.
+    Off,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,16 +133,24 @@ pub enum Command {
     /// Add files and directories to the index (new and changed documents only).
     ///
     /// Directories are walked recursively, honouring .gitignore/.ignore files and
-    /// skipping hidden files. Supported: .md/.markdown, .html/.htm, .txt, and .jsonl
+    /// skipping hidden files. Supported: .pdf (text layer, pages and outline; needs
+    /// PDFium, see scripts/fetch-pdfium.sh), .md/.markdown, .html/.htm, .txt, and .jsonl
     /// corpora ({"id","title","text","metadata"} per line). Document ids are paths
     /// relative to the directory given (or the JSONL id). Re-ingesting an unchanged file
     /// is a no-op; a changed file replaces its old version. Work is committed in batches,
     /// so an interrupted ingest keeps what it finished. Ctrl-C stops reading files,
     /// commits the documents already embedded, says so and exits 130 (Ctrl-C twice
     /// stops at once). --prune also removes documents whose files are gone.
+    /// Progress goes to stderr: a bar on a terminal, else a line every few seconds
+    /// (--progress, --progress-interval).
     #[command(verbatim_doc_comment)]
     Ingest(IngestArgs),
     /// Retrieve context for a query and print it.
+    ///
+    /// The query is the argument, or standard input when it is `-`:
+    ///   excerpt query "how are chunks made?" --budget 1000
+    ///   excerpt query - --format json < question.txt
+    #[command(verbatim_doc_comment)]
     Query(QueryArgs),
     /// Answer a question from the index with an LLM, citing the context's pieces.
     ///
@@ -120,6 +165,7 @@ pub enum Command {
     ///   excerpt ask "how do I work offline?" --llm-url http://localhost:11434/v1 \
     ///       --llm-model llama3.1
     ///   excerpt ask "..." --format json | jq .citations
+    ///   excerpt ask - < question.txt
     #[command(verbatim_doc_comment)]
     Ask(AskArgs),
     /// List the indexed documents.
@@ -206,12 +252,41 @@ pub enum Command {
     Mcp(McpArgs),
     /// Fetch or check the default embedding model.
     Model(crate::model::ModelArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    ///   excerpt completions bash > ~/.local/share/bash-completion/completions/excerpt
+    ///   excerpt completions zsh > "${fpath[1]}/_excerpt"
+    ///   excerpt completions fish > ~/.config/fish/completions/excerpt.fish
+    #[command(verbatim_doc_comment)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command into a directory.
+    ///
+    ///   excerpt man | man -l -
+    ///   excerpt man --dir ~/.local/share/man/man1
+    #[command(verbatim_doc_comment)]
+    Man(ManArgs),
     /// Internal: parse one PDF with PDFium and write the extracted document as JSON on
     /// stdout. `ingest` and `serve` run it in a child process under memory and time
     /// limits (--pdf-memory-mb, --pdf-timeout-secs), so that a hostile PDF costs only
     /// the child.
     #[command(hide = true)]
     PdfWorker(PdfWorkerArgs),
+}
+
+/// `excerpt completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `excerpt man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write excerpt.1 and one excerpt-COMMAND.1 per command into DIR instead of printing
+    /// excerpt.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// The hidden `pdf-worker` subcommand: the protocol of `excerpt_ingest::run_pdf_worker`.
@@ -283,7 +358,7 @@ pub struct ServeArgs {
     #[arg(
         long = "allow-host",
         value_name = "NAME",
-        env = "EXCERPT_ALLOW_HOSTS",
+        env = "EXCERPT_ALLOW_HOST",
         value_delimiter = ','
     )]
     pub allow_hosts: Vec<String>,
@@ -316,7 +391,7 @@ pub struct ServeArgs {
 pub struct McpArgs {
     /// Offer the `ingest` tool, so the agent can add and replace documents (off by
     /// default: the agent only reads).
-    #[arg(long, env = "EXCERPT_MCP_ALLOW_WRITES")]
+    #[arg(long, env = "EXCERPT_ALLOW_WRITES")]
     pub allow_writes: bool,
     /// Chunker of a new index created by the ingest tool (see `excerpt ingest --help`).
     #[arg(long, env = "EXCERPT_CHUNKER")]
@@ -387,6 +462,9 @@ pub struct EvalArgs {
     /// No chunk headers in a new index.
     #[arg(long)]
     pub no_headers: bool,
+    // On stdout: the report as OUT/report.md has it (text), or OUT/report.json (json).
+    #[command(flatten)]
+    pub output: FormatArgs,
     #[command(flatten)]
     pub answer: AnswerArgs,
 }
@@ -445,7 +523,7 @@ pub struct IngestArgs {
     #[arg(long, env = "EXCERPT_TEXT_EXT", value_delimiter = ',')]
     pub text_ext: Vec<String>,
     /// Skip files larger than this many MiB (reported with the reason).
-    #[arg(long, env = "EXCERPT_MAX_FILE_MIB", value_name = "MIB", default_value_t = excerpt_ingest::DEFAULT_MAX_FILE_BYTES >> 20,
+    #[arg(long, env = "EXCERPT_MAX_FILE_SIZE", value_name = "MIB", default_value_t = excerpt_ingest::DEFAULT_MAX_FILE_BYTES >> 20,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub max_file_size: u64,
     /// Skip PDFs whose page tree claims more pages than this (reported with the reason).
@@ -480,9 +558,8 @@ pub struct IngestArgs {
     /// that exists but cannot be read this time is kept.
     #[arg(long)]
     pub prune: bool,
-    /// Print the summary as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: FormatArgs,
     #[command(flatten)]
     pub contextualize: ContextualizeArgs,
     #[command(flatten)]
@@ -548,19 +625,16 @@ impl From<Format> for excerpt::RenderFormat {
 
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// The query.
+    /// The query; `-` reads it from standard input.
     pub text: String,
     #[command(flatten)]
     pub retrieval: RetrievalArgs,
-    /// Output format.
-    #[arg(
-        long,
-        short,
-        env = "EXCERPT_FORMAT",
-        value_enum,
-        default_value = "text"
-    )]
-    pub format: Format,
+    /// Output format [default: text; env: EXCERPT_FORMAT].
+    #[arg(long, short, value_enum)]
+    pub format: Option<Format>,
+    /// The same as --format json.
+    #[arg(long)]
+    pub json: bool,
     /// Closing instruction of the text format ("" for none).
     #[arg(long, env = "EXCERPT_INSTRUCTION")]
     pub instruction: Option<String>,
@@ -621,22 +695,20 @@ pub struct RetrievalArgs {
 /// `excerpt ask`.
 #[derive(Debug, Args)]
 pub struct AskArgs {
-    /// The question.
+    /// The question; `-` reads it from standard input.
     pub text: String,
     #[command(flatten)]
     pub retrieval: RetrievalArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
     /// Output: the answer as it streams, then its sources (text), or one JSON value
-    /// {question, answer, no_answer, citations, unsupported, pieces, usage, ...} (json).
-    #[arg(
-        long,
-        short,
-        env = "EXCERPT_ASK_FORMAT",
-        value_enum,
-        default_value = "text"
-    )]
-    pub format: AskFormat,
+    /// {question, answer, no_answer, citations, unsupported, pieces, usage, ...} (json)
+    /// [default: text; env: EXCERPT_FORMAT].
+    #[arg(long, short, value_enum)]
+    pub format: Option<AskFormat>,
+    /// The same as --format json.
+    #[arg(long)]
+    pub json: bool,
     /// Wait for the whole answer instead of streaming it as it is written.
     #[arg(long, env = "EXCERPT_NO_STREAM")]
     pub no_stream: bool,
@@ -687,11 +759,147 @@ pub enum AskFormat {
     Json,
 }
 
+/// `--format text|json` and its alias `--json`, for the commands that print a report.
 #[derive(Debug, Args)]
 pub struct FormatArgs {
-    /// JSON output.
+    /// Output format [default: text; env: EXCERPT_FORMAT].
+    #[arg(long, short, value_enum)]
+    pub format: Option<PlainFormat>,
+    /// The same as --format json.
     #[arg(long)]
     pub json: bool,
+}
+
+impl FormatArgs {
+    /// Whether the command prints JSON ([`output_format`]); a bad EXCERPT_FORMAT is a
+    /// usage error.
+    pub fn is_json(&self) -> anyhow::Result<bool> {
+        output_format(
+            self.json,
+            self.format,
+            PlainFormat::Json,
+            PlainFormat::Text,
+            &[],
+        )
+        .map(|f| f == PlainFormat::Json)
+        .map_err(usage)
+    }
+}
+
+/// A usage error (exit status 2) with this message.
+pub fn usage(message: String) -> anyhow::Error {
+    crate::commands::Exit(crate::commands::EXIT_USAGE, message).into()
+}
+
+/// Output of the commands that print a report (`docs`, `stats`, `verify`, `repair`,
+/// `ingest`, `bench`, `eval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlainFormat {
+    /// For people.
+    Text,
+    /// One JSON value.
+    Json,
+}
+
+/// The environment variable `--format` falls back on, whichever the command.
+pub const FORMAT_ENV: &str = "EXCERPT_FORMAT";
+
+/// The output format a command prints: `--json`, else `--format`, else the first of
+/// `EXCERPT_FORMAT` and the command's old variables (`deprecated`, with a note on
+/// stderr when used) that holds a format the command prints, else text. A variable may
+/// hold a format only other commands print (`EXCERPT_FORMAT=markdown` is for `query`):
+/// such a value is passed over. A value no command prints is a usage error.
+pub fn output_format<F: ValueEnum + Copy>(
+    json: bool,
+    format: Option<F>,
+    json_format: F,
+    text_format: F,
+    deprecated: &[&str],
+) -> Result<F, String> {
+    if json {
+        return Ok(json_format);
+    }
+    if let Some(f) = format {
+        return Ok(f);
+    }
+    let names = std::iter::once(FORMAT_ENV).chain(deprecated.iter().copied());
+    for name in names {
+        let Some(value) = std::env::var_os(name) else {
+            continue;
+        };
+        let value = value.to_string_lossy();
+        let value = value.trim();
+        if value.is_empty() {
+            continue;
+        }
+        if let Ok(f) = F::from_str(value, true) {
+            if name != FORMAT_ENV {
+                deprecation_note(name, FORMAT_ENV);
+            }
+            return Ok(f);
+        }
+        if !["text", "json", "markdown"].contains(&value.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "{name}={value:?} is not a format (text, json or markdown)"
+            ));
+        }
+    }
+    Ok(text_format)
+}
+
+/// Environment variables renamed to the `EXCERPT_<OPTION>` scheme: (command, argument
+/// id, old name, new name). The old name is still read when the new one is unset, with
+/// a note on stderr. (`ask`'s EXCERPT_ASK_FORMAT is read by [`output_format`].)
+pub const RENAMED_ENV: &[(&str, &str, &str, &str)] = &[
+    (
+        "mcp",
+        "allow_writes",
+        "EXCERPT_MCP_ALLOW_WRITES",
+        "EXCERPT_ALLOW_WRITES",
+    ),
+    (
+        "ingest",
+        "max_file_size",
+        "EXCERPT_MAX_FILE_MIB",
+        "EXCERPT_MAX_FILE_SIZE",
+    ),
+    (
+        "serve",
+        "allow_hosts",
+        "EXCERPT_ALLOW_HOSTS",
+        "EXCERPT_ALLOW_HOST",
+    ),
+];
+
+/// The one line on stderr that says an old variable was read.
+pub fn deprecation_note(old: &str, new: &str) {
+    eprintln!("note: {old} is deprecated and will stop being read; set {new} instead");
+}
+
+/// Parses the command line and environment: [`Cli::parse`], except that an old variable
+/// of [`RENAMED_ENV`] is read when its new name is unset, with a note when its value
+/// is the one used.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command();
+    let mut redirected = Vec::new();
+    for &(sub, arg, old, new) in RENAMED_ENV {
+        if std::env::var_os(new).is_none() && std::env::var_os(old).is_some() {
+            cmd = cmd.mut_subcommand(sub, |s| s.mut_arg(arg, |a| a.env(old)));
+            redirected.push((sub, arg, old, new));
+        }
+    }
+    let matches = cmd.get_matches();
+    if let Some((name, sub)) = matches.subcommand() {
+        for &(command, arg, old, new) in &redirected {
+            if name == command
+                && sub.value_source(arg) == Some(clap::parser::ValueSource::EnvVariable)
+            {
+                deprecation_note(old, new);
+            }
+        }
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// A whole number in `lo..=hi`, for clap.
@@ -704,6 +912,19 @@ fn bounded(s: &str, lo: usize, hi: usize) -> Result<usize, String> {
         Ok(n)
     } else {
         Err(format!("must be between {lo} and {hi}, got {n}"))
+    }
+}
+
+/// `--progress-interval`: 0.05 to 3600 seconds.
+fn interval(s: &str) -> Result<f64, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if (0.05..=3600.0).contains(&secs) {
+        Ok(secs)
+    } else {
+        Err(format!("must be between 0.05 and 3600 seconds, got {s}"))
     }
 }
 
@@ -747,7 +968,55 @@ pub fn split_strategy_specs(values: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_strategy_specs;
+    use super::{split_strategy_specs, Cli, RENAMED_ENV};
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_arguments_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every variable is `EXCERPT_` and the option's long name (`--max-file-size`:
+    /// `EXCERPT_MAX_FILE_SIZE`), in every command.
+    #[test]
+    fn every_variable_is_named_after_its_option() {
+        fn walk(cmd: &clap::Command, path: &str, bad: &mut Vec<String>, seen: &mut usize) {
+            for arg in cmd.get_arguments() {
+                let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else {
+                    continue;
+                };
+                *seen += 1;
+                let want = format!("EXCERPT_{}", long.to_uppercase().replace('-', "_"));
+                if env.to_str() != Some(want.as_str()) {
+                    bad.push(format!("{path} --{long}: {env:?}, want {want}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), bad, seen);
+            }
+        }
+        let (mut bad, mut seen) = (Vec::new(), 0);
+        walk(&Cli::command(), "excerpt", &mut bad, &mut seen);
+        assert!(seen > 50, "only {seen} variables found");
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+
+    /// Each renamed variable names an argument of its command that reads the new name,
+    /// so that `parse` can point the argument at the old one.
+    #[test]
+    fn renamed_variables_name_real_arguments() {
+        let cmd = Cli::command();
+        for &(sub, arg, old, new) in RENAMED_ENV {
+            let sub = cmd
+                .find_subcommand(sub)
+                .unwrap_or_else(|| panic!("no command {sub}"));
+            let a = sub
+                .get_arguments()
+                .find(|a| a.get_id() == arg)
+                .unwrap_or_else(|| panic!("no argument {arg}"));
+            assert_eq!(a.get_env().and_then(|e| e.to_str()), Some(new), "{old}");
+        }
+    }
 
     #[test]
     fn strategy_lists_keep_parameters_with_their_strategy() {

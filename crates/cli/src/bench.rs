@@ -33,9 +33,8 @@ pub struct BenchArgs {
     /// every strategy); 0 skips that phase.
     #[arg(long, default_value_t = 2000)]
     pub budget: usize,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: crate::args::FormatArgs,
     /// Benchmark a PostgreSQL index instead: generate the collection into this
     /// database (postgres://user@host/db, which must hold no Excerpt index) through the
     /// real write path, build its HNSW index, then time searches and queries.
@@ -62,6 +61,7 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
+    let json = a.output.is_json()?;
     if let Some(url) = a.postgres {
         let report = excerpt_bench::postgres::run(&excerpt_bench::postgres::PgBenchOptions {
             url,
@@ -81,7 +81,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
             verbose: !quiet,
         })?;
         let mut stdout = std::io::stdout().lock();
-        if a.json {
+        if json {
             writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
         } else {
             write!(stdout, "{report}")?;
@@ -101,7 +101,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         eprintln!("warning: no search returned anything");
     }
     let mut stdout = std::io::stdout().lock();
-    if a.json {
+    if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&outcome.report)?)?;
     } else {
         write!(stdout, "{}", outcome.report)?;

@@ -16,14 +16,14 @@ use excerpt_eval::EvalError;
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{
-    AnswerArgs, AskArgs, AskFormat, Cli, Command, ContextualizeArgs, EvalArgs, FormatArgs, Global,
-    IngestArgs, LlmArgs, LogFormat, McpArgs, PdfArgs, PdfWorkerArgs, QueryArgs, RetrievalArgs,
-    ServeArgs,
+    output_format, usage, AnswerArgs, AskArgs, AskFormat, Cli, Command, CompletionsArgs,
+    ContextualizeArgs, EvalArgs, FormatArgs, Global, IngestArgs, LlmArgs, LogFormat, ManArgs,
+    McpArgs, PdfArgs, PdfWorkerArgs, QueryArgs, RetrievalArgs, ServeArgs,
 };
-use crate::progress::Bar;
+use crate::progress::Progress;
 
 /// Exit code for a usage error (clap uses it for the errors it finds).
-const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// Exit code for "nothing could be ingested".
 const EXIT_NOTHING_INGESTED: u8 = 3;
 /// Exit code for "not found" (no index, unknown document).
@@ -37,7 +37,7 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 /// Marker error: exit with a given code after the message.
 #[derive(Debug)]
-struct Exit(u8, String);
+pub(crate) struct Exit(pub(crate) u8, pub(crate) String);
 impl std::fmt::Display for Exit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.1)
@@ -103,7 +103,7 @@ fn escaped(s: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> 
 
 /// `s` on one line for the terminal: every control character (newlines too) and
 /// bidirectional control escaped. For ids, titles, sections and messages.
-fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     escaped(s, unsafe_char)
 }
 
@@ -238,8 +238,77 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve(a) => serve(&cli.global, a),
         Command::Mcp(a) => mcp(&cli.global, a),
         Command::Model(a) => crate::model::run(a, cli.global.quiet),
+        Command::Completions(a) => completions(a),
+        Command::Man(a) => man(a),
         Command::PdfWorker(a) => pdf_worker(a),
     }
+}
+
+/// The progress reporter of `ingest` and `eval`, as --progress, --progress-interval and
+/// --quiet ask; `commit_every` is the batch size after which chunks are embedded.
+fn progress(g: &Global, commit_every: usize) -> Progress {
+    Progress::new(
+        g.progress,
+        g.quiet,
+        Duration::from_secs_f64(g.progress_interval),
+        commit_every,
+    )
+}
+
+/// `excerpt completions SHELL`: the completion script on stdout.
+fn completions(a: CompletionsArgs) -> Result<ExitCode> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "excerpt", &mut out);
+    std::io::stdout().lock().write_all(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `excerpt man`: excerpt.1 on stdout, or with --dir one page per command written there.
+fn man(a: ManArgs) -> Result<ExitCode> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let Some(dir) = a.dir else {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd).render(&mut out)?;
+        std::io::stdout().lock().write_all(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let mut pages = vec![("excerpt".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("excerpt-{}", sub.get_name());
+        pages.push((name.clone(), sub.clone().display_name(name)));
+    }
+    let mut stdout = std::io::stdout().lock();
+    for (name, page) in pages {
+        let path = dir.join(format!("{name}.1"));
+        let mut out = Vec::new();
+        clap_mangen::Man::new(page).render(&mut out)?;
+        std::fs::write(&path, out)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        writeln!(stdout, "{}", path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text of a query or question: the argument, or standard input when it is `-`
+/// (trailing newlines dropped; an empty input is a usage error).
+fn query_text(text: String) -> Result<String> {
+    if text != "-" {
+        return Ok(text);
+    }
+    let mut input = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut input)
+        .map_err(|e| anyhow::anyhow!("cannot read the query from standard input: {e}"))?;
+    let trimmed = input.trim_end_matches(['\n', '\r']);
+    if trimmed.trim().is_empty() {
+        return Err(usage(
+            "the query is `-` but standard input is empty".to_string(),
+        ));
+    }
+    Ok(trimmed.to_string())
 }
 
 fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
@@ -265,11 +334,12 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         cancel: Some(interrupt_flag()),
         ..IngestOptions::default()
     };
-    let bar = Bar::new(g.quiet);
+    let json = a.output.is_json()?;
+    let bar = progress(g, opts.commit_every_chunks);
     let result = engine.ingest(&a.paths, &opts, &bar);
     bar.finish();
     let report = result?;
-    if a.json {
+    if json {
         writeln!(
             std::io::stdout().lock(),
             "{}",
@@ -286,7 +356,7 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    if !a.json && !g.quiet {
+    if !json && !g.quiet {
         let mut err = std::io::stderr().lock();
         writeln!(
             err,
@@ -350,14 +420,14 @@ fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
             report.generation
         )?;
     }
-    if !a.json {
+    if !json {
         // Warnings show even with --quiet: the file was ingested, but not as written.
         for w in &report.warnings {
             eprintln!("warning: {}", printable(&w.reason));
         }
     }
     if report.nothing_ingested() && report.pruned.is_empty() {
-        if !a.json {
+        if !json {
             eprintln!("error: nothing could be ingested from the given paths");
         }
         return Ok(ExitCode::from(EXIT_NOTHING_INGESTED));
@@ -454,15 +524,18 @@ fn query_request(text: String, a: RetrievalArgs) -> Result<QueryRequest> {
 }
 
 fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
+    use crate::args::Format;
+    let format = output_format(a.json, a.format, Format::Json, Format::Text, &[]).map_err(usage)?;
+    let text = query_text(a.text)?;
     let engine = engine(g, None, None);
-    let req = query_request(a.text, a.retrieval)?;
+    let req = query_request(text, a.retrieval)?;
     let ctx = engine.query(&req)?;
     // Shown whatever the format and --quiet: the answer may be missing documents.
     for w in &ctx.warnings {
         eprintln!("warning: {}", printable(w));
     }
-    let json = matches!(a.format, crate::args::Format::Json);
-    let out = render(&req.text, &ctx, a.format.into(), a.instruction);
+    let json = matches!(format, Format::Json);
+    let out = render(&req.text, &ctx, format.into(), a.instruction);
     // JSON escapes control characters itself; text and Markdown carry document text
     // and titles as they are, so they are made safe for the terminal here.
     let out = if json {
@@ -508,11 +581,20 @@ fn ask(g: &Global, a: AskArgs) -> Result<ExitCode> {
         )
         .into());
     };
+    let format = output_format(
+        a.json,
+        a.format,
+        AskFormat::Json,
+        AskFormat::Text,
+        &["EXCERPT_ASK_FORMAT"],
+    )
+    .map_err(usage)?;
+    let question = query_text(a.text)?;
     let mut opts = excerpt::AskOptions::new(chat);
     opts.stream = !a.no_stream;
     let engine = engine(g, None, None);
-    let req = query_request(a.text, a.retrieval)?;
-    let text = a.format == AskFormat::Text;
+    let req = query_request(question, a.retrieval)?;
+    let text = format == AskFormat::Text;
     let mut stdout = std::io::stdout().lock();
     let mut write_error: Option<std::io::Error> = None;
     let answer = engine.ask(&req, &opts, &mut |delta| {
@@ -622,13 +704,14 @@ fn print_sources(out: &mut impl Write, answer: &excerpt::Answer) -> std::io::Res
 }
 
 fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let json = a.is_json()?;
     let engine = engine(g, None, None);
     if engine.postgres_url().is_none() {
         warn_damage(&*engine.snapshot()?);
     }
     let list = engine.documents()?;
     let mut stdout = std::io::stdout().lock();
-    if a.json {
+    if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&list)?)?;
     } else {
         for d in &list {
@@ -703,10 +786,11 @@ fn rm(g: &Global, ids: Vec<String>, prefixes: Vec<String>) -> Result<ExitCode> {
 }
 
 fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let json = a.is_json()?;
     let engine = engine(g, None, None);
     let v = engine.stats()?;
     let mut stdout = std::io::stdout().lock();
-    if a.json {
+    if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -766,10 +850,11 @@ fn write_stats_body(out: &mut impl Write, s: &excerpt::IndexStats) -> std::io::R
 }
 
 fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let json = a.is_json()?;
     let engine = engine(g, None, None);
     let report = engine.verify()?;
     let mut stdout = std::io::stdout().lock();
-    if a.json {
+    if json {
         writeln!(stdout, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
         let generation = report
@@ -810,9 +895,10 @@ fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
 }
 
 fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
+    let json = a.is_json()?;
     let engine = engine(g, None, None);
     let report = engine.repair()?;
-    if a.json {
+    if json {
         writeln!(
             std::io::stdout().lock(),
             "{}",
@@ -870,11 +956,18 @@ fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.answer = answer_config(g, &a.answer);
     opts.sentence_vectors = a.sentence_vectors;
     opts.export = a.export;
-    let bar = Bar::new(g.quiet);
+    let json = a.output.is_json()?;
+    let bar = progress(g, excerpt::IngestOptions::default().commit_every_chunks);
     let result = excerpt_eval::run_eval(&engine, &opts, &bar);
     bar.finish();
     let report = result?;
-    if !g.quiet {
+    if json {
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            serde_json::to_string_pretty(&report)?
+        )?;
+    } else if !g.quiet {
         let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
         writeln!(std::io::stdout().lock(), "{md}")?;
         let answers = if report.run.answer.is_some() {

@@ -8,11 +8,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 mod args;
 mod bench;
 mod commands;
+mod fetch;
 mod model;
 mod progress;
 
@@ -20,7 +19,7 @@ mod progress;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = args::parse();
     match commands::run(cli) {
         Ok(code) => code,
         // Stdout closed under us (`| head`): stop quietly, as other Unix tools do.

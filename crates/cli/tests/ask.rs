@@ -309,3 +309,90 @@ fn no_answer_empty_context_rate_limits_and_missing_endpoints() {
         "{stderr}"
     );
 }
+
+/// `ask -` reads the question from standard input; `--json` is `--format json`; the old
+/// EXCERPT_ASK_FORMAT is still read, with a one-line note, and EXCERPT_FORMAT is too.
+#[test]
+fn ask_reads_standard_input_and_speaks_the_common_dialect() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_index(tmp.path());
+    let (server, fake) = fake_chat();
+    let question = "what temperature does the kettle whistle at?";
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+        .env_remove("EXCERPT_INDEX")
+        .env_remove("EXCERPT_FORMAT")
+        .env_remove("EXCERPT_ASK_FORMAT")
+        .arg("--index")
+        .arg(&index)
+        .args(["ask", "-", "--json"])
+        .args(["--llm-url", &server.url(), "--llm-model", "fake-model"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{question}\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["question"], question, "{v:#}");
+    assert!(!v["citations"].as_array().unwrap().is_empty(), "{v:#}");
+    let user = openai::message(fake.seen.lock().unwrap().last().unwrap(), "user").unwrap();
+    assert!(user.contains(&format!("Question: {question}")), "{user}");
+
+    let with_env = |vars: &[(&str, &str)], args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_excerpt"))
+            .env_remove("EXCERPT_INDEX")
+            .env_remove("EXCERPT_FORMAT")
+            .env_remove("EXCERPT_ASK_FORMAT")
+            .envs(vars.iter().copied())
+            .arg("--index")
+            .arg(&index)
+            .args(["ask", question, "--llm-url", &server.url()])
+            .args(["--llm-model", "fake-model"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let notes = |out: &Output| {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("note:"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // The old name: JSON, and one note naming both names.
+    let out = with_env(&[("EXCERPT_ASK_FORMAT", "json")], &[]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["question"], question);
+    let n = notes(&out);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert!(n[0].contains("EXCERPT_ASK_FORMAT") && n[0].contains("EXCERPT_FORMAT"));
+    // The new name: JSON, no note.
+    let out = with_env(&[("EXCERPT_FORMAT", "json")], &[]);
+    assert!(serde_json::from_str::<Value>(&stdout(&out)).is_ok());
+    assert!(notes(&out).is_empty());
+    // The command line wins, and then the old variable was not used: no note.
+    let out = with_env(&[("EXCERPT_ASK_FORMAT", "json")], &["--format", "text"]);
+    assert!(stdout(&out).contains("\nSources:\n"));
+    assert!(notes(&out).is_empty());
+    // EXCERPT_FORMAT=markdown is query's: ask passes over it to the old variable.
+    let out = with_env(
+        &[
+            ("EXCERPT_FORMAT", "markdown"),
+            ("EXCERPT_ASK_FORMAT", "json"),
+        ],
+        &[],
+    );
+    assert!(serde_json::from_str::<Value>(&stdout(&out)).is_ok());
+    // `ask --format markdown` is a usage error: ask prints text or JSON.
+    let out = with_env(&[], &["--format", "markdown"]);
+    assert_eq!(out.status.code(), Some(2));
+}
