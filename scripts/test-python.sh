@@ -28,6 +28,11 @@ MATURIN_PEP517_ARGS="--profile $profile" \
 t2=$(date +%s)
 echo "python: package built ($profile profile) and installed in $((t2 - t1)) s"
 
-# Run from outside the source tree so `import excerpt` is the installed package.
+# Run from outside the source tree so `import excerpt` is the installed package. The
+# PDF tests run PDFs through this checkout's binary too (its caged worker), when built.
+bin="$(pwd)/target/debug/excerpt"
+if [ -z "${EXCERPT_BIN:-}" ] && [ -x "$bin" ]; then
+  export EXCERPT_BIN="$bin"
+fi
 (cd crates/python/tests && "$py" -m pytest -q -p no:cacheprovider "$@")
 echo "python: tests ran in $(( $(date +%s) - t2 )) s"

@@ -342,12 +342,18 @@ impl Engine {
     /// documents whose files under these paths are gone. Returns the report as a dict
     /// (`added`, `updated`, `unchanged`, `skipped`, `failed`, `documents`, ...).
     /// Ctrl-C (KeyboardInterrupt) stops after committing what was embedded.
-    #[pyo3(signature = (paths, *, prune=false))]
+    ///
+    /// PDFs are parsed in this process unless `pdf_worker` names an `excerpt` binary:
+    /// then each PDF is parsed by `excerpt pdf-worker` in a child process under memory
+    /// and time limits (2 GiB, 60 s), so a hostile PDF is skipped instead of taking this
+    /// process's memory.
+    #[pyo3(signature = (paths, *, prune=false, pdf_worker=None))]
     fn ingest<'py>(
         &self,
         py: Python<'py>,
         paths: &Bound<'py, PyAny>,
         prune: bool,
+        pdf_worker: Option<PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let paths: Vec<PathBuf> = if let Ok(one) = paths.extract::<PathBuf>() {
             vec![one]
@@ -358,10 +364,12 @@ impl Engine {
                 .map(|p| p?.extract::<PathBuf>())
                 .collect::<PyResult<_>>()?
         };
-        let opts = IngestOptions {
+        let mut opts = IngestOptions {
             prune,
             ..IngestOptions::default()
         };
+        opts.load.pdf_worker =
+            pdf_worker.map(|program| excerpt_ingest::PdfWorker::new(program, ["pdf-worker"]));
         let engine = self.inner.clone();
         let report = interruptible(py, opts, move |opts| {
             engine.ingest(&paths, opts, &NoProgress)

@@ -73,6 +73,7 @@ class Engine:
         paths: Union[str, os.PathLike[str], Iterable[Union[str, os.PathLike[str]]]],
         *,
         prune: bool = False,
+        pdf_worker: Union[str, os.PathLike[str], None] = None,
     ) -> Dict[str, Any]: ...
     def ingest_documents(self, documents: Iterable[Mapping[str, Any]]) -> Dict[str, Any]: ...
     def query(
