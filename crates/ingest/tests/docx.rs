@@ -264,6 +264,30 @@ fn headings_by_style_id_and_outline_level_without_style_names() {
 }
 
 #[test]
+fn lists_numbered_by_their_style() {
+    // Word's `List Number` and `List Bullet` styles carry the numbering themselves.
+    let mut number = Style::new("ListNumber", StyleType::Paragraph).name("List Number");
+    number.paragraph_property = number
+        .paragraph_property
+        .numbering(NumberingId::new(11), IndentLevel::new(0));
+    let mut bullet = Style::new("ListBullet", StyleType::Paragraph).name("List Bullet");
+    bullet.paragraph_property = bullet
+        .paragraph_property
+        .numbering(NumberingId::new(10), IndentLevel::new(0));
+    let docx = styles(Docx::new())
+        .add_style(number)
+        .add_style(bullet)
+        .add_paragraph(styled("one", "ListNumber"))
+        .add_paragraph(styled("two", "ListNumber"))
+        .add_paragraph(styled("dot", "ListBullet"))
+        // docx-rs writes the numbering part only when a paragraph has its own numbering.
+        .add_paragraph(para("own").numbering(NumberingId::new(10), IndentLevel::new(0)))
+        .add_paragraph(para("after"));
+    let d = load_docx(&pack(docx, None)).unwrap();
+    assert_eq!(d.text, "1. one\n2. two\n\n- dot\n- own\n\nafter");
+}
+
+#[test]
 fn nested_tables_are_written_inline_in_their_cell() {
     let inner = Table::new(vec![row(&["x", "y"]), row(&["z", "w"])]);
     let docx = Docx::new().add_table(Table::new(vec![TableRow::new(vec![

@@ -342,10 +342,14 @@ enum Role {
     Body,
 }
 
+/// The numbering id a paragraph style gives its paragraphs, and the level if it says.
+type StyleNumbering = (usize, Option<usize>);
+
 /// The styles and list definitions of a document, as the walk needs them.
 struct Styles {
-    /// Paragraph style id → role, and whether the style numbers its paragraphs.
-    roles: HashMap<String, (Role, bool)>,
+    /// Paragraph style id → role, and the numbering id and level the style gives its
+    /// paragraphs (`List Bullet`, `List Number`), if any.
+    roles: HashMap<String, (Role, Option<StyleNumbering>)>,
     /// Numbering id → (level → is a bullet list).
     bullets: HashMap<usize, HashMap<usize, bool>>,
 }
@@ -385,13 +389,12 @@ impl Styles {
             let role = role_of_name(&name)
                 .or_else(|| outline_role(style.paragraph_property.outline_lvl.as_ref()))
                 .unwrap_or(Role::Body);
-            let numbered = style
+            let numbering = style
                 .paragraph_property
                 .numbering_property
                 .as_ref()
-                .and_then(|n| n.id.as_ref())
-                .is_some_and(|id| id.id != 0);
-            roles.insert(style.style_id.clone(), (role, numbered));
+                .and_then(|n| Some((n.id.as_ref()?.id, n.level.as_ref().map(|l| l.val))));
+            roles.insert(style.style_id.clone(), (role, numbering));
         }
         let mut bullets = HashMap::new();
         for num in &docx.numberings.numberings {
@@ -430,30 +433,35 @@ impl Styles {
     }
 
     /// The list level of a paragraph and whether it is a bullet, when it is a list item.
+    /// The paragraph's own numbering overrides its style's; numbering id 0 means none.
     fn list_item(&self, p: &Paragraph) -> Option<(usize, usize, bool)> {
         let own = p.property.numbering_property.as_ref();
-        let id = own.and_then(|n| n.id.as_ref()).map(|i| i.id);
-        let level = own.and_then(|n| n.level.as_ref()).map_or(0, |l| l.val);
         let styled = p
             .property
             .style
             .as_ref()
             .and_then(|s| self.roles.get(&s.val))
-            .is_some_and(|r| r.1);
-        match id {
-            Some(0) => None,
-            Some(id) => {
-                let bullet = self
-                    .bullets
-                    .get(&id)
-                    .and_then(|l| l.get(&level))
-                    .copied()
-                    .unwrap_or(true);
-                Some((id, level.min(8), bullet))
-            }
-            None if styled => Some((usize::MAX, level.min(8), true)),
-            None => None,
+            .and_then(|r| r.1);
+        let id = own
+            .and_then(|n| n.id.as_ref())
+            .map(|i| i.id)
+            .or(styled.map(|s| s.0))?;
+        let level = own
+            .and_then(|n| n.level.as_ref())
+            .map(|l| l.val)
+            .or(styled.and_then(|s| s.1))
+            .unwrap_or(0)
+            .min(8);
+        if id == 0 {
+            return None;
         }
+        let bullet = self
+            .bullets
+            .get(&id)
+            .and_then(|l| l.get(&level))
+            .copied()
+            .unwrap_or(true);
+        Some((id, level, bullet))
     }
 }
 
