@@ -191,7 +191,7 @@ pub struct Progress {
 const READING: &str = "{spinner} files {msg}";
 /// Template of the bar shown while chunks are embedded.
 const EMBEDDING: &str =
-    "{spinner} files {msg} [{bar:30}] {pos}/{len} chunks  {rate} chunks/s  ETA {eta}";
+    "{spinner} files {msg} [{bar:20}] {pos}/{len} chunks  {rate} chunks/s  ETA {eta}";
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
