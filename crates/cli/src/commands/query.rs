@@ -1,0 +1,37 @@
+//! `excerpt query`: the context for a question, rendered as asked.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use excerpt::render;
+
+use crate::args::{output_format, usage, Global, QueryArgs};
+use crate::terminal::{printable, terminal_safe};
+
+use super::common::{engine, query_request, query_text};
+
+pub(super) fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
+    use crate::args::Format;
+    let format = output_format(a.json, a.format, Format::Json, Format::Text, &[]).map_err(usage)?;
+    let text = query_text(a.text)?;
+    let engine = engine(g, None, None);
+    let req = query_request(text, a.retrieval)?;
+    let ctx = engine.query(&req)?;
+    // Shown whatever the format and --quiet: the answer may be missing documents.
+    for w in &ctx.warnings {
+        eprintln!("warning: {}", printable(w));
+    }
+    let json = matches!(format, Format::Json);
+    let out = render(&req.text, &ctx, format.into(), a.instruction);
+    // JSON escapes control characters itself; text and Markdown carry document text
+    // and titles as they are, so they are made safe for the terminal here.
+    let out = if json {
+        out.into()
+    } else {
+        terminal_safe(&out)
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{out}")?;
+    Ok(ExitCode::SUCCESS)
+}

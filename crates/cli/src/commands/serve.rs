@@ -1,0 +1,119 @@
+//! `excerpt serve`, `excerpt mcp` and the hidden `excerpt pdf-worker`: the long-running
+//! front ends, and the worker that parses one PDF for them.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use excerpt::IngestOptions;
+use excerpt_ingest::LoadOptions;
+
+use crate::args::{Global, McpArgs, PdfWorkerArgs, ServeArgs};
+
+use super::common::{engine, init_logging, llm_config, pdf_worker_of, shown_index};
+
+pub(super) fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
+    let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
+    if !a.no_warmup {
+        let t = std::time::Instant::now();
+        excerpt_server::warm_up(&engine)?;
+        if !g.quiet {
+            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
+        }
+    }
+    init_logging(g.quiet, a.log_format);
+    let token = a.token.filter(|t| !t.trim().is_empty());
+    let ingest = IngestOptions {
+        load: LoadOptions {
+            pdf_worker: Some(pdf_worker_of(&a.pdf)?),
+            ..LoadOptions::default()
+        },
+        ..IngestOptions::default()
+    };
+    let options = excerpt_server::ServerOptions {
+        ingest,
+        body_limit: a.body_limit,
+        log_requests: true,
+        token,
+        read_token: a.read_token.filter(|t| !t.trim().is_empty()),
+        public_reads: a.public_reads,
+        allowed_hosts: a.allow_hosts,
+        max_concurrent: a.max_concurrent,
+        request_timeout: Duration::from_secs(a.request_timeout),
+        body_timeout: Duration::from_secs(a.body_timeout),
+        ask: llm_config(g, &a.llm),
+        ..excerpt_server::ServerOptions::default()
+    };
+    let index = shown_index(&g.index);
+    let quiet = g.quiet;
+    excerpt_server::run_blocking(&a.addr, engine, options, |addr| {
+        // The one line on stdout: scripts and tests read the bound address from it.
+        println!("listening on http://{addr}");
+        if !quiet {
+            eprintln!("serving index {index}; Ctrl-C to stop");
+        }
+    })
+    .map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            " (set EXCERPT_TOKEN, or pass --token)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("cannot serve on {}: {e}{hint}", a.addr)
+    })?;
+    if !g.quiet {
+        eprintln!("stopped");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
+    let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
+    if !a.no_warmup {
+        let t = std::time::Instant::now();
+        excerpt_server::warm_up(&engine)?;
+        if !g.quiet {
+            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
+        }
+    }
+    if !g.quiet {
+        let writes = if a.allow_writes {
+            "; the ingest tool is on"
+        } else {
+            ""
+        };
+        eprintln!(
+            "serving index {} over MCP on stdio{writes}",
+            shown_index(&g.index)
+        );
+    }
+    let options = excerpt_mcp::McpOptions {
+        allow_writes: a.allow_writes,
+        ingest: excerpt::IngestOptions::default(),
+    };
+    excerpt_mcp::serve_stdio_blocking(engine, options)
+        .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `excerpt pdf-worker`: one PDF (a file, or standard input) extracted in this process,
+/// the reply on stdout, progress on stderr.
+pub(super) fn pdf_worker(a: PdfWorkerArgs) -> Result<ExitCode> {
+    let (bytes, name) = match a.path.as_deref().filter(|p| *p != Path::new("-")) {
+        Some(p) => (
+            std::fs::read(p).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?,
+            p.display().to_string(),
+        ),
+        None => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)?;
+            (bytes, "stdin".to_string())
+        }
+    };
+    let name = a.name.unwrap_or(name);
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    excerpt_ingest::run_pdf_worker(&name, &bytes, a.max_pages, &mut out, &mut err)?;
+    Ok(ExitCode::SUCCESS)
+}
