@@ -252,6 +252,9 @@ pub(crate) enum InputFormat {
     Html,
     /// A PDF file, base64-encoded in `text`.
     Pdf,
+    /// A Word (.docx) file, base64-encoded in `text`: headings become sections, tables
+    /// rows.
+    Docx,
 }
 
 /// One document of `POST /v1/ingest`.
@@ -268,13 +271,14 @@ pub(crate) struct InputDocument {
     /// The title; when absent or blank, the one found in the text (or the id).
     #[serde(default)]
     title: Option<String>,
-    /// The text, in `format` (a PDF: the file, base64-encoded); not blank.
+    /// The text, in `format` (a PDF or a Word file: the file, base64-encoded); not blank.
     #[schema(pattern = r"\S")]
     text: String,
     /// Metadata, matched by query filters (`where`); keys here override front matter.
     #[serde(default)]
     metadata: Map<String, Value>,
-    /// How to read `text`: `text` (default), `markdown`, `html` or `pdf`.
+    /// How to read `text`: `text` (default), `markdown`, `html`, or `pdf` and `docx`
+    /// (the file base64-encoded).
     #[serde(default)]
     format: Option<InputFormat>,
 }
@@ -301,14 +305,20 @@ fn parse_document(
         InputFormat::Markdown => DocFormat::Markdown,
         InputFormat::Html => DocFormat::Html,
         InputFormat::Pdf => DocFormat::Pdf,
+        InputFormat::Docx => DocFormat::Docx,
     };
-    let loaded = if format == DocFormat::Pdf {
+    let binary = match format {
+        DocFormat::Pdf => Some(("pdf", "PDF")),
+        DocFormat::Docx => Some(("docx", "Word")),
+        _ => None,
+    };
+    let loaded = if let Some((name, kind)) = binary {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(d.text.trim())
             .map_err(|e| {
                 ApiError::bad_request(format!(
-                    "document {:?}: format \"pdf\" takes the PDF file base64-encoded in `text` ({e})",
+                    "document {:?}: format \"{name}\" takes the {kind} file base64-encoded in `text` ({e})",
                     d.id
                 ))
             })?;

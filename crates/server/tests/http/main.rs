@@ -588,6 +588,55 @@ fn queries_succeed_while_ingesting() {
         .all(|id| id.starts_with("beta/")));
 }
 
+/// A Word file posted base64-encoded with `format: "docx"` is loaded like a file: its
+/// headings become the pieces' sections; undecodable base64 is a 400 naming the format.
+#[test]
+fn docx_over_http_has_sections() {
+    use base64::Engine as _;
+    use docx_rs::{Docx, Paragraph, Run, Style, StyleType};
+    let para = |t: &str| Paragraph::new().add_run(Run::new().add_text(t));
+    let docx = Docx::new()
+        .add_style(Style::new("Heading1", StyleType::Paragraph).name("heading 1"))
+        .add_paragraph(para("Fog signals").style("Heading1"))
+        .add_paragraph(para(
+            "The compressor must be started ten minutes before use.",
+        ))
+        .add_paragraph(para("Lamps").style("Heading1"))
+        .add_paragraph(para("Lamp wicks are trimmed every morning."));
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    docx.build().pack(&mut bytes).unwrap();
+    let text = base64::engine::general_purpose::STANDARD.encode(bytes.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("idx"));
+    let (st, body) = post(
+        &s,
+        "/v1/ingest",
+        &json!({"documents": [{"id": "manual.docx", "text": "not base64!", "format": "docx"}]}),
+    );
+    assert_eq!(st, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"format "docx" takes the Word file"#),
+        "{body}"
+    );
+    let (st, report) = post(
+        &s,
+        "/v1/ingest",
+        &json!({"documents": [{"id": "manual.docx", "text": text, "format": "docx"}]}),
+    );
+    assert_eq!(st, 200, "{report}");
+    assert_eq!(report["added"], 1, "{report}");
+    let (st, q) = post(
+        &s,
+        "/v1/query",
+        &json!({"query": "when is the compressor started?", "strategy": "topk", "budget": 60}),
+    );
+    assert_eq!(st, 200, "{q}");
+    let top = &q["pieces"][0];
+    assert!(top["text"].as_str().unwrap().contains("ten minutes"), "{q}");
+    assert_eq!(top["section"], "Fog signals", "{q}");
+}
+
 /// A PDF posted base64-encoded in `text` with `format: "pdf"` is loaded like a file:
 /// pages and sections, and pieces report their pages.
 #[test]
