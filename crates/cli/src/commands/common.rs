@@ -2,6 +2,7 @@
 //! the progress reporter, the Ctrl-C flag, query text and requests, and how an index
 //! is named in messages.
 
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -205,4 +206,15 @@ pub(super) fn warn_damage(snap: &excerpt::Snapshot) {
             printable(&damage.summary(20))
         );
     }
+}
+
+/// `value` as pretty-printed JSON on standard output (the `--format json` of the report
+/// commands).
+pub(super) fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    writeln!(
+        std::io::stdout().lock(),
+        "{}",
+        serde_json::to_string_pretty(value)?
+    )?;
+    Ok(())
 }

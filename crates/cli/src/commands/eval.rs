@@ -8,7 +8,7 @@ use excerpt::{parse_fusion, ChatConfig};
 
 use crate::args::{AnswerArgs, EvalArgs, Global};
 
-use super::common::{chat_config, engine, progress};
+use super::common::{chat_config, engine, print_json, progress};
 
 /// The answer endpoint asked for by `eval --answer-endpoint --answer-model` (clap makes
 /// sure both or neither are given).
@@ -39,11 +39,7 @@ pub(super) fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     bar.finish();
     let report = result?;
     if json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&report)?
-        )?;
+        print_json(&report)?;
     } else if !g.quiet {
         let md = std::fs::read_to_string(a.out.join("report.md")).unwrap_or_default();
         writeln!(std::io::stdout().lock(), "{md}")?;

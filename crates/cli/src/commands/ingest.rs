@@ -11,7 +11,9 @@ use crate::args::{ContextualizeArgs, Global, IngestArgs};
 use crate::outcome::{EXIT_INTERRUPTED, EXIT_NOTHING_INGESTED};
 use crate::terminal::printable;
 
-use super::common::{chat_config, engine, interrupt_flag, pdf_worker_of, progress, shown_index};
+use super::common::{
+    chat_config, engine, interrupt_flag, pdf_worker_of, print_json, progress, shown_index,
+};
 
 pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     let engine = engine(g, a.chunker, a.no_headers.then_some(false));
@@ -42,11 +44,7 @@ pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     bar.finish();
     let report = result?;
     if json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&report)?
-        )?;
+        print_json(&report)?;
     }
     if report.interrupted {
         eprintln!(

@@ -10,7 +10,7 @@ use crate::args::{FormatArgs, Global};
 use crate::outcome::EXIT_DAMAGED;
 use crate::terminal::printable;
 
-use super::common::{engine, shown_index};
+use super::common::{engine, print_json, shown_index};
 
 pub(super) fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let json = a.is_json()?;
@@ -62,11 +62,7 @@ pub(super) fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let engine = engine(g, None, None);
     let report = engine.repair()?;
     if json {
-        writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            serde_json::to_string_pretty(&report)?
-        )?;
+        print_json(&report)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();

@@ -13,14 +13,20 @@ use crate::args::{Global, McpArgs, PdfWorkerArgs, ServeArgs};
 
 use super::common::{engine, init_logging, llm_config, pdf_worker_of, shown_index};
 
+/// Loads the model before the first request, saying how long it took.
+fn warm_up(g: &Global, engine: &excerpt::Engine) -> Result<()> {
+    let t = std::time::Instant::now();
+    excerpt_server::warm_up(engine)?;
+    if !g.quiet {
+        eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
+
 pub(super) fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
     let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
     if !a.no_warmup {
-        let t = std::time::Instant::now();
-        excerpt_server::warm_up(&engine)?;
-        if !g.quiet {
-            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
-        }
+        warm_up(g, &engine)?;
     }
     init_logging(g.quiet, a.log_format);
     let token = a.token.filter(|t| !t.trim().is_empty());
@@ -71,11 +77,7 @@ pub(super) fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
 pub(super) fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
     let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
     if !a.no_warmup {
-        let t = std::time::Instant::now();
-        excerpt_server::warm_up(&engine)?;
-        if !g.quiet {
-            eprintln!("model loaded in {:.1}s", t.elapsed().as_secs_f64());
-        }
+        warm_up(g, &engine)?;
     }
     if !g.quiet {
         let writes = if a.allow_writes {
