@@ -24,7 +24,6 @@ use excerpt::{
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
 /// The engine's error as the `excerpt.errors` exception of its kind.
 fn py_err(py: Python<'_>, e: EngineError) -> PyErr {
@@ -89,7 +88,7 @@ fn strings(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
 /// `text == document_text[start:end]` (offsets count Unicode code points, as Python's
 /// `str` indexes do).
 #[pyclass(module = "excerpt", frozen, get_all, skip_from_py_object)]
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize)]
 struct Piece {
     /// Document id.
     doc_id: String,
@@ -128,23 +127,9 @@ impl Piece {
         )
     }
 
-    /// The piece as a dict (the keys of the JSON output).
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("doc_id", &self.doc_id)?;
-        d.set_item("title", &self.title)?;
-        d.set_item("section", &self.section)?;
-        d.set_item("start", self.start)?;
-        d.set_item("end", self.end)?;
-        d.set_item("text", &self.text)?;
-        d.set_item("score", self.score)?;
-        d.set_item("relevance", self.relevance)?;
-        d.set_item("tokens", self.tokens)?;
-        d.set_item("page_start", self.page_start)?;
-        d.set_item("page_end", self.page_end)?;
-        d.set_item("first_chunk", self.first_chunk)?;
-        d.set_item("last_chunk", self.last_chunk)?;
-        Ok(d)
+    /// The piece as a dict: its attributes, valued as in the JSON output.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, self)
     }
 }
 

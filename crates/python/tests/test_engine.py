@@ -46,7 +46,9 @@ def test_context_renderings_agree(engine):
     assert ctx.pieces[0].text.splitlines()[0] in ctx.markdown
     assert str(ctx) == ctx.text
     assert ctx.render_text("") != ctx.text
-    assert ctx.pieces[0].to_dict()["end"] == ctx.pieces[0].end
+    first = ctx.pieces[0].to_dict()
+    assert first["end"] == ctx.pieces[0].end and first["doc_id"] == ctx.pieces[0].doc_id
+    assert {k: as_json["pieces"][0].get(k) for k in first} == first
 
 
 def test_same_query_same_context(engine):

@@ -14,6 +14,7 @@ Retrievers for LangChain and LlamaIndex are in :mod:`excerpt.langchain` and
 """
 
 from excerpt._excerpt import MAX_BUDGET, Context, Engine, Piece, __version__
+from excerpt import errors
 from excerpt.errors import (
     BadInputError,
     ConflictError,
@@ -23,16 +24,4 @@ from excerpt.errors import (
     UnavailableError,
 )
 
-__all__ = [
-    "Engine",
-    "Context",
-    "Piece",
-    "MAX_BUDGET",
-    "__version__",
-    "ExcerptError",
-    "BadInputError",
-    "NotFoundError",
-    "ConflictError",
-    "UnavailableError",
-    "InternalError",
-]
+__all__ = ["Engine", "Context", "Piece", "MAX_BUDGET", "__version__", *errors.__all__]
