@@ -646,6 +646,11 @@ pub struct QueryArgs {
     /// Closing instruction of the text format ("" for none).
     #[arg(long, env = "EXCERPT_INSTRUCTION")]
     pub instruction: Option<String>,
+    /// Say where the query's time went (embedding, BM25 and dense search, fusion,
+    /// feedback terms, assembly), in milliseconds: a `timings` object in the JSON
+    /// output, one line on stderr otherwise.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// How a context is retrieved and assembled: `query` and `ask` take the same options.

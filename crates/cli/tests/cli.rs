@@ -172,6 +172,38 @@ fn ingest_query_update_remove() {
     let out = run(&index, &["query", "token budget", "--format", "text"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("guide/query.md"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("timings"));
+    // --timings: an object of stage times in the JSON, one line on stderr otherwise;
+    // the context itself does not change.
+    let plain = json(&run(&index, &["query", "token budget", "--json"]));
+    assert!(plain.get("timings").is_none(), "{plain:#}");
+    let timed = json(&run(
+        &index,
+        &["query", "token budget", "--json", "--timings"],
+    ));
+    assert_eq!(timed["pieces"], plain["pieces"]);
+    let t = &timed["timings"];
+    for stage in [
+        "embed_ms",
+        "lexical_ms",
+        "dense_ms",
+        "fusion_ms",
+        "feedback_ms",
+        "assembly_ms",
+    ] {
+        assert!(
+            t[stage].as_f64().is_some_and(|ms| ms >= 0.0),
+            "{stage}: {t:#}"
+        );
+    }
+    assert!(
+        t["total_ms"].as_f64().unwrap() >= t["embed_ms"].as_f64().unwrap(),
+        "{t:#}"
+    );
+    let out = run(&index, &["query", "token budget", "--timings"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("timings: embedding "), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("guide/query.md"));
 
     // Re-ingest: nothing changes. Then one file changes.
     let r = json(&run(&index, &["ingest", docs.to_str().unwrap(), "--json"]));

@@ -85,5 +85,6 @@ pub fn assemble(
         pieces,
         notes,
         warnings: Vec::new(),
+        timings: None,
     })
 }

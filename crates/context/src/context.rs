@@ -135,6 +135,41 @@ pub struct Context {
     /// a damaged index that could not be searched), for people and logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Where the query's time went, when the request asked for it (`--timings`,
+    /// `"timings": true`); absent otherwise, so that the same query gives the same output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
+}
+
+/// Where one query's time went, in milliseconds of wall-clock time. A stage that did not
+/// run is 0. On the embedded index the BM25 search runs while the query is embedded, so
+/// `total_ms` can be less than the sum of the stages.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Embedding the query (dense and hybrid modes).
+    pub embed_ms: f64,
+    /// The BM25 search.
+    pub lexical_ms: f64,
+    /// The dense search.
+    pub dense_ms: f64,
+    /// Fusing the two lists and calibrating relevance.
+    pub fusion_ms: f64,
+    /// Reranking (when asked for).
+    pub rerank_ms: f64,
+    /// Reading the query's feedback terms (strategies whose sentence scores use them).
+    pub feedback_ms: f64,
+    /// Assembling the context with the strategy.
+    pub assembly_ms: f64,
+    /// The whole query, from the request to the context.
+    pub total_ms: f64,
+}
+
+impl Timings {
+    /// Milliseconds of a duration, rounded to microseconds.
+    pub fn ms(d: std::time::Duration) -> f64 {
+        (d.as_micros() as f64) / 1000.0
+    }
 }
 
 /// Everything a strategy reads for one query.

@@ -27,7 +27,7 @@ mod tokens;
 mod units;
 
 pub use assemble::{assemble, MAX_BUDGET};
-pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece, PieceOrder};
+pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece, PieceOrder, Timings};
 pub use error::ContextError;
 pub use feedback::feedback_terms;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};

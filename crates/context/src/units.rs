@@ -23,7 +23,8 @@
 //! Segments are then chosen by [`crate::select_segments_optimal`] (the budget-optimal
 //! set), with token counts per sentence.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use excerpt_core::{ChunkKey, Document, TextRange};
 
@@ -318,18 +319,43 @@ pub(crate) fn best_sentences(
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
-        let blocks = block_spans(doc);
+        let blocks = block_units(doc);
         // Heading terms per section, stemmed once.
         let mut heading: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
+        // Only the units that overlap a pooled chunk become candidates, so only those
+        // are visited: for each pooled chunk (in reading order), from the unit holding
+        // the first sentence that ends inside or after it, to the last unit that
+        // starts before its end. A document of thousands of sentences costs what its
+        // pooled chunks hold.
+        let pooled_ranges: Vec<TextRange> = chunk_rel
+            .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
+            .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
+            .collect();
+        let unit_end = |i: usize| blocks.get(&i).map_or(i, |&last| last);
         let mut next = 0usize;
-        while next < doc.sentences.len() {
-            let i = next;
+        let mut visit: Vec<usize> = Vec::new();
+        for chunk in &pooled_ranges {
+            let first = doc
+                .sentences
+                .partition_point(|s| s.byte_end <= chunk.byte_start);
+            // The unit holding sentence `first` starts at it, or is the block before it.
+            let holder = match blocks.range(..=first).next_back() {
+                Some((&a, &b)) if b >= first => a,
+                _ => first,
+            };
+            let mut i = holder.max(next);
+            while i < doc.sentences.len() && doc.sentences[i].byte_start < chunk.byte_end {
+                visit.push(i);
+                i = unit_end(i) + 1;
+            }
+            next = next.max(i);
+        }
+        for i in visit {
             // A code block or table is one unit; any other sentence is its own.
             let (range, whole_block) = match blocks.get(&i) {
                 Some(&last) => (doc.sentences[i].cover(&doc.sentences[last]), true),
                 None => (doc.sentences[i], false),
             };
-            next = blocks.get(&i).map_or(i + 1, |&last| last + 1);
             let range = &range;
             // The pooled chunks the sentence overlaps; the best one values it.
             let first = doc
@@ -488,6 +514,59 @@ pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRan
 /// unit; a longer one stays cut into its lines.
 const MAX_BLOCK_CHARS: usize = 1500;
 
+/// Documents whose [`block_spans`] are remembered ([`block_units`]).
+const UNIT_MEMO_DOCS: usize = 256;
+
+/// A document's identity for [`block_units`]: its content hash (of its text, title,
+/// metadata and chunker) and the lengths of what the units are made of.
+type UnitKey = (String, usize, usize);
+
+/// Recently used documents' block units, and a use counter for eviction.
+type UnitMemo = (HashMap<UnitKey, (Arc<BTreeMap<usize, usize>>, u64)>, u64);
+
+static UNIT_MEMO: Mutex<Option<UnitMemo>> = Mutex::new(None);
+
+/// [`block_spans`] of `doc`, remembered for the [`UNIT_MEMO_DOCS`] documents used last.
+/// Finding the units reads the whole text (about 10 ms for an annual report of half a
+/// million characters) while a query reads a few chunks of it, and the same documents
+/// come back query after query. The result depends on the document alone, so
+/// remembering it changes no output. Documents without a content hash are not
+/// remembered.
+pub(crate) fn block_units(doc: &Document) -> Arc<BTreeMap<usize, usize>> {
+    if doc.hash.is_empty() {
+        return Arc::new(block_spans(doc));
+    }
+    let key: UnitKey = (doc.hash.clone(), doc.text.len(), doc.sentences.len());
+    let lock = || {
+        UNIT_MEMO
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    {
+        let mut memo = lock();
+        let (map, clock) = memo.get_or_insert_with(Default::default);
+        *clock += 1;
+        if let Some((units, used)) = map.get_mut(&key) {
+            *used = *clock;
+            return units.clone();
+        }
+    }
+    let units = Arc::new(block_spans(doc));
+    let mut memo = lock();
+    let (map, clock) = memo.get_or_insert_with(Default::default);
+    if map.len() >= UNIT_MEMO_DOCS && !map.contains_key(&key) {
+        if let Some(oldest) = map
+            .iter()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(k, _)| k.clone())
+        {
+            map.remove(&oldest);
+        }
+    }
+    map.insert(key, (units.clone(), *clock));
+    units
+}
+
 /// The units of sentence-level `topk` that span several sentences: the fenced code blocks
 /// (between lines opening with three backticks or tildes) and tables (runs of lines
 /// opening with `|`) of `doc` of at most [`MAX_BLOCK_CHARS`] characters, and the
@@ -550,8 +629,18 @@ pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
             .partition_point(|s| s.byte_start < end)
             .saturating_sub(1);
         if last > first {
-            // A block replaces the wrapped runs it overlaps.
-            out.retain(|&a, &mut b| b < first || a > last);
+            // A block replaces the units it overlaps. The units in `out` are disjoint,
+            // so those overlapping first..=last are the last ones starting at or before
+            // `last`, back to the first that ends before `first`.
+            let overlapping: Vec<usize> = out
+                .range(..=last)
+                .rev()
+                .take_while(|&(_, &b)| b >= first)
+                .map(|(&a, _)| a)
+                .collect();
+            for a in overlapping {
+                out.remove(&a);
+            }
             out.insert(first, last);
         }
     }
@@ -903,6 +992,57 @@ mod tests {
         ));
         assert!(figure_line("Discontinued operations 0.07 0.26 (0.04)"));
         assert!(!figure_line("Item 7 of Part 2"));
+    }
+
+    /// A document whose sentences are its lines.
+    fn lines_doc(text: &str, hash: &str) -> Document {
+        let (mut sentences, mut at, mut chars) = (Vec::new(), 0usize, 0usize);
+        for line in text.split_inclusive('\n') {
+            let n = line.chars().count();
+            sentences.push(TextRange {
+                byte_start: at,
+                byte_end: at + line.len(),
+                char_start: chars,
+                char_end: chars + n,
+            });
+            at += line.len();
+            chars += n;
+        }
+        Document {
+            id: "d".into(),
+            title: "d".into(),
+            source: None,
+            metadata: Default::default(),
+            text: text.into(),
+            hash: hash.into(),
+            sections: Vec::new(),
+            chunks: Vec::new(),
+            sentences,
+            pages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn block_units_are_remembered_by_content_and_equal_block_spans() {
+        let text = "Intro line that is long enough to wrap onto the next line of the\n\
+            paragraph, which continues here.\n\n```\ncode one\ncode two\n```\n\n\
+            | a | b |\n| 1 | 2 |\n\nRevenue $ 1 $ 2\nCosts 3 4\nProfit 5 6\nThe end.\n";
+        let doc = lines_doc(text, "h-units-test");
+        let spans = block_spans(&doc);
+        assert!(spans.len() >= 3, "{spans:?}");
+        let first = block_units(&doc);
+        assert_eq!(*first, spans);
+        assert!(Arc::ptr_eq(&first, &block_units(&doc)), "remembered");
+        // Same hash, other text: another key.
+        let other = lines_doc("One line.\n", "h-units-test");
+        assert!(block_units(&other).is_empty());
+        // No hash: computed every time.
+        let unhashed = lines_doc(text, "");
+        assert!(!Arc::ptr_eq(
+            &block_units(&unhashed),
+            &block_units(&unhashed)
+        ));
+        assert_eq!(*block_units(&unhashed), spans);
     }
 
     fn range_of(text: &str) -> TextRange {

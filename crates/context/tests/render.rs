@@ -108,6 +108,7 @@ fn empty_text_rendering() {
         order: Default::default(),
         notes: vec![],
         warnings: vec![],
+        timings: None,
     };
     insta::assert_snapshot!("text_empty", render_text(&ctx, &RenderOptions::default()));
 }

@@ -9,9 +9,11 @@
 //!   optionally have an LLM write a context for each new chunk ([`contextualize`]),
 //!   embed (reusing vectors of unchanged indexed texts), commit atomically in batches.
 //! - [`Engine::query`]: a [`QueryRequest`] (mode, fusion, filter, strategy, budget) bound
-//!   to the latest snapshot, returning a [`Context`] every front end renders.
-//! - [`Engine::ingest_documents`]: the same for documents loaded in memory (the HTTP
-//!   server's `POST /v1/ingest`).
+//!   to the latest snapshot, returning a [`Context`] every front end renders (with
+//!   [`Timings`] per stage when asked).
+//! - [`Engine::ingest_documents`]: the same for documents loaded in memory; a document
+//!   given in a request (`POST /v1/ingest`, MCP's `ingest`, Python's `ingest_documents`)
+//!   is one [`PostedDocument`], loaded by [`PostedDocument::load`] for all of them.
 //! - [`Engine::ask`]: a query's context numbered in a prompt, an LLM's streamed answer
 //!   with its citations checked against the pieces ([`ask`]).
 //! - [`Engine::remove`], [`Engine::documents`], [`Engine::stats`], [`Engine::snapshot`].
@@ -37,6 +39,7 @@ mod engine;
 mod error;
 mod ingest;
 mod memo;
+mod posted;
 mod query;
 mod render;
 mod report;
@@ -49,12 +52,13 @@ pub use engine::{EmbedderSpec, Engine, EngineOptions, OpenStore, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
+pub use posted::{PostedDocument, PostedFormat};
 pub use query::{Mode, QueryRequest, Retrieved};
 pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
 
-pub use excerpt_context::{Context, Piece, StrategyConfig, MAX_BUDGET};
+pub use excerpt_context::{Context, Piece, StrategyConfig, Timings, MAX_BUDGET};
 pub use excerpt_core::{
     check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,
     MAX_ID_BYTES,

@@ -1,7 +1,8 @@
 use std::sync::Arc;
+use std::time::Instant;
 
 use excerpt_context::{
-    assemble, feedback_terms, AssembleRequest, Context, Corpus, Hit, StrategyConfig,
+    assemble, feedback_terms, AssembleRequest, Context, Corpus, Hit, StrategyConfig, Timings,
 };
 use excerpt_core::{ChunkKey, Embedder};
 use excerpt_index::Snapshot;
@@ -47,6 +48,11 @@ pub struct QueryRequest {
     /// are dropped. `None`: no reranking.
     #[serde(default)]
     pub rerank_top: Option<usize>,
+    /// Whether the context reports where the query's time went
+    /// ([`Context::timings`]); off by default, so that a query's output depends on its
+    /// inputs only.
+    #[serde(default)]
+    pub timings: bool,
 }
 
 fn default_candidates() -> usize {
@@ -69,6 +75,7 @@ impl QueryRequest {
             strategy: StrategyConfig::default(),
             budget: default_budget(),
             rerank_top: None,
+            timings: false,
         }
     }
 
@@ -104,6 +111,9 @@ pub struct Retrieved {
     /// ([`StrategyConfig::uses_feedback`]). Assembling another strategy from this first
     /// stage sees the same terms.
     pub feedback: Vec<(String, f32)>,
+    /// How long the first stage's steps took (embedding, searches, fusion, reranking,
+    /// feedback terms).
+    pub timings: Timings,
 }
 
 impl std::fmt::Debug for Retrieved {
@@ -266,13 +276,19 @@ impl Engine {
             reranker.as_deref(),
             &stage,
         )?;
+        let started = Instant::now();
         let feedback = query_feedback(store.as_ref(), req, &found)?;
+        let timings = Timings {
+            feedback_ms: Timings::ms(started.elapsed()),
+            ..found.timings
+        };
         Ok(Retrieved {
             corpus: found.corpus,
             snapshot,
             query_vector: found.query_vector,
             hits: found.hits,
             feedback,
+            timings,
         })
     }
 
@@ -312,9 +328,20 @@ impl Engine {
         Ok(ctx)
     }
 
-    /// Retrieves and assembles: the whole query.
+    /// Retrieves and assembles: the whole query. With `req.timings`, the context says
+    /// where the time went.
     pub fn query(&self, req: &QueryRequest) -> Result<Context, EngineError> {
+        let started = Instant::now();
         let retrieved = self.retrieve(req)?;
-        self.assemble(&req.text, &retrieved, &req.strategy, req.budget)
+        let assembling = Instant::now();
+        let mut ctx = self.assemble(&req.text, &retrieved, &req.strategy, req.budget)?;
+        if req.timings {
+            ctx.timings = Some(Timings {
+                assembly_ms: Timings::ms(assembling.elapsed()),
+                total_ms: Timings::ms(started.elapsed()),
+                ..retrieved.timings
+            });
+        }
+        Ok(ctx)
     }
 }

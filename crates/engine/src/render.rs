@@ -79,6 +79,7 @@ mod tests {
             order: Default::default(),
             notes: Vec::new(),
             warnings: Vec::new(),
+            timings: None,
         }
     }
 

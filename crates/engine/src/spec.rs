@@ -95,6 +95,10 @@ pub struct QuerySpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub rerank: Option<usize>,
+    /// Report where the query's time went (embedding, searches, fusion, feedback terms,
+    /// assembly) in the context's `timings`, in milliseconds.
+    #[serde(default)]
+    pub timings: bool,
 }
 
 impl QuerySpec {
@@ -131,6 +135,7 @@ impl QuerySpec {
         }
         req.top_k = self.top_k;
         req.rerank_top = self.rerank;
+        req.timings = self.timings;
         req.filter = self.filter.to_filter()?;
         Ok(req)
     }

@@ -795,3 +795,100 @@ fn a_megabyte_title_does_not_multiply_the_index() {
     let doc = engine.document("report.md").unwrap().expect("ingested");
     assert_eq!(doc.title.len(), title.trim().len());
 }
+
+#[test]
+fn timings_say_where_a_query_went_and_change_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(&docs, "animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n\n## Birds\n\nOwls hunt at night too, and sleep by day.\n");
+    write_file(
+        &docs,
+        "cats.md",
+        "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n",
+    );
+    let mut opts = EngineOptions::new(tmp.path().join("idx"));
+    opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 16 });
+    let engine = Engine::new(opts);
+    engine
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+
+    let mut req = QueryRequest::new("which animal hunts at night?");
+    let plain = engine.query(&req).unwrap();
+    assert!(plain.timings.is_none());
+    let json = serde_json::to_value(&plain).unwrap();
+    assert!(json.get("timings").is_none(), "{json}");
+
+    req.timings = true;
+    let timed = engine.query(&req).unwrap();
+    assert_eq!(timed.pieces, plain.pieces);
+    assert_eq!(timed.notes, plain.notes);
+    let t = timed.timings.expect("timings asked for");
+    assert!(t.embed_ms > 0.0, "{t:?}");
+    // Embedding, dense search, fusion, feedback terms and assembly run one after the
+    // other (BM25 runs alongside the embedding); each is rounded down to microseconds.
+    let sequential = t.embed_ms + t.dense_ms + t.fusion_ms + t.feedback_ms + t.assembly_ms;
+    assert!(t.total_ms + 1e-9 >= sequential, "{t:?}");
+    assert_eq!(t.rerank_ms, 0.0);
+    let json = serde_json::to_value(&timed).unwrap();
+    assert!(
+        json["timings"]["total_ms"].as_f64().unwrap() > 0.0,
+        "{json}"
+    );
+
+    let mut lexical = req.clone();
+    lexical.mode = Mode::Bm25;
+    let t = engine.query(&lexical).unwrap().timings.unwrap();
+    assert_eq!((t.embed_ms, t.dense_ms), (0.0, 0.0), "{t:?}");
+}
+
+/// The BM25 search of a hybrid query runs on another thread while the query is
+/// embedded: its list must be the one a BM25-only query gets, so the fused ranking is
+/// the reciprocal-rank fusion of the dense-only and BM25-only rankings.
+#[test]
+fn hybrid_ranking_fuses_the_lists_each_search_gives_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(&docs, "a.md", "# Tides\n\nThe moon pulls the sea, which makes tides.\n\n## Storms\n\nStorm surges raise the sea above the tide line.\n\n## Harbours\n\nHarbour pilots read tide tables before every crossing.\n");
+    write_file(&docs, "b.md", "# Orbits\n\nThe moon circles the earth every 27 days.\n\n## Light\n\nMoonlight is sunlight reflected by the moon's surface.\n");
+    let mut opts = EngineOptions::new(tmp.path().join("idx"));
+    opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 16 });
+    let engine = Engine::new(opts);
+    engine
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    let mut req = QueryRequest::new("why does the sea have tides");
+    let ranks = |mode: Mode| {
+        let mut r = req.clone();
+        r.mode = mode;
+        let found = engine.retrieve(&r).unwrap();
+        found.hits.iter().map(|h| h.key).collect::<Vec<_>>()
+    };
+    let (dense, lexical) = (ranks(Mode::Dense), ranks(Mode::Bm25));
+    assert!(!lexical.is_empty() && dense.len() > lexical.len());
+    let mut fused: Vec<(excerpt::ChunkKey, f64)> = dense
+        .iter()
+        .map(|&k| {
+            let rrf = |list: &[excerpt::ChunkKey]| {
+                list.iter()
+                    .position(|&x| x == k)
+                    .map_or(0.0, |r| 1.0 / (60.0 + r as f64 + 1.0))
+            };
+            (k, rrf(&dense) + rrf(&lexical))
+        })
+        .collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    req.mode = Mode::Hybrid;
+    let hybrid: Vec<_> = engine
+        .retrieve(&req)
+        .unwrap()
+        .hits
+        .iter()
+        .map(|h| h.key)
+        .collect();
+    let expected: Vec<_> = fused.iter().map(|f| f.0).collect();
+    assert_eq!(hybrid, expected);
+    assert_ne!(hybrid, dense, "BM25 moves the fused ranking in this corpus");
+}

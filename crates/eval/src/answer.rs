@@ -211,6 +211,7 @@ mod tests {
             order: Default::default(),
             notes: Vec::new(),
             warnings: Vec::new(),
+            timings: None,
         };
         let p = answer_prompt("  When did the railway arrive? ", &context);
         let ctx_at = p.find("=== END OF DOCUMENT CONTEXT ===").unwrap();

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use excerpt::{
-    render, Engine, EngineError, FilterSpec, IndexError, NoProgress, QuerySpec, RenderFormat,
+    render, Engine, EngineError, FilterSpec, IndexError, NoProgress, PostedDocument, QuerySpec,
+    RenderFormat,
 };
-use excerpt_ingest::{load_str, DocFormat};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -228,8 +228,8 @@ pub struct IngestParams {
     pub id: String,
     /// The document's content.
     pub text: String,
-    /// How to read text: "markdown" (headings become sections), "html" or "text"
-    /// (default).
+    /// How to read text: "markdown" (headings become sections), "html", "text"
+    /// (default), or "pdf" and "docx" with the file base64-encoded in text.
     #[serde(default)]
     pub format: Option<String>,
     /// Title (default: the first heading, or the id).
@@ -533,41 +533,22 @@ as format \"markdown\" so its headings become sections.",
         if !self.options.allow_writes {
             return Err("this server does not allow writes".into());
         }
-        excerpt::check_document_id(&p.id)?;
-        let format = match p.format.as_deref() {
-            None | Some("text") => DocFormat::Text,
-            Some("markdown") => DocFormat::Markdown,
-            Some("html") => DocFormat::Html,
-            Some(other) => {
-                return Err(format!(
-                    "unknown format {other:?}: expected text, markdown or html"
-                ))
-            }
+        let format = p.format.as_deref().map(str::parse).transpose()?;
+        let posted = PostedDocument {
+            id: p.id.clone(),
+            title: p.title,
+            text: p.text,
+            metadata: Default::default(),
+            format,
         };
         let guard = self.writer.clone().lock_owned().await;
         let engine = self.engine.clone();
         let options = self.options.clone();
         let result = blocking(move || {
             let _guard = guard;
-            let loaded = load_str(format, &p.id, &p.text)
-                .map_err(|e| format!("document {:?}: {e}", p.id))?;
-            let mut warnings = loaded.warnings;
-            let mut docs = loaded.documents;
-            if docs.is_empty() {
-                let why = if warnings.is_empty() {
-                    "it has no text".to_string()
-                } else {
-                    warnings.join("; ")
-                };
-                return Err(format!("document {:?} was not ingested: {why}", p.id));
-            }
-            if let Some(t) = p.title.filter(|t| !t.trim().is_empty()) {
-                for d in &mut docs {
-                    d.title = t.clone();
-                }
-            }
+            let (doc, mut warnings) = posted.load(&options.ingest.load).map_err(tool_error)?;
             let report = engine
-                .ingest_documents(docs, &options.ingest, &NoProgress)
+                .ingest_documents(vec![doc], &options.ingest, &NoProgress)
                 .map_err(tool_error)?;
             if let Some(f) = report.failed.first() {
                 return Err(format!(

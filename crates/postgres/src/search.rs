@@ -19,10 +19,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use excerpt_context::Corpus;
 use excerpt_core::{ChunkKey, Document, ErrorKind};
-use excerpt_retrieve::{Filter, Found, MetaCondition, SearchRequest, Store, StoreError};
+use excerpt_retrieve::{
+    Filter, Found, MetaCondition, SearchRequest, SearchTimes, Store, StoreError,
+};
 use pgvector::Vector;
 use postgres::types::ToSql;
 use postgres::Transaction;
@@ -536,18 +539,22 @@ impl Store for PgIndex {
         let mut tx = self.read_snapshot(&mut conn)?;
         let allowed = self.allowed(&mut tx, req.filter)?;
         let nothing_allowed = allowed.as_ref().is_some_and(Vec::is_empty);
+        let started = Instant::now();
         let dense = match req.dense {
             Some(q) if !nothing_allowed && req.k > 0 => {
                 self.dense(&mut tx, q, req.k, allowed.as_ref())?
             }
             _ => Vec::new(),
         };
+        let dense_time = started.elapsed();
+        let started = Instant::now();
         let lexical = match req.lexical {
             Some(t) if !nothing_allowed && req.k > 0 => {
                 self.lexical(&mut tx, t, req.k, allowed.as_ref())?
             }
             _ => Vec::new(),
         };
+        let lexical_time = started.elapsed();
         let pks: Vec<i32> = dense
             .iter()
             .chain(&lexical)
@@ -561,6 +568,11 @@ impl Store for PgIndex {
             dense,
             lexical,
             corpus: Arc::new(corpus),
+            times: SearchTimes {
+                dense: dense_time,
+                lexical: lexical_time,
+                ..SearchTimes::default()
+            },
         })
     }
 }

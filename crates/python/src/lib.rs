@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use excerpt::{
-    load_str, DocFormat, EmbedderSpec, Engine as Inner, EngineError, EngineOptions, ErrorKind,
-    IngestOptions, NoProgress, ParsedDocument, QuerySpec, RemoteConfig, RenderFormat,
+    EmbedderSpec, Engine as Inner, EngineError, EngineOptions, ErrorKind, IngestOptions,
+    NoProgress, ParsedDocument, PostedDocument, QuerySpec, RemoteConfig, RenderFormat,
 };
+use excerpt_ingest::LoadOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -206,6 +207,18 @@ impl Context {
         self.inner.warnings.clone()
     }
 
+    /// Where the query's time went, in milliseconds (`embed_ms`, `lexical_ms`,
+    /// `dense_ms`, `fusion_ms`, `rerank_ms`, `feedback_ms`, `assembly_ms`, `total_ms`),
+    /// when the query asked for it (`timings=True`); else `None`.
+    #[getter]
+    fn timings<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .timings
+            .as_ref()
+            .map(|t| to_py(py, t))
+            .transpose()
+    }
+
     /// The context as prompt text (`excerpt query --format text`).
     #[getter]
     fn text(&self) -> String {
@@ -364,7 +377,8 @@ impl Engine {
 
     /// Ingests documents given in memory: each a dict with `id` and `text`, and
     /// optionally `title`, `metadata` (a dict, matched by `where` filters) and `format`
-    /// (`text`, default, `markdown` or `html`). Returns the report as a dict.
+    /// (`text`, default, `markdown`, `html`, or `pdf` and `docx` with the file
+    /// base64-encoded in `text`). Returns the report as a dict.
     fn ingest_documents<'py>(
         &self,
         py: Python<'py>,
@@ -391,8 +405,9 @@ impl Engine {
     /// `rrf:60` (default), `minmax:0.5`, `dbsf:0.5`. Filters: `doc_ids`, `prefixes`,
     /// `where` (`"key=value"`, `"key>=n"`, `"key=a|b"`; all must hold). `top_k`: hits
     /// handed to the strategy; `candidates`: per search before fusion; `rerank`: rerank
-    /// this many with the configured reranker.
-    #[pyo3(signature = (text, *, budget=None, strategy=None, mode=None, fusion=None, doc_ids=None, prefixes=None, r#where=None, top_k=None, candidates=None, rerank=None))]
+    /// this many with the configured reranker. `timings`: the context says where the
+    /// query's time went (`Context.timings`).
+    #[pyo3(signature = (text, *, budget=None, strategy=None, mode=None, fusion=None, doc_ids=None, prefixes=None, r#where=None, top_k=None, candidates=None, rerank=None, timings=false))]
     #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
@@ -408,8 +423,10 @@ impl Engine {
         top_k: Option<usize>,
         candidates: Option<usize>,
         rerank: Option<usize>,
+        timings: bool,
     ) -> PyResult<Context> {
         let mut spec = QuerySpec::new(text.clone());
+        spec.timings = timings;
         spec.budget = budget;
         spec.strategy = strategy;
         spec.mode = mode;
@@ -474,56 +491,24 @@ impl Engine {
     }
 }
 
-/// One in-memory document from a dict.
+/// One in-memory document from a dict (`id`, `text`, and optionally `title`, `metadata`,
+/// `format`), loaded as the server loads a posted one ([`PostedDocument::load`]).
 fn parse_document(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<ParsedDocument> {
     let value = from_py(py, item)?;
     let bad = |m: String| raise(py, "BadInputError", m);
-    let serde_json::Value::Object(mut map) = value else {
+    if !value.is_object() {
         return Err(bad(
             "each document is a dict with \"id\" and \"text\"".into()
         ));
-    };
-    let field = |map: &serde_json::Map<String, serde_json::Value>, key: &str| {
-        map.get(key).and_then(|v| v.as_str()).map(str::to_string)
-    };
-    let id = field(&map, "id").ok_or_else(|| bad("a document has no \"id\" string".into()))?;
-    let text = field(&map, "text")
-        .ok_or_else(|| bad(format!("document {id:?} has no \"text\" string")))?;
-    for key in map.keys() {
-        if !["id", "text", "title", "metadata", "format"].contains(&key.as_str()) {
-            return Err(bad(format!(
-                "document {id:?}: unknown key {key:?} (expected id, text, title, metadata, format)"
-            )));
-        }
     }
-    excerpt::check_document_id(&id).map_err(bad)?;
-    let format = match field(&map, "format").as_deref() {
-        None | Some("text") => DocFormat::Text,
-        Some("markdown") => DocFormat::Markdown,
-        Some("html") => DocFormat::Html,
-        Some(other) => {
-            return Err(bad(format!(
-                "document {id:?}: format {other:?} is not text, markdown or html"
-            )))
-        }
-    };
-    let loaded = load_str(format, &id, &text).map_err(|e| bad(format!("document {id:?}: {e}")))?;
-    let mut docs = loaded.documents.into_iter();
-    let (Some(mut doc), None) = (docs.next(), docs.next()) else {
-        return Err(raise(
-            py,
-            "InternalError",
-            format!("document {id:?}: the loader did not make exactly one document"),
-        ));
-    };
-    if let Some(title) = field(&map, "title").filter(|t| !t.trim().is_empty()) {
-        doc.title = title;
-    }
-    match map.remove("metadata") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Object(m)) => doc.metadata.extend(m),
-        Some(_) => return Err(bad(format!("document {id:?}: metadata must be a dict"))),
-    }
+    let posted: PostedDocument = serde_json::from_value(value).map_err(|e| {
+        bad(format!(
+            "a document dict: {e} (keys: id and text, optionally title, metadata, format)"
+        ))
+    })?;
+    let (doc, _warnings) = posted
+        .load(&LoadOptions::default())
+        .map_err(|e| py_err(py, e))?;
     Ok(doc)
 }
 

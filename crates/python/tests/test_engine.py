@@ -58,6 +58,21 @@ def test_same_query_same_context(engine):
     assert [(p.doc_id, p.start, p.end, p.score) for p in a.pieces] == [
         (p.doc_id, p.start, p.end, p.score) for p in b.pieces
     ]
+    assert a.timings is None and "timings" not in a.to_dict()
+
+
+def test_timings_when_asked(engine):
+    plain = engine.query("tomatoes sunlight", budget=500)
+    timed = engine.query("tomatoes sunlight", budget=500, timings=True)
+    assert [(p.doc_id, p.start, p.end) for p in timed.pieces] == [
+        (p.doc_id, p.start, p.end) for p in plain.pieces
+    ]
+    t = timed.timings
+    assert set(t) == {
+        "embed_ms", "lexical_ms", "dense_ms", "fusion_ms",
+        "rerank_ms", "feedback_ms", "assembly_ms", "total_ms",
+    }
+    assert t["embed_ms"] > 0 and t["total_ms"] >= t["embed_ms"] + t["assembly_ms"]
 
 
 def test_filters_restrict_documents(engine):
@@ -85,6 +100,15 @@ def test_in_memory_documents_metadata_and_where(tmp_path):
     assert engine.remove(["a"]) == ["a"]
     assert [d["id"] for d in engine.documents()] == ["b"]
     assert engine.stats()["documents"] == 1
+    # The server's rules for posted documents: unknown keys, bad base64 and blank text
+    # are refused, naming the problem.
+    with pytest.raises(excerpt.BadInputError, match="tags"):
+        engine.ingest_documents([{"id": "c", "text": "x", "tags": []}])
+    with pytest.raises(excerpt.BadInputError, match="base64"):
+        engine.ingest_documents([{"id": "c.pdf", "text": "not base64!", "format": "pdf"}])
+    with pytest.raises(excerpt.BadInputError, match="no text"):
+        engine.ingest_documents([{"id": "c", "text": "  \n"}])
+    assert [d["id"] for d in engine.documents()] == ["b"]
 
 
 def test_errors_are_typed_with_the_engine_message(engine, tmp_path):

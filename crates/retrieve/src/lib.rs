@@ -27,5 +27,6 @@ pub use stage::{
     retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest, MAX_CANDIDATES, MAX_QUERY_BYTES,
 };
 pub use store::{
-    Found, SearchRequest, SnapshotCorpus, SnapshotStore, Store, StoreCorpus, StoreError,
+    EmbedQuery, Found, SearchRequest, SearchTimes, SnapshotCorpus, SnapshotStore, Store,
+    StoreCorpus, StoreError,
 };

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use excerpt_context::{Corpus, Hit};
+use excerpt_context::{Corpus, Hit, Timings};
 use excerpt_core::{ChunkKey, EmbedError, Embedder, ErrorKind, Reranker};
 use excerpt_index::IndexError;
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::calibrate::{bm25_hits, dense_hits, fused_hits, with_score_relevance};
 use crate::filter::Filter;
 use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
-use crate::store::{SearchRequest, Store, StoreCorpus, StoreError};
+use crate::store::{timed, SearchRequest, Store, StoreCorpus, StoreError};
 
 /// Which first-stage retrieval runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -139,6 +139,9 @@ pub struct Retrieval {
     /// The BM25 search's own ranked list (`candidates` at most, best first, ties by key;
     /// empty in dense mode), before fusion and reranking; its keys index `corpus` too.
     pub lexical: Vec<(ChunkKey, f32)>,
+    /// How long each step took (embedding, both searches, fusion, reranking; the rest
+    /// of the fields are the caller's to fill).
+    pub timings: Timings,
 }
 
 impl std::fmt::Debug for Retrieval {
@@ -255,6 +258,7 @@ impl From<StoreError> for RetrieveError {
             StoreError::UnknownDocument(id) => RetrieveError::UnknownDocument(id),
             StoreError::Index(e) => RetrieveError::Index(e),
             StoreError::Backend { kind, message } => RetrieveError::Store { kind, message },
+            StoreError::Embed(e) => RetrieveError::Embed(e),
         }
     }
 }
@@ -268,7 +272,13 @@ pub fn retrieve(
     req: &RetrieveRequest<'_>,
 ) -> Result<Retrieval, RetrieveError> {
     req.validate()?;
-    let query_vector = if req.mode.needs_embedder() {
+    let search = SearchRequest {
+        dense: None,
+        lexical: (req.mode != Mode::Dense).then_some(req.text),
+        k: req.candidates,
+        filter: req.filter,
+    };
+    let (query_vector, found) = if req.mode.needs_embedder() {
         let e = embedder.ok_or(RetrieveError::NoEmbedder(req.mode))?;
         if e.model_id() != store.model_id() {
             return Err(RetrieveError::ModelMismatch {
@@ -276,36 +286,46 @@ pub fn retrieve(
                 configured: e.model_id().to_string(),
             });
         }
-        Some(e.embed_query(req.text)?)
+        let embed = || e.embed_query(req.text);
+        let (vector, found) = store.search_embedding(&search, &embed)?;
+        (Some(vector), found)
     } else {
-        None
+        (None, store.search(&search)?)
     };
-    let found = store.search(&SearchRequest {
-        dense: query_vector.as_deref(),
-        lexical: (req.mode != Mode::Dense).then_some(req.text),
-        k: req.candidates,
-        filter: req.filter,
-    })?;
+    let mut timings = Timings {
+        embed_ms: Timings::ms(found.times.embed),
+        lexical_ms: Timings::ms(found.times.lexical),
+        dense_ms: Timings::ms(found.times.dense),
+        ..Timings::default()
+    };
     let (dense, bm25) = (found.dense, found.lexical);
-    let mut hits = match req.mode {
-        Mode::Dense => dense_hits(&dense),
-        Mode::Bm25 => bm25_hits(&bm25),
-        Mode::Hybrid => {
-            let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?);
-            with_score_relevance(&mut hits, &dense, &bm25, req.fusion)?;
-            hits
-        }
-    };
+    let (hits, fusion_time) = timed(|| -> Result<Vec<Hit>, RetrieveError> {
+        Ok(match req.mode {
+            Mode::Dense => dense_hits(&dense),
+            Mode::Bm25 => bm25_hits(&bm25),
+            Mode::Hybrid => {
+                let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?);
+                with_score_relevance(&mut hits, &dense, &bm25, req.fusion)?;
+                hits
+            }
+        })
+    });
+    let mut hits = hits?;
+    timings.fusion_ms = Timings::ms(fusion_time);
     if let Some(n) = req.rerank_top {
         let reranker = reranker.ok_or(RetrieveError::NoReranker)?;
-        hits = rerank(
-            found.corpus.as_corpus(),
-            store.headers(),
-            reranker,
-            req.text,
-            hits,
-            n,
-        )?;
+        let (reranked, rerank_time) = timed(|| {
+            rerank(
+                found.corpus.as_corpus(),
+                store.headers(),
+                reranker,
+                req.text,
+                hits,
+                n,
+            )
+        });
+        hits = reranked?;
+        timings.rerank_ms = Timings::ms(rerank_time);
     }
     if let Some(k) = req.top_k {
         hits.truncate(k);
@@ -315,6 +335,7 @@ pub fn retrieve(
         hits,
         corpus: found.corpus,
         lexical: bm25,
+        timings,
     })
 }
 

@@ -9,10 +9,11 @@
 //! every strategy run unchanged on either store.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use excerpt_context::Corpus;
-use excerpt_core::{ChunkKey, Document, ErrorKind};
-use excerpt_index::{IndexError, Snapshot};
+use excerpt_core::{ChunkKey, Document, EmbedError, ErrorKind};
+use excerpt_index::{DocMask, IndexError, Snapshot};
 
 use crate::filter::Filter;
 
@@ -33,6 +34,9 @@ pub enum StoreError {
         /// What happened, in one line.
         message: String,
     },
+    /// The query could not be embedded ([`Store::search_embedding`]).
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
 }
 
 impl StoreError {
@@ -42,6 +46,7 @@ impl StoreError {
             StoreError::UnknownDocument(_) => ErrorKind::BadInput,
             StoreError::Index(e) => e.kind(),
             StoreError::Backend { kind, .. } => *kind,
+            StoreError::Embed(e) => e.kind(),
         }
     }
 }
@@ -67,7 +72,30 @@ pub struct Found {
     pub lexical: Vec<(ChunkKey, f32)>,
     /// The documents the keys index (at least every one a result names).
     pub corpus: Arc<dyn StoreCorpus>,
+    /// How long each step took.
+    pub times: SearchTimes,
 }
+
+/// How long the steps of a search took (zero for a step that did not run).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchTimes {
+    /// Embedding the query ([`Store::search_embedding`]).
+    pub embed: Duration,
+    /// The dense search.
+    pub dense: Duration,
+    /// The lexical search.
+    pub lexical: Duration,
+}
+
+/// Runs `f` and says how long it took.
+pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let out = f();
+    (out, start.elapsed())
+}
+
+/// Embeds the query text: what [`Store::search_embedding`] calls.
+pub type EmbedQuery<'a> = &'a (dyn Fn() -> Result<Vec<f32>, EmbedError> + Sync);
 
 impl std::fmt::Debug for Found {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -100,6 +128,25 @@ pub trait Store: Send + Sync {
     /// Runs the searches of `req` on one committed state of the store. A document id
     /// of the filter that the store does not have is [`StoreError::UnknownDocument`].
     fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError>;
+
+    /// Embeds the query with `embed` and runs the searches of `req` with that vector
+    /// (`req.dense` is ignored), returning the vector with what was found. A store that
+    /// can runs its lexical search while the query is embedded (the embedded index: both
+    /// read one snapshot); this default embeds first, then calls [`Store::search`].
+    fn search_embedding(
+        &self,
+        req: &SearchRequest<'_>,
+        embed: EmbedQuery<'_>,
+    ) -> Result<(Vec<f32>, Found), StoreError> {
+        let (vector, embed_time) = timed(embed);
+        let vector = vector?;
+        let mut found = self.search(&SearchRequest {
+            dense: Some(&vector),
+            ..*req
+        })?;
+        found.times.embed = embed_time;
+        Ok((vector, found))
+    }
 }
 
 /// The embedded index's snapshot as a [`Corpus`] (keys are positions in
@@ -132,28 +179,85 @@ impl Store for SnapshotStore {
         self.0.config().headers
     }
     fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError> {
+        let mask = self.mask(req.filter)?;
+        let (dense, dense_time) = timed(|| match req.dense {
+            Some(q) => self.0.dense_search(q, req.k, mask.as_ref()),
+            None => Vec::new(),
+        });
+        let (lexical, lexical_time) = timed(|| self.lexical(req, mask.as_ref()));
+        Ok(Found {
+            dense,
+            lexical: lexical?,
+            corpus: Arc::new(SnapshotCorpus(self.0.clone())),
+            times: SearchTimes {
+                embed: Duration::ZERO,
+                dense: dense_time,
+                lexical: lexical_time,
+            },
+        })
+    }
+
+    /// The BM25 search runs on a second thread while this one embeds the query; the
+    /// dense search follows. On two cores a hybrid query's BM25 search costs no time.
+    fn search_embedding(
+        &self,
+        req: &SearchRequest<'_>,
+        embed: EmbedQuery<'_>,
+    ) -> Result<(Vec<f32>, Found), StoreError> {
+        let mask = self.mask(req.filter)?;
+        let ((vector, embed_time), (lexical, lexical_time)) = std::thread::scope(|scope| {
+            let lexical = req
+                .lexical
+                .map(|_| scope.spawn(|| timed(|| self.lexical(req, mask.as_ref()))));
+            let vector = timed(embed);
+            let lexical = match lexical {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => (Ok(Vec::new()), Duration::ZERO),
+            };
+            (vector, lexical)
+        });
+        let vector = vector?;
+        let lexical = lexical?;
+        let (dense, dense_time) = timed(|| self.0.dense_search(&vector, req.k, mask.as_ref()));
+        let found = Found {
+            dense,
+            lexical,
+            corpus: Arc::new(SnapshotCorpus(self.0.clone())),
+            times: SearchTimes {
+                embed: embed_time,
+                dense: dense_time,
+                lexical: lexical_time,
+            },
+        };
+        Ok((vector, found))
+    }
+}
+
+impl SnapshotStore {
+    /// The filter as a document mask; an unknown document id is an error.
+    fn mask(&self, filter: &Filter) -> Result<Option<DocMask>, StoreError> {
         let snapshot = &self.0;
-        if let Some(id) = req
-            .filter
+        if let Some(id) = filter
             .doc_ids
             .iter()
             .find(|id| snapshot.doc_index(id).is_none())
         {
             return Err(StoreError::UnknownDocument(id.clone()));
         }
-        let mask = req.filter.mask(snapshot.documents());
-        let dense = match req.dense {
-            Some(q) => snapshot.dense_search(q, req.k, mask.as_ref()),
-            None => Vec::new(),
-        };
-        let lexical = match req.lexical {
-            Some(text) => snapshot.bm25_search(text, req.k, mask.as_ref())?,
-            None => Vec::new(),
-        };
-        Ok(Found {
-            dense,
-            lexical,
-            corpus: Arc::new(SnapshotCorpus(snapshot.clone())),
-        })
+        Ok(filter.mask(snapshot.documents()))
+    }
+
+    /// The BM25 search of `req` (empty without a query text).
+    fn lexical(
+        &self,
+        req: &SearchRequest<'_>,
+        mask: Option<&DocMask>,
+    ) -> Result<Vec<(ChunkKey, f32)>, StoreError> {
+        match req.lexical {
+            Some(text) => Ok(self.0.bm25_search(text, req.k, mask)?),
+            None => Ok(Vec::new()),
+        }
     }
 }

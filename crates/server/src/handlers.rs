@@ -9,11 +9,11 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::Json;
 use excerpt::{
-    context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, QuerySpec,
-    RenderFormat,
+    context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, PostedDocument,
+    QuerySpec, RenderFormat,
 };
 use excerpt_context::Context;
-use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
+use excerpt_ingest::ParsedDocument;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
@@ -239,109 +239,28 @@ pub(crate) async fn query(
     })))
 }
 
-/// The format of a posted document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum InputFormat {
-    /// Plain text (the default).
-    #[default]
-    Text,
-    /// Markdown: headings become sections; front matter becomes metadata.
-    Markdown,
-    /// HTML: headings become sections.
-    Html,
-    /// A PDF file, base64-encoded in `text`.
-    Pdf,
-    /// A Word (.docx) file, base64-encoded in `text`: headings become sections, tables
-    /// rows.
-    Docx,
-}
-
-/// One document of `POST /v1/ingest`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct InputDocument {
-    /// The document id: a relative path such as `guides/setup.md` (an existing id is
-    /// replaced); not blank, no control characters, at most 1024 bytes.
-    #[schema(
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$",
-        max_length = 1024
-    )]
-    id: String,
-    /// The title; when absent or blank, the one found in the text (or the id).
-    #[serde(default)]
-    title: Option<String>,
-    /// The text, in `format` (a PDF or a Word file: the file, base64-encoded); not blank.
-    #[schema(pattern = r"\S")]
-    text: String,
-    /// Metadata, matched by query filters (`where`); keys here override front matter.
-    #[serde(default)]
-    metadata: Map<String, Value>,
-    /// How to read `text`: `text` (default), `markdown`, `html`, or `pdf` and `docx`
-    /// (the file base64-encoded).
-    #[serde(default)]
-    format: Option<InputFormat>,
-}
-
 /// The body of `POST /v1/ingest`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct IngestBody {
     /// The documents, at least one, each id once.
     #[schema(min_items = 1)]
-    documents: Vec<InputDocument>,
+    documents: Vec<PostedDocument>,
 }
 
-/// Loads one posted document the way a file of its format is loaded; a given title
-/// replaces the one found in the text, given metadata keys override front matter.
+/// Loads one posted document ([`PostedDocument::load`]), its loader's warnings
+/// added to `warnings`.
 fn parse_document(
-    d: InputDocument,
+    d: PostedDocument,
     load: &excerpt_ingest::LoadOptions,
     warnings: &mut Vec<excerpt::Problem>,
 ) -> Result<ParsedDocument, ApiError> {
-    excerpt::check_document_id(&d.id).map_err(ApiError::bad_request)?;
-    let format = match d.format.unwrap_or_default() {
-        InputFormat::Text => DocFormat::Text,
-        InputFormat::Markdown => DocFormat::Markdown,
-        InputFormat::Html => DocFormat::Html,
-        InputFormat::Pdf => DocFormat::Pdf,
-        InputFormat::Docx => DocFormat::Docx,
-    };
-    let binary = match format {
-        DocFormat::Pdf => Some(("pdf", "PDF")),
-        DocFormat::Docx => Some(("docx", "Word")),
-        _ => None,
-    };
-    let loaded = if let Some((name, kind)) = binary {
-        use base64::Engine as _;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(d.text.trim())
-            .map_err(|e| {
-                ApiError::bad_request(format!(
-                    "document {:?}: format \"{name}\" takes the {kind} file base64-encoded in `text` ({e})",
-                    d.id
-                ))
-            })?;
-        excerpt_ingest::load_bytes_with(format, &d.id, &bytes, load)
-    } else {
-        load_str(format, &d.id, &d.text)
-    }
-    .map_err(|e| ApiError::bad_request(format!("document {:?}: {e}", d.id)))?;
-    warnings.extend(loaded.warnings.into_iter().map(|reason| excerpt::Problem {
-        path: d.id.clone(),
+    let id = d.id.clone();
+    let (doc, found) = d.load(load)?;
+    warnings.extend(found.into_iter().map(|reason| excerpt::Problem {
+        path: id.clone(),
         reason,
     }));
-    let mut docs = loaded.documents.into_iter();
-    let (Some(mut doc), None) = (docs.next(), docs.next()) else {
-        return Err(ApiError::internal(format!(
-            "document {:?}: the loader did not produce exactly one document",
-            d.id
-        )));
-    };
-    if let Some(t) = d.title.filter(|t| !t.trim().is_empty()) {
-        doc.title = t;
-    }
-    doc.metadata.extend(d.metadata);
     Ok(doc)
 }
 

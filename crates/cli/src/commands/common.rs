@@ -190,6 +190,7 @@ pub(super) fn query_request(text: String, a: RetrievalArgs) -> Result<QueryReque
             conditions: a.conditions,
         },
         rerank: a.rerank,
+        timings: false,
     };
     Ok(spec
         .to_request()

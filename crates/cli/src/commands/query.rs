@@ -16,13 +16,29 @@ pub(super) fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
     let format = output_format(a.json, a.format, Format::Json, Format::Text, &[]).map_err(usage)?;
     let text = query_text(a.text)?;
     let engine = engine(g, None, None);
-    let req = query_request(text, a.retrieval)?;
+    let mut req = query_request(text, a.retrieval)?;
+    req.timings = a.timings;
     let ctx = engine.query(&req)?;
     // Shown whatever the format and --quiet: the answer may be missing documents.
     for w in &ctx.warnings {
         eprintln!("warning: {}", printable(w));
     }
     let json = matches!(format, Format::Json);
+    if let (Some(t), false) = (&ctx.timings, json) {
+        eprintln!(
+            "timings: embedding {:.1} ms, BM25 {:.1} ms (alongside the embedding), dense \
+             {:.1} ms, fusion {:.1} ms, rerank {:.1} ms, feedback {:.1} ms, assembly {:.1} \
+             ms; total {:.1} ms",
+            t.embed_ms,
+            t.lexical_ms,
+            t.dense_ms,
+            t.fusion_ms,
+            t.rerank_ms,
+            t.feedback_ms,
+            t.assembly_ms,
+            t.total_ms
+        );
+    }
     let out = render(&req.text, &ctx, format.into(), a.instruction);
     // JSON escapes control characters itself; text and Markdown carry document text
     // and titles as they are, so they are made safe for the terminal here.

@@ -18,7 +18,8 @@
 //!   one block, single-threaded products reach 87–93 GFLOP/s of a 95 GFLOP/s peak. The
 //!   epilogue of the last `k` block adds the bias and applies the activation while the
 //!   tile is still in registers, so no separate pass over `C` is needed. Row blocks
-//!   run in parallel on rayon's threads.
+//!   run in parallel on rayon's threads; a product of a single row block (a query's
+//!   few tokens) shares its column panels out among them instead.
 //! - **The `gemm` crate** everywhere else (NEON on aarch64, its own SIMD builds picked
 //!   at run time on x86), with `W` stored transposed (`k × n` row-major) and the
 //!   epilogue as passes over the rows of `C` (bias before the product, row scales
@@ -39,6 +40,10 @@ const KC: usize = 384;
 const MC: usize = 48;
 /// Rows per parallel task of the `gemm` path's passes over `C`.
 const PASS_ROWS: usize = 32;
+/// Multiply-adds (`m · n · k`) below which a product of one row block is not shared
+/// out by columns: the hand-off to another thread costs a few microseconds, a product
+/// of this size about twenty on one core.
+const MIN_SPLIT_WORK: usize = 1 << 20;
 
 /// Which code computes the products (and, with it, whether the element-wise kernels
 /// use their AVX2 + FMA builds).
@@ -327,20 +332,23 @@ pub(crate) unsafe fn matmul_to(
         "the avx2 kernel needs a CPU with AVX2 and FMA"
     );
     let out = SendPtr(c);
-    let block = |first_row: usize| {
+    let panels = n.div_ceil(NR);
+    let block = |first_row: usize, columns: std::ops::Range<usize>| {
         let rows = MC.min(m - first_row);
-        // SAFETY: `block_product`'s contract for rows first_row..first_row+rows: those
-        // rows of A hold `k` readable values each (the length of `a` was asserted
-        // above), those of C `n` writable values each (this function's contract),
-        // the bias has `n` values and the row scales from first_row on have `rows`
-        // (both asserted above). Blocks cover disjoint rows, so parallel blocks never
-        // write the same element.
+        // SAFETY: `block_product`'s contract for rows first_row..first_row+rows and the
+        // panels `columns`: those rows of A hold `k` readable values each (the length
+        // of `a` was asserted above), those of C `n` writable values each (this
+        // function's contract), the bias has `n` values and the row scales from
+        // first_row on have `rows` (both asserted above), and `columns` lies within
+        // the `panels` of `w`. Parallel tasks take disjoint rows or disjoint panels,
+        // so they never write the same element.
         unsafe {
             block_product(
                 a.as_ptr().add(first_row * lda),
                 lda,
                 rows,
                 w,
+                columns,
                 out.get().add(first_row * ldc),
                 ldc,
                 Epilogue {
@@ -351,10 +359,25 @@ pub(crate) unsafe fn matmul_to(
         }
     };
     let blocks = m.div_ceil(MC);
-    if parallel && blocks > 1 && rayon::current_num_threads() > 1 {
-        (0..blocks).into_par_iter().for_each(|b| block(b * MC));
+    let threads = if parallel {
+        rayon::current_num_threads()
     } else {
-        (0..blocks).for_each(|b| block(b * MC));
+        1
+    };
+    if threads > 1 && blocks > 1 {
+        (0..blocks)
+            .into_par_iter()
+            .for_each(|b| block(b * MC, 0..panels));
+    } else if threads > 1 && panels >= 2 * threads && m * n * k >= MIN_SPLIT_WORK {
+        // One block of rows (a short input, such as a query): its panels are shared
+        // out instead, so that every thread computes a band of the output's columns.
+        let per_task = panels.div_ceil(threads);
+        (0..threads).into_par_iter().for_each(|t| {
+            let first = t * per_task;
+            block(0, first.min(panels)..(first + per_task).min(panels));
+        });
+    } else {
+        (0..blocks).for_each(|b| block(b * MC, 0..panels));
     }
 }
 
@@ -489,25 +512,27 @@ impl SendPtr {
     }
 }
 
-/// One block of at most `MC` rows, all columns, by the AVX2 kernel.
+/// One block of at most `MC` rows, the columns of the panels `columns` (panel `q`
+/// holds columns `q · NR ..`), by the AVX2 kernel.
 ///
 /// # Safety
 /// `a` must point at `rows` rows of `w.k` readable values (stride `lda`), `c` at
 /// `rows` rows of `w.n` writable values (stride `ldc`); the bias and row scales
-/// must cover `w.n` and `rows` values; `w` is packed for [`Kernel::Avx2`] and the
-/// CPU has AVX2 and FMA.
+/// must cover `w.n` and `rows` values; `columns` lies within `0..ceil(w.n / NR)`;
+/// `w` is packed for [`Kernel::Avx2`] and the CPU has AVX2 and FMA.
 unsafe fn block_product(
     a: *const f32,
     lda: usize,
     rows: usize,
     w: &Packed,
+    columns: std::ops::Range<usize>,
     c: *mut f32,
     ldc: usize,
     epilogue: Epilogue<'_>,
 ) {
     // SAFETY: every offset below stays inside the buffers the caller's contract
     // describes: rows ir < rows, inner positions pc + kc <= k, columns col + nr <= n,
-    // panel q < ceil(n / NR) of `w.data` (whose panels hold k groups of NR values, so
+    // panel q in `columns`, so q < ceil(n / NR), of `w.data` (whose panels hold k groups of NR values, so
     // the block at pc has kc groups), bias column col < n, row scale ir < rows. Each
     // kernel call therefore gets a strip and a tile that satisfy its contract, and
     // the AVX2 kernel runs only on a CPU with AVX2 and FMA (`matmul_to` asserted
@@ -516,13 +541,12 @@ unsafe fn block_product(
         let (n, k) = (w.n, w.k);
         let k_blocks = k.div_ceil(KC);
         let kc_max = k.div_ceil(k_blocks);
-        let panels = n.div_ceil(NR);
         for kb in 0..k_blocks {
             let pc = kb * kc_max;
             let kc = kc_max.min(k - pc);
             let first = kb == 0;
             let last = kb + 1 == k_blocks;
-            for q in 0..panels {
+            for q in columns.clone() {
                 let col = q * NR;
                 let tile = Tile {
                     kc,
@@ -835,6 +859,47 @@ mod tests {
                     check(kernel, m, n, k, ep, false);
                     check(kernel, m, n, k, ep, true);
                 }
+            }
+        }
+    }
+
+    /// A product of one row block (a query's few tokens) is shared out by column
+    /// panels: the same bits as computing it on one thread, and the naive product.
+    #[test]
+    fn one_row_block_shared_by_columns_gives_the_same_bits() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let bias = values(1536, 12);
+        for &(m, n, k) in &[
+            (12, 1152, 384),
+            (12, 384, 1536),
+            (1, 1536, 384),
+            (47, 1000, 1100),
+        ] {
+            assert!(m <= MC && m * n * k >= MIN_SPLIT_WORK, "{m} {n} {k}");
+            let ep = Epilogue {
+                accumulate: true,
+                bias: Some(&bias[..n]),
+                activation: Some(Activation::GeluErf),
+                row_scale: None,
+            };
+            for kernel in kernels() {
+                let a = values(m * k, 13);
+                let w = values(n * k, 14);
+                let packed = Packed::from_rows(kernel, &w, k, n, k);
+                let c0 = values(m * n, 15);
+                let (mut one, mut shared) = (c0.clone(), c0.clone());
+                matmul(&a, k, m, &packed, &mut one, n, ep, false);
+                pool.install(|| matmul(&a, k, m, &packed, &mut shared, n, ep, true));
+                assert!(
+                    one.iter()
+                        .zip(&shared)
+                        .all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "{kernel:?} {m}x{n}x{k}"
+                );
+                pool.install(|| check(kernel, m, n, k, ep, true));
             }
         }
     }

@@ -231,6 +231,17 @@ fn a_token_guards_writes_and_reads() {
     assert_eq!(get(&s, "/v1/documents").0, 200);
     let (st, v) = post(&s, "/v1/query", &json!({"query": "database"}));
     assert_eq!(st, 200, "{v}");
+    assert!(v.get("timings").is_none(), "{v}");
+    // Asked for, the stage times come with the same context.
+    let (st, t) = post(
+        &s,
+        "/v1/query",
+        &json!({"query": "database", "timings": true}),
+    );
+    assert_eq!(st, 200, "{t}");
+    assert_eq!(t["pieces"], v["pieces"]);
+    assert!(t["timings"]["embed_ms"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(t["timings"]["total_ms"].as_f64().unwrap() > 0.0, "{t}");
     assert_error(delete(&s, "/v1/documents/infra/oncall"), 401, "writes");
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Whole queries over HTTP against a running `excerpt serve`, with the server's own
+stage times: client-side p50 / p99 per strategy, and the p50 of each stage the server
+reports (`"timings": true`).
+
+    excerpt --index IDX serve --port 8765 &
+    scripts/query-bench.py --url http://127.0.0.1:8765 --queries QUERIES.jsonl \
+        [--strategy topk --strategy auto] [--budget 1000] [--rounds 3] [--scoped]
+
+QUERIES.jsonl holds one {"query": ...} per line (an eval set's queries file will do;
+with --scoped, a query's "doc" or "scope" restricts it as `excerpt eval` does). Queries
+run one at a time, after one warm-up pass; the rounds are interleaved by strategy."""
+import argparse, json, statistics, time, urllib.request
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--url", required=True)
+ap.add_argument("--queries", required=True)
+ap.add_argument("--strategy", action="append")
+ap.add_argument("--budget", type=int, default=1000)
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--limit", type=int, default=200)
+ap.add_argument("--scoped", action="store_true")
+ap.add_argument("--no-timings", action="store_true",
+                help="do not ask for the stage times (a server older than `timings`)")
+a = ap.parse_args()
+strategies = a.strategy or ["topk", "auto"]
+queries = []
+for line in open(a.queries):
+    if not line.strip():
+        continue
+    q = json.loads(line)
+    body = {"query": q["query"], "budget": a.budget}
+    if not a.no_timings:
+        body["timings"] = True
+    scope = q.get("scope") or ([q["doc"]] if q.get("doc") else None)
+    if a.scoped and scope:
+        body["filter"] = {"doc_ids": scope}
+    queries.append(body)
+queries = queries[: a.limit]
+
+
+def post(body):
+    req = urllib.request.Request(a.url.rstrip("/") + "/v1/query", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    start = time.perf_counter()
+    with urllib.request.urlopen(req) as r:
+        out = json.load(r)
+    return (time.perf_counter() - start) * 1000, out.get("timings", {})
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+for body in queries:  # warm-up: model, caches, page cache
+    post(dict(body, strategy=strategies[0]))
+wall = {s: [] for s in strategies}
+stages = {s: {} for s in strategies}
+for _ in range(a.rounds):
+    for s in strategies:
+        for body in queries:
+            ms, t = post(dict(body, strategy=s))
+            wall[s].append(ms)
+            for k, v in t.items():
+                stages[s].setdefault(k, []).append(v)
+print(f"{len(queries)} queries x {a.rounds} rounds, budget {a.budget}, one at a time")
+names = ["embed_ms", "lexical_ms", "dense_ms", "fusion_ms", "feedback_ms", "assembly_ms", "total_ms"]
+print("| strategy | HTTP p50 | HTTP p99 | " + " | ".join(n[:-3] + " p50" for n in names) + " |")
+print("|---" * (3 + len(names)) + "|")
+for s in strategies:
+    cells = [f"{pct(wall[s], 50):.1f}", f"{pct(wall[s], 99):.1f}"]
+    cells += [f"{statistics.median(stages[s][n]):.2f}" if n in stages[s] else "" for n in names]
+    print(f"| `{s}` | " + " | ".join(cells) + " |")
