@@ -17,6 +17,7 @@ mod embedder;
 mod error;
 mod hash;
 mod offsets;
+mod query;
 mod rerank;
 mod vector;
 
@@ -47,5 +48,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 pub use offsets::{CharIndex, TextRange};
+pub use query::{Corpus, Hit, Timings};
 pub use rerank::Reranker;
 pub use vector::{normalize, NORM_EPSILON};

@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn refusals_name_the_document() {
         let blank = load(PostedDocument::new("empty.txt", "  \n")).unwrap_err();
-        assert!(blank.contains("\"empty.txt\" was not ingested"), "{blank}");
+        assert!(
+            blank.contains("\"empty.txt\"") && blank.contains("no text"),
+            "{blank}"
+        );
         let pdf = PostedDocument {
             format: Some(PostedFormat::Pdf),
             ..PostedDocument::new("x.pdf", "not base64!")

@@ -21,8 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use excerpt_context::Corpus;
-use excerpt_core::{ChunkKey, Document, ErrorKind};
+use excerpt_core::{ChunkKey, Corpus, Document, ErrorKind};
 use excerpt_retrieve::{
     Filter, Found, MetaCondition, SearchRequest, SearchTimes, Store, StoreError,
 };

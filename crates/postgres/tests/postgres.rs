@@ -93,11 +93,7 @@ fn put(pg: &PgIndex, doc: &Document, axes: &[usize]) -> bool {
     .expect("replace")
 }
 
-fn ids(
-    pg: &PgIndex,
-    found: &[(ChunkKey, f32)],
-    corpus: &dyn excerpt_context::Corpus,
-) -> Vec<String> {
+fn ids(pg: &PgIndex, found: &[(ChunkKey, f32)], corpus: &dyn excerpt_core::Corpus) -> Vec<String> {
     let _ = pg;
     found
         .iter()

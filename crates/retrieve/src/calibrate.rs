@@ -10,8 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use excerpt_context::Hit;
-use excerpt_core::ChunkKey;
+use excerpt_core::{ChunkKey, Hit};
 
 use crate::fusion::{fuse_hybrid, Fused, FusionError, FusionMethod};
 

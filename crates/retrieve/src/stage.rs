@@ -8,8 +8,7 @@
 
 use std::sync::Arc;
 
-use excerpt_context::{Corpus, Hit, Timings};
-use excerpt_core::{ChunkKey, EmbedError, Embedder, ErrorKind, Reranker};
+use excerpt_core::{ChunkKey, Corpus, EmbedError, Embedder, ErrorKind, Hit, Reranker, Timings};
 use excerpt_index::IndexError;
 use serde::{Deserialize, Serialize};
 

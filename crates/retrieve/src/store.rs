@@ -11,8 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use excerpt_context::Corpus;
-use excerpt_core::{ChunkKey, Document, EmbedError, ErrorKind};
+use excerpt_core::{ChunkKey, Corpus, Document, EmbedError, ErrorKind};
 use excerpt_index::{DocMask, IndexError, Snapshot};
 
 use crate::filter::Filter;
