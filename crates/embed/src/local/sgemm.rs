@@ -520,6 +520,7 @@ impl SendPtr {
 /// `rows` rows of `w.n` writable values (stride `ldc`); the bias and row scales
 /// must cover `w.n` and `rows` values; `columns` lies within `0..ceil(w.n / NR)`;
 /// `w` is packed for [`Kernel::Avx2`] and the CPU has AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
 unsafe fn block_product(
     a: *const f32,
     lda: usize,
