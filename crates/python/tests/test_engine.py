@@ -116,7 +116,7 @@ def test_errors_are_typed_with_the_engine_message(engine, tmp_path):
         engine.query("keys", strategy="no-such-strategy")
     assert isinstance(bad.value, ValueError)
     assert isinstance(bad.value, excerpt.ExcerptError)
-    with pytest.raises(excerpt.BadInputError, match="unknown key"):
+    with pytest.raises(excerpt.BadInputError, match="unknown field `body`"):
         excerpt.Engine(tmp_path / "x").ingest_documents([{"id": "a", "text": "t", "body": "?"}])
     with pytest.raises(excerpt.ExcerptError):
         excerpt.Engine(tmp_path / "never-ingested").query("anything")
