@@ -14,7 +14,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use excerpt_context::{Context, Piece};
+use excerpt_context::{Context, Piece, Timings};
 use excerpt_embed::{ChatClient, ChatConfig};
 use serde::Serialize;
 
@@ -169,6 +169,10 @@ pub struct Answer {
     pub finish_reason: Option<String>,
     /// Tokens and timings.
     pub usage: AskUsage,
+    /// Where the context's time went, stage by stage, when the request asked for it
+    /// (`"timings": true`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Timings>,
 }
 
 /// The system and user messages asking for an answer to `question` from `pieces`,
@@ -467,6 +471,7 @@ impl Engine {
             model: model.clone(),
             finish_reason: None,
             usage: AskUsage::default(),
+            timings: ctx.timings,
         };
         if ctx.pieces.is_empty() {
             // Nothing is left to stop: no model was asked.

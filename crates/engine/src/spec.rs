@@ -96,7 +96,7 @@ pub struct QuerySpec {
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub rerank: Option<usize>,
     /// Report where the query's time went (embedding, searches, fusion, feedback terms,
-    /// assembly) in the context's `timings`, in milliseconds.
+    /// assembly) in the context's (or the answer's) `timings`, in milliseconds.
     #[serde(default)]
     pub timings: bool,
 }

@@ -796,24 +796,29 @@ fn a_megabyte_title_does_not_multiply_the_index() {
     assert_eq!(doc.title.len(), title.trim().len());
 }
 
-#[test]
-fn timings_say_where_a_query_went_and_change_nothing_else() {
+/// An index of `files` (name, text) in a temporary directory, chunks of 16 tokens.
+fn small_index(files: &[(&str, &str)]) -> (tempfile::TempDir, Engine) {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write_file(&docs, "animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n\n## Birds\n\nOwls hunt at night too, and sleep by day.\n");
-    write_file(
-        &docs,
-        "cats.md",
-        "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n",
-    );
+    for (name, text) in files {
+        write_file(&docs, name, text);
+    }
     let mut opts = EngineOptions::new(tmp.path().join("idx"));
     opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 16 });
     let engine = Engine::new(opts);
     engine
         .ingest(&[docs], &IngestOptions::default(), &NoProgress)
         .unwrap();
+    (tmp, engine)
+}
 
+#[test]
+fn timings_say_where_a_query_went_and_change_nothing_else() {
+    let (_tmp, engine) = small_index(&[
+        ("animals.md", "# Animals\n\nThe lion hunts at night on the savanna.\n\n## Stripes\n\nA zebra has black and white stripes.\n\n## Birds\n\nOwls hunt at night too, and sleep by day.\n"),
+        ("cats.md", "# Cats\n\nHouse cats sleep most of the day and hunt mice at night.\n"),
+    ]);
     let mut req = QueryRequest::new("which animal hunts at night?");
     let plain = engine.query(&req).unwrap();
     assert!(plain.timings.is_none());
@@ -848,17 +853,10 @@ fn timings_say_where_a_query_went_and_change_nothing_else() {
 /// the reciprocal-rank fusion of the dense-only and BM25-only rankings.
 #[test]
 fn hybrid_ranking_fuses_the_lists_each_search_gives_alone() {
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    write_file(&docs, "a.md", "# Tides\n\nThe moon pulls the sea, which makes tides.\n\n## Storms\n\nStorm surges raise the sea above the tide line.\n\n## Harbours\n\nHarbour pilots read tide tables before every crossing.\n");
-    write_file(&docs, "b.md", "# Orbits\n\nThe moon circles the earth every 27 days.\n\n## Light\n\nMoonlight is sunlight reflected by the moon's surface.\n");
-    let mut opts = EngineOptions::new(tmp.path().join("idx"));
-    opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 16 });
-    let engine = Engine::new(opts);
-    engine
-        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
-        .unwrap();
+    let (_tmp, engine) = small_index(&[
+        ("a.md", "# Tides\n\nThe moon pulls the sea, which makes tides.\n\n## Storms\n\nStorm surges raise the sea above the tide line.\n\n## Harbours\n\nHarbour pilots read tide tables before every crossing.\n"),
+        ("b.md", "# Orbits\n\nThe moon circles the earth every 27 days.\n\n## Light\n\nMoonlight is sunlight reflected by the moon's surface.\n"),
+    ]);
     let mut req = QueryRequest::new("why does the sea have tides");
     let ranks = |mode: Mode| {
         let mut r = req.clone();

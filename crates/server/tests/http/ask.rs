@@ -65,6 +65,13 @@ fn ask_answers_json_and_server_sent_events() {
         v["citations"][0]["quotes"][0]["text"],
         "then restart each replica"
     );
+    // Stage times of the context only when asked for.
+    assert!(v.get("timings").is_none(), "{v}");
+    let mut timed = question.clone();
+    timed["timings"] = json!(true);
+    let (status, t) = post(&server, "/v1/ask", &timed);
+    assert_eq!(status, 200, "{t}");
+    assert!(t["timings"]["embed_ms"].as_f64().unwrap() > 0.0, "{t}");
 
     // Streamed: delta events as the model writes, then the whole answer.
     let mut streamed = question.clone();
