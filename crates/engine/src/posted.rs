@@ -32,8 +32,25 @@ pub enum PostedFormat {
 }
 
 impl PostedFormat {
-    /// Every format by name, in the order messages list them.
-    pub const NAMES: [&'static str; 5] = ["text", "markdown", "html", "pdf", "docx"];
+    /// Every format, in the order messages list them.
+    pub const ALL: [PostedFormat; 5] = [
+        PostedFormat::Text,
+        PostedFormat::Markdown,
+        PostedFormat::Html,
+        PostedFormat::Pdf,
+        PostedFormat::Docx,
+    ];
+
+    /// The name requests spell it with (its serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            PostedFormat::Text => "text",
+            PostedFormat::Markdown => "markdown",
+            PostedFormat::Html => "html",
+            PostedFormat::Pdf => "pdf",
+            PostedFormat::Docx => "docx",
+        }
+    }
 
     fn doc_format(self) -> DocFormat {
         match self {
@@ -45,12 +62,11 @@ impl PostedFormat {
         }
     }
 
-    /// The name and what the file is called, for the binary formats (carried
-    /// base64-encoded).
-    fn binary(self) -> Option<(&'static str, &'static str)> {
+    /// What the file is called, for the binary formats (carried base64-encoded).
+    fn binary(self) -> Option<&'static str> {
         match self {
-            PostedFormat::Pdf => Some(("pdf", "PDF")),
-            PostedFormat::Docx => Some(("docx", "Word")),
+            PostedFormat::Pdf => Some("PDF"),
+            PostedFormat::Docx => Some("Word"),
             _ => None,
         }
     }
@@ -59,16 +75,17 @@ impl PostedFormat {
 impl FromStr for PostedFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "text" => Ok(PostedFormat::Text),
-            "markdown" => Ok(PostedFormat::Markdown),
-            "html" => Ok(PostedFormat::Html),
-            "pdf" => Ok(PostedFormat::Pdf),
-            "docx" => Ok(PostedFormat::Docx),
-            _ => Err(format!(
-                "unknown format {s:?}: expected text, markdown, html, pdf or docx"
-            )),
-        }
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|f| f.name()).collect();
+                let (last, rest) = names.split_last().unwrap_or((&"", &[]));
+                format!(
+                    "unknown format {s:?}: expected {} or {last}",
+                    rest.join(", ")
+                )
+            })
     }
 }
 
@@ -125,7 +142,8 @@ impl PostedDocument {
         let id = self.id;
         let format = self.format.unwrap_or_default();
         let loaded = match format.binary() {
-            Some((name, kind)) => {
+            Some(kind) => {
+                let name = format.name();
                 use base64::Engine as _;
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(self.text.trim())
@@ -179,12 +197,15 @@ mod tests {
 
     #[test]
     fn formats_parse_by_name_and_serde_alike() {
-        for name in PostedFormat::NAMES {
-            let parsed: PostedFormat = name.parse().unwrap();
-            assert_eq!(serde_json::to_value(parsed).unwrap(), name);
+        for format in PostedFormat::ALL {
+            assert_eq!(format.name().parse::<PostedFormat>(), Ok(format));
+            assert_eq!(serde_json::to_value(format).unwrap(), format.name());
         }
         let err = "rtf".parse::<PostedFormat>().unwrap_err();
-        assert!(err.contains("\"rtf\"") && err.contains("docx"), "{err}");
+        assert_eq!(
+            err,
+            "unknown format \"rtf\": expected text, markdown, html, pdf or docx"
+        );
     }
 
     #[test]
