@@ -222,7 +222,8 @@ impl FromStr for StrategyConfig {
     /// `NAME` with default parameters; `NAME:key=value,key=value` to change parameters;
     /// for `rse` also `rse:PRESET` (`balanced`, `precision`, `find_all`), optionally
     /// followed by overrides (`rse:precision,max_tokens=1000`). Keys are the parameter
-    /// names of the strategy's params struct; values are numbers, `true`/`false`, or
+    /// names of the strategy's params struct, dotted for a nested one
+    /// (`auto:topk.pool=5`); values are numbers, `true`/`false`, or
     /// `none` for optional parameters. Unknown keys and wrong types are errors.
     fn from_str(s: &str) -> Result<Self, ContextError> {
         let Some((name, rest)) = s.split_once(':') else {
@@ -253,18 +254,6 @@ impl FromStr for StrategyConfig {
             _ => return Err(bad("internal: parameters do not serialise".into())),
         };
         for (k, v) in pairs {
-            if k == "strategy" || !obj.contains_key(k) {
-                let mut known: Vec<&str> = obj
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|k| *k != "strategy")
-                    .collect();
-                known.sort_unstable();
-                return Err(bad(format!(
-                    "unknown parameter {k:?} (parameters of {name}: {})",
-                    known.join(", ")
-                )));
-            }
             let value = match v.to_ascii_lowercase().as_str() {
                 "none" | "null" => serde_json::Value::Null,
                 "true" => serde_json::Value::Bool(true),
@@ -274,7 +263,36 @@ impl FromStr for StrategyConfig {
                     Err(_) => serde_json::Value::String(v.to_string()),
                 },
             };
-            obj.insert(k.to_string(), value);
+            // `route.key` sets a parameter of a nested parameter set (`auto:topk.pool=5`).
+            let mut at = &mut obj;
+            let mut owner = name.to_string();
+            let mut parts = k.split('.').peekable();
+            while let Some(part) = parts.next() {
+                let known = |m: &serde_json::Map<String, serde_json::Value>| {
+                    let mut keys: Vec<&str> = m
+                        .keys()
+                        .map(String::as_str)
+                        .filter(|k| *k != "strategy")
+                        .collect();
+                    keys.sort_unstable();
+                    keys.join(", ")
+                };
+                if part == "strategy" || !at.contains_key(part) {
+                    return Err(bad(format!(
+                        "unknown parameter {k:?} (parameters of {owner}: {})",
+                        known(at)
+                    )));
+                }
+                if parts.peek().is_none() {
+                    at.insert(part.to_string(), value);
+                    break;
+                }
+                owner = format!("{owner}.{part}");
+                match at.get_mut(part) {
+                    Some(serde_json::Value::Object(inner)) => at = inner,
+                    _ => return Err(bad(format!("{owner} has no parameters of its own"))),
+                }
+            }
         }
         serde_json::from_value(serde_json::Value::Object(obj)).map_err(|e| bad(e.to_string()))
     }
@@ -298,6 +316,23 @@ mod tests {
             assert_eq!(name.parse::<StrategyConfig>().unwrap(), cfg);
             cfg.validate().unwrap();
         }
+    }
+
+    #[test]
+    fn dotted_keys_set_nested_parameters() {
+        let cfg: StrategyConfig = "auto:topk.lead_outs=false,extent_hits=5".parse().unwrap();
+        let StrategyConfig::Auto(p) = cfg else {
+            panic!("not auto: {cfg:?}")
+        };
+        assert!(!p.topk.lead_outs);
+        assert_eq!(p.extent_hits, 5);
+        // The rest of the nested set keeps auto's defaults, not topk's own.
+        assert_eq!(p.topk.unit, topk::TopkUnit::Sentence);
+        let err = "auto:topk.nope=1".parse::<StrategyConfig>().unwrap_err().to_string();
+        assert!(err.contains("parameters of auto.topk: ") && err.contains("lead_outs"), "{err}");
+        let err = "auto:extent.x=1".parse::<StrategyConfig>().unwrap_err().to_string();
+        assert!(err.contains("auto.extent has no parameters of its own"), "{err}");
+        assert!("auto:nope.x=1".parse::<StrategyConfig>().is_err());
     }
 
     #[test]

@@ -14,10 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::context::{AssembleRequest, PieceOrder};
 use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
-use crate::units::{best_sentences, lead_in, SentenceScoring};
+use crate::units::{best_sentences, lead_in, lead_out, SentenceScoring};
 
 /// How many sentences before a list item are searched for its lead-in.
 const LEAD_IN_WINDOW: usize = 12;
+
+/// Longest block, in characters, that a lead-in brings after it (`lead_outs`): about a
+/// table part ([`crate::units`]' figure parts are 500) or a short list.
+pub const LEAD_OUT_CHARS: usize = 600;
 
 /// What `topk` ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -68,6 +72,11 @@ pub struct TopkParams {
     /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
     /// before the list, when it fits (default true).
     pub lead_ins: bool,
+    /// With `unit = sentence`: a lead-in (a unit ending with a colon, `"… were as
+    /// follows:"`) is followed by what it introduces, the table part, code block or lines
+    /// up to the next blank line after it, when they fit in [`LEAD_OUT_CHARS`] characters
+    /// and in the budget (default true).
+    pub lead_outs: bool,
     /// With `unit = sentence`: weight, in [0, 1], of a sentence's match with the
     /// request's feedback terms (words that the sentences best matching the query across
     /// the index use besides the query's own, see [`crate::feedback_terms`]) added to its
@@ -89,6 +98,7 @@ impl Default for TopkParams {
             neighbours: 0.15,
             heading_terms: true,
             lead_ins: true,
+            lead_outs: true,
             feedback: 1.0,
         }
     }
@@ -164,7 +174,7 @@ fn topk_sentences(
         feedback_weight: p.feedback,
     };
     let sentences = best_sentences(req, &pool, &scoring, notes);
-    let (mut taken, mut leads) = (0usize, 0usize);
+    let (mut taken, mut leads, mut outs) = (0usize, 0usize, 0usize);
     for s in &sentences {
         if sel.remaining() == 0 {
             break;
@@ -181,10 +191,17 @@ fn topk_sentences(
                     }
                 }
             }
+            if p.lead_outs {
+                if let Some(r) = lead_out(doc, s.range, LEAD_OUT_CHARS) {
+                    if sel.try_add(s.doc, doc, r, s.value, s.value, &[]) {
+                        outs += 1;
+                    }
+                }
+            }
         }
     }
     notes.push(format!(
-        "topk: {taken} of {} sentence(s) of the best {} hit(s) taken, {leads} list lead-in(s) added",
+        "topk: {taken} of {} sentence(s) of the best {} hit(s) taken, {leads} list lead-in(s) added, {outs} lead-in(s) followed by what they introduce",
         sentences.len(),
         pool.len()
     ));
