@@ -42,6 +42,9 @@ pub(crate) struct RHit {
     /// [`Hit::score_relevance`](crate::Hit), or `relevance`, clamped to [0, 1].
     pub score_relevance: f32,
     pub rank: usize,
+    /// False for a chunk a strategy added to the candidates itself (`auto`'s named
+    /// sections): it is never reported as a hit of a piece.
+    pub retrieved: bool,
 }
 
 /// Checks every hit (chunk exists, finite numbers), clamps relevance to [0, 1] and drops
@@ -78,6 +81,7 @@ pub(crate) fn resolve_hits(req: &AssembleRequest<'_>) -> Result<Vec<RHit>, Conte
                 relevance: h.relevance.clamp(0.0, 1.0),
                 score_relevance: score_relevance.clamp(0.0, 1.0),
                 rank: out.len(),
+                retrieved: true,
             });
         }
     }

@@ -174,6 +174,13 @@ fn topk_sentences(
         feedback_weight: p.feedback,
     };
     let sentences = best_sentences(req, &pool, &scoring, notes);
+    // Candidates a strategy added itself are no piece's hits.
+    let added: Vec<_> = hits
+        .iter()
+        .take(p.pool)
+        .filter(|h| !h.retrieved)
+        .map(|h| h.key)
+        .collect();
     let (mut taken, mut leads, mut outs) = (0usize, 0usize, 0usize);
     for s in &sentences {
         if sel.remaining() == 0 {
@@ -182,7 +189,17 @@ fn topk_sentences(
         let Some(doc) = req.corpus.document(s.doc) else {
             continue;
         };
-        if sel.try_add(s.doc, doc, s.range, s.value, s.value, &s.chunks) {
+        let retrieved: Vec<u32> = s
+            .chunks
+            .iter()
+            .copied()
+            .filter(|&o| {
+                !added
+                    .iter()
+                    .any(|k| k.doc == s.doc && k.ordinal == o)
+            })
+            .collect();
+        if sel.try_add(s.doc, doc, s.range, s.value, s.value, &retrieved) {
             taken += 1;
             if p.lead_ins {
                 if let Some(j) = lead_in(doc, s.sentence, LEAD_IN_WINDOW) {
