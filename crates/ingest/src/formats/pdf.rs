@@ -983,7 +983,85 @@ fn layout_headings(
             }
         }
     }
+    // Page titles over tables of figures ("Lockheed Martin Corporation / Consolidated
+    // Balance Sheets" above the statement): the first one to three lines of a page,
+    // centred on its text, often at the body's size and weight, which the rules above
+    // miss. A units line such as "(in millions)" ends the title. They sit deepest, so
+    // each ends at the next heading.
+    let deepest = heads.values().map(|h| h.0).max().unwrap_or(1);
+    for (pi, p) in pages.iter().enumerate() {
+        let local = style.page[pi];
+        let lines: Vec<usize> = (0..p.len())
+            .filter(|&i| usable(pi, i) && p[i].text.chars().any(char::is_alphanumeric))
+            .collect();
+        let left = lines.iter().map(|&i| p[i].x).fold(f32::MAX, f32::min);
+        let right = lines.iter().map(|&i| p[i].x_end).fold(f32::MIN, f32::max);
+        let width = right - left;
+        if lines.is_empty() || width <= 0.0 {
+            continue;
+        }
+        let centred = |k: usize| {
+            let l = &p[k];
+            let mid = (l.x + l.x_end) / 2.0;
+            (mid - (left + right) / 2.0).abs() <= 0.06 * width
+                && l.x_end - l.x <= 0.7 * width
+                && l.x >= left + 0.1 * width
+        };
+        let run: Vec<usize> = lines
+            .iter()
+            .copied()
+            .take(3)
+            .take_while(|&k| {
+                let t = p[k].text.trim();
+                centred(k)
+                    && !p[k].mono
+                    && p[k].size >= local * 0.95
+                    && !t.starts_with('(')
+                    && heading_like(t)
+            })
+            .collect();
+        let (Some(&first), Some(&last)) = (run.first(), run.last()) else {
+            continue;
+        };
+        let figures = lines
+            .iter()
+            .filter(|&&k| k > last)
+            .take(8)
+            .filter(|&&k| ends_in_figures(&p[k].text))
+            .count();
+        if figures < 2
+            || last - first + 1 != run.len()
+            || run.iter().any(|&k| heads.contains_key(&(pi, k)))
+        {
+            continue;
+        }
+        heads.insert((pi, first), (deepest, run.len()));
+    }
     heads
+}
+
+/// Whether a line ends with two numeric cells (`$ 3,604 $ 3,160`, `(183) 5`, `— 128 —`),
+/// as the rows of a table of figures do.
+fn ends_in_figures(line: &str) -> bool {
+    let mut cells = 0;
+    for token in line.split_whitespace().rev() {
+        if matches!(token, "$" | "%") {
+            continue;
+        }
+        let core = token.trim_matches(|c: char| "()$%,".contains(c));
+        let number = !core.is_empty()
+            && core.chars().any(|c| c.is_ascii_digit())
+            && core.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.');
+        if number || matches!(core, "—" | "–" | "-") {
+            cells += 1;
+            if cells == 2 {
+                return true;
+            }
+        } else {
+            return false;
+        }
+    }
+    false
 }
 
 /// Ends the text with a blank line (nothing at the very start).
@@ -1233,6 +1311,48 @@ mod tests {
             uniform: true,
             ..Line::default()
         }
+    }
+
+    #[test]
+    fn page_titles_over_tables_of_figures_are_headings() {
+        // A statement page: centred title lines at the body's size and weight, a units
+        // line, then rows of figures across the page.
+        let centred = |t: &str, y: f32| placed(t, 297.0 - 2.5 * t.chars().count() as f32, y, "Serif");
+        let row = |label: &str, y: f32| {
+            let t = format!("{label:.<70} $ 3,604 $ 3,160");
+            placed(&t, 72.0, y, "Serif")
+        };
+        let statement = vec![
+            centred("Acme Corporation", 760.0),
+            centred("Consolidated Balance Sheets", 750.0),
+            centred("(in millions)", 740.0),
+            row("Cash and cash equivalents", 720.0),
+            row("Receivables, net", 710.0),
+            row("Inventories", 700.0),
+        ];
+        // The same title lines over prose: not a heading.
+        let body = "Body text that runs the width of the page, long enough to be the body of it all.";
+        let prose = vec![
+            centred("Acme Corporation", 760.0),
+            centred("Letter to Shareholders", 750.0),
+            placed(body, 72.0, 730.0, "Serif"),
+            placed(body, 72.0, 720.0, "Serif"),
+            placed(body, 72.0, 710.0, "Serif"),
+        ];
+        // A left-aligned first line over figures: not a title.
+        let left = vec![
+            placed("Supplementary data", 72.0, 760.0, "Serif"),
+            row("Cash and cash equivalents", 740.0),
+            row("Receivables, net", 730.0),
+        ];
+        let a = assemble(&[statement, prose, left], &[]);
+        let heads: Vec<&str> = a.headings.iter().map(|h| h.text.as_str()).collect();
+        assert_eq!(heads, ["Acme Corporation Consolidated Balance Sheets"], "{}", a.text);
+        assert!(a.text.contains("Balance Sheets\n\n(in millions)"), "{}", a.text);
+        assert!(ends_in_figures("Deferred income taxes (183) 5 222"));
+        assert!(ends_in_figures("Equity method investment impairment — 128 —"));
+        assert!(!ends_in_figures("Net earnings were $ 6,315 million"));
+        assert!(!ends_in_figures("Item 7 of Part 2"));
     }
 
     #[test]
