@@ -872,8 +872,8 @@ pub(crate) fn lead_out(doc: &Document, unit: TextRange, max_chars: usize) -> Opt
     }
     while let Some(next) = doc.sentences.get(last + 1) {
         // The whitespace between the last sentence's words and the next sentence.
-        let words_end = doc.sentences[last].byte_start
-            + doc.sentences[last].slice(text).trim_end().len();
+        let words_end =
+            doc.sentences[last].byte_start + doc.sentences[last].slice(text).trim_end().len();
         let blank = text[words_end..next.byte_start].matches('\n').count() > 1;
         if blank || !fits(last + 1) {
             break;

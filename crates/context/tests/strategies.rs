@@ -1541,14 +1541,38 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
 fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     // A filing: narrative that talks about cash, and statements the retrieval missed.
     let specs = [
-        sec(1, "Liquidity", &["Our cash position and cash flow remained strong this year. "]),
+        sec(
+            1,
+            "Liquidity",
+            &["Our cash position and cash flow remained strong this year. "],
+        ),
         chunk(&["We expect cash flow from operations to fund our plans. "]),
-        sec(1, "Consolidated Statements of Operations", &["Revenue 3,991 5,506\n", "In millions.\n"]),
-        sec(1, "Consolidated Balance Sheets", &["Total assets 3,109 3,767\n", "In millions.\n"]),
-        sec(1, "Consolidated Statements of Cash Flows", &["Net loss (660) (403)\n"]),
+        sec(
+            1,
+            "Consolidated Statements of Operations",
+            &["Revenue 3,991 5,506\n", "In millions.\n"],
+        ),
+        sec(
+            1,
+            "Consolidated Balance Sheets",
+            &["Total assets 3,109 3,767\n", "In millions.\n"],
+        ),
+        sec(
+            1,
+            "Consolidated Statements of Cash Flows",
+            &["Net loss (660) (403)\n"],
+        ),
         chunk(&["Depreciation and amortization 167 203\n"]),
-        sec(1, "Cash Flow Hedges", &["Hedges of forecast cash flows are recorded. "]),
-        sec(1, "Principles of Consolidation", &["The statements consolidate subsidiaries. "]),
+        sec(
+            1,
+            "Cash Flow Hedges",
+            &["Hedges of forecast cash flows are recorded. "],
+        ),
+        sec(
+            1,
+            "Principles of Consolidation",
+            &["The statements consolidate subsidiaries. "],
+        ),
     ];
     let c = TestCorpus::new(vec![build_doc("f.pdf", "F", &specs)]);
     let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.8)];
@@ -1559,20 +1583,37 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
         ctx
     };
-    let has = |ctx: &excerpt_context::Context, s: &str| ctx.pieces.iter().any(|p| p.text.contains(s));
+    let has =
+        |ctx: &excerpt_context::Context, s: &str| ctx.pieces.iter().any(|p| p.text.contains(s));
     let on = run("auto", &r);
-    let note = on.notes.iter().find(|n| n.contains("names")).cloned().unwrap_or_default();
+    let note = on
+        .notes
+        .iter()
+        .find(|n| n.contains("names"))
+        .cloned()
+        .unwrap_or_default();
     // "Consolidated" is in three headings: leaving it out still names the statement.
     assert!(
-        note.contains("\"Consolidated Statements of Cash Flows\"") && note.contains("2 of their chunks"),
+        note.contains("\"Consolidated Statements of Cash Flows\"")
+            && note.contains("2 of their chunks"),
         "{:?}",
         on.notes
     );
     // "Cash Flow Hedges" matches fewer of the words than the statement does: not named.
     assert!(!note.contains("Hedges"), "{note}");
-    assert!(has(&on, "Depreciation and amortization 167 203"), "{:?} {:?}", on.pieces, on.notes);
+    assert!(
+        has(&on, "Depreciation and amortization 167 203"),
+        "{:?} {:?}",
+        on.pieces,
+        on.notes
+    );
     let off = run("auto:named=false", &r);
-    assert!(!has(&off, "Depreciation"), "{:?} {:?}", off.pieces, off.notes);
+    assert!(
+        !has(&off, "Depreciation"),
+        "{:?} {:?}",
+        off.pieces,
+        off.notes
+    );
     // One word of a heading, numbers, or a missing word that is the section's own
     // subject ("Operations" is in one heading) name nothing.
     for query in [
@@ -1582,12 +1623,20 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     ] {
         r.query = query;
         let ctx = run("auto", &r);
-        assert!(!ctx.notes.iter().any(|n| n.contains("names")), "{query}: {:?}", ctx.notes);
+        assert!(
+            !ctx.notes.iter().any(|n| n.contains("names")),
+            "{query}: {:?}",
+            ctx.notes
+        );
     }
     // A named section retrieval already reached is not added again.
     let reached = vec![hit(0, 4, 0.9), hit(0, 0, 0.8)];
     let mut r2 = req(&c, &reached, 1000, None, None);
     r2.query = "what depreciation and amortization does the statement of cash flows show";
     let ctx = assemble(&"auto".parse().unwrap(), &r2).unwrap();
-    assert!(!ctx.notes.iter().any(|n| n.contains("names")), "{:?}", ctx.notes);
+    assert!(
+        !ctx.notes.iter().any(|n| n.contains("names")),
+        "{:?}",
+        ctx.notes
+    );
 }

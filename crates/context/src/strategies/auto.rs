@@ -553,8 +553,7 @@ fn with_named_sections(
                 .collect();
             // Retrieval reached it already, or it is too long to be read as one unit.
             let reached = hits.iter().take(p.topk.pool).any(|h| {
-                h.key.doc == best.key.doc
-                    && inside.iter().any(|c| c.ordinal == h.key.ordinal)
+                h.key.doc == best.key.doc && inside.iter().any(|c| c.ordinal == h.key.ordinal)
             });
             if reached || inside.len() > NAMED_CHUNKS {
                 continue;
@@ -585,7 +584,12 @@ fn with_named_sections(
     let mut pool: Vec<RHit> = hits[..at].to_vec();
     let added = extra.len();
     pool.extend(extra);
-    pool.extend(hits[at..].iter().filter(|h| !keys.contains(&h.key)).copied());
+    pool.extend(
+        hits[at..]
+            .iter()
+            .filter(|h| !keys.contains(&h.key))
+            .copied(),
+    );
     let note = format!(
         "auto: the question names {}: {added} of their chunks join the candidates",
         named_headings

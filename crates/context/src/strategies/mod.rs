@@ -328,10 +328,22 @@ mod tests {
         assert_eq!(p.extent_hits, 5);
         // The rest of the nested set keeps auto's defaults, not topk's own.
         assert_eq!(p.topk.unit, topk::TopkUnit::Sentence);
-        let err = "auto:topk.nope=1".parse::<StrategyConfig>().unwrap_err().to_string();
-        assert!(err.contains("parameters of auto.topk: ") && err.contains("lead_outs"), "{err}");
-        let err = "auto:extent.x=1".parse::<StrategyConfig>().unwrap_err().to_string();
-        assert!(err.contains("auto.extent has no parameters of its own"), "{err}");
+        let err = "auto:topk.nope=1"
+            .parse::<StrategyConfig>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("parameters of auto.topk: ") && err.contains("lead_outs"),
+            "{err}"
+        );
+        let err = "auto:extent.x=1"
+            .parse::<StrategyConfig>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("auto.extent has no parameters of its own"),
+            "{err}"
+        );
         assert!("auto:nope.x=1".parse::<StrategyConfig>().is_err());
     }
 

@@ -193,11 +193,7 @@ fn topk_sentences(
             .chunks
             .iter()
             .copied()
-            .filter(|&o| {
-                !added
-                    .iter()
-                    .any(|k| k.doc == s.doc && k.ordinal == o)
-            })
+            .filter(|&o| !added.iter().any(|k| k.doc == s.doc && k.ordinal == o))
             .collect();
         if sel.try_add(s.doc, doc, s.range, s.value, s.value, &retrieved) {
             taken += 1;

@@ -1051,7 +1051,9 @@ fn ends_in_figures(line: &str) -> bool {
         let core = token.trim_matches(|c: char| "()$%,".contains(c));
         let number = !core.is_empty()
             && core.chars().any(|c| c.is_ascii_digit())
-            && core.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.');
+            && core
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ',' || c == '.');
         if number || matches!(core, "—" | "–" | "-") {
             cells += 1;
             if cells == 2 {
@@ -1317,7 +1319,8 @@ mod tests {
     fn page_titles_over_tables_of_figures_are_headings() {
         // A statement page: centred title lines at the body's size and weight, a units
         // line, then rows of figures across the page.
-        let centred = |t: &str, y: f32| placed(t, 297.0 - 2.5 * t.chars().count() as f32, y, "Serif");
+        let centred =
+            |t: &str, y: f32| placed(t, 297.0 - 2.5 * t.chars().count() as f32, y, "Serif");
         let row = |label: &str, y: f32| {
             let t = format!("{label:.<70} $ 3,604 $ 3,160");
             placed(&t, 72.0, y, "Serif")
@@ -1331,7 +1334,8 @@ mod tests {
             row("Inventories", 700.0),
         ];
         // The same title lines over prose: not a heading.
-        let body = "Body text that runs the width of the page, long enough to be the body of it all.";
+        let body =
+            "Body text that runs the width of the page, long enough to be the body of it all.";
         let prose = vec![
             centred("Acme Corporation", 760.0),
             centred("Letter to Shareholders", 750.0),
@@ -1347,10 +1351,21 @@ mod tests {
         ];
         let a = assemble(&[statement, prose, left], &[]);
         let heads: Vec<&str> = a.headings.iter().map(|h| h.text.as_str()).collect();
-        assert_eq!(heads, ["Acme Corporation Consolidated Balance Sheets"], "{}", a.text);
-        assert!(a.text.contains("Balance Sheets\n\n(in millions)"), "{}", a.text);
+        assert_eq!(
+            heads,
+            ["Acme Corporation Consolidated Balance Sheets"],
+            "{}",
+            a.text
+        );
+        assert!(
+            a.text.contains("Balance Sheets\n\n(in millions)"),
+            "{}",
+            a.text
+        );
         assert!(ends_in_figures("Deferred income taxes (183) 5 222"));
-        assert!(ends_in_figures("Equity method investment impairment — 128 —"));
+        assert!(ends_in_figures(
+            "Equity method investment impairment — 128 —"
+        ));
         assert!(!ends_in_figures("Net earnings were $ 6,315 million"));
         assert!(!ends_in_figures("Item 7 of Part 2"));
     }
