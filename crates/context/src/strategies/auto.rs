@@ -31,8 +31,9 @@
 //!   ([`named_sections`] says when a heading is named). A statement of figures shares
 //!   few words with the question, so neither lexical search nor the embedding finds it;
 //!   once its rows are candidates, the sentence route picks the ones asked for. On the
-//!   annual reports of financebench-dev it adds 2 / 4.5 / 6.3 points of text recall and
-//!   9 / 10.5 / 10.5 points of pages at 2000 / 4000 / 8000 characters (docs/EVAL.md).
+//!   annual reports of financebench-dev it adds 2.6 / 5.3 / 7.6 points of text recall
+//!   and 10.5 / 12.3 / 12.2 points of pages at 2000 / 4000 / 8000 characters
+//!   (docs/EVAL.md).
 //!
 //! Measured on the development sets (docs/EVAL.md): on meeting transcripts it is `rse`
 //! and beats `topk` at every budget; on contracts the sentence route beats `topk` by
