@@ -96,9 +96,9 @@ pub struct AutoParams {
     /// 2000 characters on long documentation answers and gained nothing elsewhere).
     pub extent_share: f32,
     /// Whether the sections a pinpoint question names by their heading ("the statement of
-    /// cash flows", "the balance sheet") join the sentence route's candidates, up to
-    /// [`NAMED_CHUNKS`] chunks each, in the best hits' documents (default true; see
-    /// [`named_sections`]).
+    /// cash flows", "the balance sheet") join the sentence route's candidates, in the best
+    /// hits' documents, when retrieval did not reach them and they are at most 8 chunks
+    /// (default true; see the module documentation).
     pub named: bool,
 }
 

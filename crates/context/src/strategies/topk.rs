@@ -21,7 +21,7 @@ const LEAD_IN_WINDOW: usize = 12;
 
 /// Longest block, in characters, that a lead-in brings after it (`lead_outs`): about a
 /// table part ([`crate::units`]' figure parts are 500) or a short list.
-pub const LEAD_OUT_CHARS: usize = 600;
+pub(crate) const LEAD_OUT_CHARS: usize = 600;
 
 /// What `topk` ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -74,7 +74,7 @@ pub struct TopkParams {
     pub lead_ins: bool,
     /// With `unit = sentence`: a lead-in (a unit ending with a colon, `"… were as
     /// follows:"`) is followed by what it introduces, the table part, code block or lines
-    /// up to the next blank line after it, when they fit in [`LEAD_OUT_CHARS`] characters
+    /// up to the next blank line after it, when they fit in 600 characters
     /// and in the budget (default true).
     pub lead_outs: bool,
     /// With `unit = sentence`: weight, in [0, 1], of a sentence's match with the
