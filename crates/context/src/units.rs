@@ -665,28 +665,7 @@ const MIN_FIGURE_ROWS: usize = 3;
 /// once extracted as plain text.
 fn figure_line(line: &str) -> bool {
     // A sentence that ends with figures ends with a full stop; a row does not.
-    if line.trim_end().ends_with('.') {
-        return false;
-    }
-    let mut cells = 0usize;
-    for token in line.split_whitespace().rev() {
-        if matches!(token, "$" | "%" | "€" | "£") {
-            continue;
-        }
-        let core = token.trim_matches(|c: char| "()$%€£,.;:".contains(c));
-        let numeric = !core.is_empty()
-            && core.chars().any(|c| c.is_ascii_digit())
-            && core
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == ',' || c == '.');
-        let dash = matches!(core, "—" | "–" | "-" | "−");
-        if numeric || dash {
-            cells += 1;
-        } else {
-            break;
-        }
-    }
-    cells >= 2
+    !line.trim_end().ends_with('.') && excerpt_core::trailing_figures(line) >= 2
 }
 
 /// Byte ranges of the tables of figures in `text`: runs of at least [`MIN_FIGURE_ROWS`]

@@ -15,6 +15,7 @@
 mod document;
 mod embedder;
 mod error;
+mod figures;
 mod hash;
 mod offsets;
 mod query;
@@ -27,6 +28,7 @@ pub use document::{
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
 pub use error::{Error, ErrorKind};
+pub use figures::trailing_figures;
 pub use hash::content_hash;
 
 /// Cosine similarity in f64; 0 when either vector is zero or the lengths differ.

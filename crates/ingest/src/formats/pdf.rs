@@ -1027,7 +1027,7 @@ fn layout_headings(
             .iter()
             .filter(|&&k| k > last)
             .take(8)
-            .filter(|&&k| ends_in_figures(&p[k].text))
+            .filter(|&&k| excerpt_core::trailing_figures(&p[k].text) >= 2)
             .count();
         if figures < 2
             || last - first + 1 != run.len()
@@ -1038,32 +1038,6 @@ fn layout_headings(
         heads.insert((pi, first), (deepest, run.len()));
     }
     heads
-}
-
-/// Whether a line ends with two numeric cells (`$ 3,604 $ 3,160`, `(183) 5`, `— 128 —`),
-/// as the rows of a table of figures do.
-fn ends_in_figures(line: &str) -> bool {
-    let mut cells = 0;
-    for token in line.split_whitespace().rev() {
-        if matches!(token, "$" | "%") {
-            continue;
-        }
-        let core = token.trim_matches(|c: char| "()$%,".contains(c));
-        let number = !core.is_empty()
-            && core.chars().any(|c| c.is_ascii_digit())
-            && core
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == ',' || c == '.');
-        if number || matches!(core, "—" | "–" | "-") {
-            cells += 1;
-            if cells == 2 {
-                return true;
-            }
-        } else {
-            return false;
-        }
-    }
-    false
 }
 
 /// Ends the text with a blank line (nothing at the very start).
@@ -1362,12 +1336,6 @@ mod tests {
             "{}",
             a.text
         );
-        assert!(ends_in_figures("Deferred income taxes (183) 5 222"));
-        assert!(ends_in_figures(
-            "Equity method investment impairment — 128 —"
-        ));
-        assert!(!ends_in_figures("Net earnings were $ 6,315 million"));
-        assert!(!ends_in_figures("Item 7 of Part 2"));
     }
 
     #[test]
