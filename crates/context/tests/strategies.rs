@@ -1595,7 +1595,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     // "Consolidated" is in three headings: leaving it out still names the statement.
     assert!(
         note.contains("\"Consolidated Statements of Cash Flows\"")
-            && note.contains("2 of their chunks"),
+            && note.contains("2 of their chunks join the candidates, 0 reached"),
         "{:?}",
         on.notes
     );
@@ -1629,11 +1629,27 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
             ctx.notes
         );
     }
-    // A named section retrieval already reached is not added again.
-    let reached = vec![hit(0, 4, 0.9), hit(0, 0, 0.8)];
-    let mut r2 = req(&c, &reached, 1000, None, None);
+    // A named section retrieval reached, with a weaker hit: a statement (rows of figures)
+    // has that chunk raised to the best hit's value and its other chunk added; with
+    // `named_reached=false` it is left as ranked.
+    let reached = vec![hit(0, 0, 0.9), hit(0, 1, 0.85), hit(0, 4, 0.2)];
+    let mut r2 = req(&c, &reached, 30, None, None);
     r2.query = "what depreciation and amortization does the statement of cash flows show";
     let ctx = assemble(&"auto".parse().unwrap(), &r2).unwrap();
+    check_invariants(&ctx, &c, &reached, 30, &WordTokens, true).unwrap();
+    assert!(
+        ctx.notes
+            .iter()
+            .any(|n| n.contains("1 of their chunks join the candidates, 1 reached")),
+        "{:?}",
+        ctx.notes
+    );
+    assert!(
+        has(&ctx, "Depreciation and amortization"),
+        "{:?}",
+        ctx.pieces
+    );
+    let ctx = assemble(&"auto:named_reached=false".parse().unwrap(), &r2).unwrap();
     assert!(
         !ctx.notes.iter().any(|n| n.contains("names")),
         "{:?}",
