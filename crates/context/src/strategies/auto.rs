@@ -543,8 +543,9 @@ const FIGURE_SHARE: f64 = 0.3;
 
 /// `hits` with the first [`NAMED_CHUNKS`] chunks of each section the query names
 /// ([`named_sections`]) in the documents of the best `structure_hits` hits inserted after
-/// the sentence route's pool, valued as the best hit of their document; how many were
-/// inserted; and the note.
+/// the sentence route's pool, valued as the best hit of their document (with
+/// `named_reached`, a reached section of figures too, its pool chunks raised to that
+/// value); how many were inserted; and the note.
 /// Lexical search and the embedding both miss a statement of figures asked about by
 /// name (its rows share few words with the question), while the sentence route, once
 /// the rows are candidates, finds the ones the question asks for.
@@ -564,8 +565,8 @@ fn with_named_sections(
         }
     }
     let mut extra: Vec<RHit> = Vec::new();
-    // Reached chunks of named sections, and the best hit of their document.
-    let mut raised: Vec<excerpt_core::ChunkKey> = Vec::new();
+    // Reached chunks of named sections, valued as the best hit of their document.
+    let mut raised: Vec<RHit> = Vec::new();
     let mut named_headings: Vec<String> = Vec::new();
     for best in docs {
         let Some(doc) = req.corpus.document(best.key.doc) else {
@@ -596,8 +597,12 @@ fn with_named_sections(
                     doc: best.key.doc,
                     ordinal: c.ordinal,
                 };
-                if hits.iter().take(p.topk.pool).any(|h| h.key == key) {
-                    raised.push(key);
+                if let Some(h) = hits.iter().take(p.topk.pool).find(|h| h.key == key) {
+                    raised.push(RHit {
+                        key,
+                        retrieved: h.retrieved,
+                        ..*best
+                    });
                 } else if !extra.iter().any(|h| h.key == key) {
                     extra.push(RHit {
                         key,
@@ -613,17 +618,9 @@ fn with_named_sections(
     }
     let at = p.topk.pool.min(hits.len());
     let keys: BTreeSet<_> = extra.iter().map(|h| h.key).collect();
-    let best_of = |doc: u32| hits.iter().find(|h| h.key.doc == doc).copied();
     let mut pool: Vec<RHit> = hits[..at]
         .iter()
-        .map(|h| match best_of(h.key.doc) {
-            Some(b) if raised.contains(&h.key) => RHit {
-                key: h.key,
-                retrieved: h.retrieved,
-                ..b
-            },
-            _ => *h,
-        })
+        .map(|h| *raised.iter().find(|r| r.key == h.key).unwrap_or(h))
         .collect();
     let added = extra.len();
     pool.extend(extra);
