@@ -1538,6 +1538,65 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
 }
 
 #[test]
+fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_long() {
+    // "Intro" holds four chunks of four words: 16 words, more than the budget of 10. The
+    // best hit (chunk 2) and the third (chunk 3) are neighbours in it.
+    let specs = [
+        sec(1, "Intro", &["alpha one two. ", "plain filler. "]),
+        chunk(&["more filler text. ", "beta words. "]),
+        chunk(&["gamma delta more. ", "alpha close. "]),
+        chunk(&["alpha beta near. ", "tail words. "]),
+        sec(1, "Other", &["alpha beta gamma. "]),
+    ];
+    let c = TestCorpus::new(vec![build_doc("r.md", "R", &specs)]);
+    let hits = vec![hit(0, 2, 0.9), hit(0, 4, 0.8), hit(0, 3, 0.7)];
+    let mut r = req(&c, &hits, 10, None, None);
+    r.query = "alpha beta";
+    let run = |spec: &str| {
+        let ctx = assemble(&spec.parse().unwrap(), &r).unwrap();
+        check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
+        ctx
+    };
+    let on = run("auto:extent_run=1");
+    assert!(
+        on.notes.iter().any(|n| n.contains("their run taken first")),
+        "{:?}",
+        on.notes
+    );
+    let first = &on.pieces[0];
+    assert_eq!(
+        (first.first_chunk, first.last_chunk),
+        (2, 3),
+        "{:?}",
+        on.pieces
+    );
+    assert_eq!(
+        first.text,
+        "gamma delta more. alpha close. alpha beta near. tail words. "
+    );
+    // Off by default; and a best hit whose neighbour is not among the best hits (the run
+    // would span chunks 2 and 4 across the section's end) takes no run.
+    let off = run("auto");
+    assert!(
+        !off.notes.iter().any(|n| n.contains("run taken")),
+        "{:?}",
+        off.notes
+    );
+    assert_ne!(off.pieces[0].text, first.text);
+    let far = vec![hit(0, 2, 0.9), hit(0, 0, 0.8), hit(0, 4, 0.7)];
+    let ctx = assemble(
+        &"auto:extent_run=1".parse().unwrap(),
+        &AssembleRequest { hits: &far, ..r },
+    )
+    .unwrap();
+    assert!(
+        !ctx.notes.iter().any(|n| n.contains("run taken")),
+        "{:?}",
+        ctx.notes
+    );
+}
+
+#[test]
 fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     // A filing: narrative that talks about cash, and statements the retrieval missed.
     let specs = [
