@@ -4,7 +4,11 @@
 For every crate under crates/, builds the graph "module A uses module B" from the
 `crate::...` paths in A's source (comments and the `#[cfg(test)] mod tests` block left
 out; a path counts for the longest module prefix it names; a module's own submodules and
-ancestors do not count) and reports every circle. Exit status 1 when there is one.
+ancestors do not count) and reports every circle. The crate root counts as a module too:
+a child that names an item the root defines (`crate::AppState`, not a name the root
+re-exports from a submodule) uses the root, and the root uses each child whose path it
+names (`child::x`, `use child::…`), so a child leaning on its root is a circle.
+Exit status 1 when there is one.
 usage: check-module-cycles.py [WORKSPACE_ROOT]
 """
 import os,re,sys,collections
@@ -63,6 +67,25 @@ for crate in sorted(os.listdir(root+'/crates')):
                     best=sub_reexp[(best, rest[0])]
             if best is not None and best!=m and not m.startswith(best+'::') :
                 g[m].add(best)
+    # The root and its children: a child naming an item the root defines (not a module,
+    # not a re-export of a submodule's item) uses the root; the root uses every child
+    # whose path it names outside its `mod` declarations.
+    root_txt=re.split(r'#\[cfg\(test\)\]\s*mod tests', mods.get('',''))[0]
+    root_txt='\n'.join(l for l in root_txt.split('\n') if not l.strip().startswith('//'))
+    defined=set(re.findall(r'\b(?:struct|enum|fn|trait|type|const|static)\s+([A-Za-z_][A-Za-z0-9_]*)', root_txt))
+    for m in mods:
+        if m=='' or '::' in m: continue
+        if re.search(r'(?<![A-Za-z0-9_:])'+re.escape(m)+r'::', root_txt):
+            g[''].add(m)
+    for m,txt in mods.items():
+        if m=='': continue
+        txt=re.split(r'#\[cfg\(test\)\]\s*mod tests', txt)[0]
+        txt='\n'.join(l for l in txt.split('\n') if not l.strip().startswith('//'))
+        names=set(re.findall(r'crate::([A-Za-z_][A-Za-z0-9_]*)\b(?!::)', txt))
+        for grp in re.findall(r'crate::\{([^}]*)\}', txt):
+            names.update(n for n in re.split(r'[,\s]+', grp) if n and '::' not in n)
+        if any(n in defined and n not in reexp and n not in mods for n in names):
+            g[m].add('')
     # find cycles via DFS
     color={}; stack=[]; cycles=[]
     def dfs(u):
@@ -76,7 +99,7 @@ for crate in sorted(os.listdir(root+'/crates')):
     if cycles:
         found=True
         for c in cycles:
-            print(f'{crate}: import circle ' + ' -> '.join(c))
+            print(f'{crate}: import circle ' + ' -> '.join(x or '(crate root)' for x in c))
 if found:
     sys.exit(1)
 print('no import circles')

@@ -40,14 +40,7 @@ pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use manifest::{
     AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
-    OLDEST_READABLE_FORMAT,
+    MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
 pub use writer::{check_config, CommitStats, IndexWriter, RepairReport};
-
-/// Name of the manifest file inside an index directory.
-pub const MANIFEST_FILE: &str = "MANIFEST.json";
-
-/// Name of the previous generation's manifest, kept by every commit: what readers and
-/// [`IndexWriter::repair`] recover from when [`MANIFEST_FILE`] is damaged.
-pub const PREVIOUS_MANIFEST_FILE: &str = "MANIFEST.prev.json";

@@ -6,7 +6,15 @@ use std::path::Path;
 use excerpt_core::ChunkerConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::{IndexError, MANIFEST_FILE, PREVIOUS_MANIFEST_FILE};
+use crate::IndexError;
+
+/// Name of the manifest file inside an index directory.
+pub const MANIFEST_FILE: &str = "MANIFEST.json";
+
+/// Name of the previous generation's manifest, kept by every commit: what readers and
+/// [`IndexWriter::repair`](crate::IndexWriter::repair) recover from when [`MANIFEST_FILE`]
+/// is damaged.
+pub const PREVIOUS_MANIFEST_FILE: &str = "MANIFEST.prev.json";
 
 /// On-disk format version written by this build. Format 2 added [`Chunk::context`]
 /// (LLM-written chunk contexts) to the encoded documents; format-1 segments are still

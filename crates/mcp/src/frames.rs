@@ -188,7 +188,7 @@ async fn write_output<W: AsyncWrite + Unpin>(
 /// stdout), answering oversized and malformed lines itself; returns when `input` ends
 /// and every answer is written.
 pub(crate) async fn serve_lines<R, W>(
-    server: crate::ExcerptMcp,
+    server: crate::tools::ExcerptMcp,
     input: R,
     output: W,
     max: usize,

@@ -18,34 +18,20 @@
 #![forbid(unsafe_code)]
 
 mod frames;
+mod options;
 mod tools;
 
 use std::sync::Arc;
 
-use excerpt::{Engine, IngestOptions};
+use excerpt::Engine;
 
 pub use frames::{error_reply, malformed, INVALID_REQUEST, MAX_MESSAGE_BYTES, PARSE_ERROR};
+pub use options::{McpOptions, WritesAllowed};
 pub use tools::{
     DocumentEntry, DocumentList, DocumentText, ExcerptMcp, GetDocumentParams, IngestParams,
     IngestResult, ListDocumentsParams, SearchParams, SearchPiece, SearchResult, SectionEntry,
     DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT,
 };
-
-/// How the MCP server behaves.
-#[derive(Debug, Clone, Default)]
-pub struct McpOptions {
-    /// Offer the `ingest` tool (off by default: an agent then only reads).
-    pub allow_writes: bool,
-    /// How `ingest` chunks and embeds a new document.
-    pub ingest: IngestOptions,
-}
-
-/// A mark an HTTP server puts in a request's extensions to say whether that request
-/// may write: with `WritesAllowed(false)`, the `ingest` tool is neither listed nor run
-/// for it, whatever [`McpOptions::allow_writes`] says. `excerpt serve` marks every
-/// request to `/mcp`: allowed when the server has no token or the request carries it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WritesAllowed(pub bool);
 
 /// MCP over streamable HTTP, as a tower service to mount in an HTTP router (`excerpt
 /// serve` mounts it at `/mcp`). Stateless: every POST carries one JSON-RPC message and

@@ -19,7 +19,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData, Json, RoleServer, ServerH
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{McpOptions, WritesAllowed};
+use crate::options::{McpOptions, WritesAllowed};
 
 /// Documents `list_documents` returns when no limit is given.
 pub const DEFAULT_LIST_LIMIT: usize = 50;

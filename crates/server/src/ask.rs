@@ -21,11 +21,12 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
 use crate::guard::HeldPermit;
 use crate::handlers::spec_with;
-use crate::{ApiError, AppState};
+use crate::state::AppState;
 
 /// The body of `POST /v1/ask`: a [`QuerySpec`] plus `stream`.
 pub(crate) struct AskBody;

@@ -7,7 +7,8 @@ use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 
-use crate::{ApiError, AppState};
+use crate::error::ApiError;
+use crate::state::AppState;
 
 /// A JSON request body deserialized into `T`: 415 unless the `Content-Type` is
 /// `application/json` (or another `+json` type), 413 over the body limit, 400 when it is

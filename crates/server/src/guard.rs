@@ -30,7 +30,8 @@ use axum::response::{IntoResponse, Response};
 use futures_core::Stream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::{ApiError, ServerOptions};
+use crate::error::ApiError;
+use crate::state::ServerOptions;
 
 /// What the guards share.
 #[derive(Clone)]

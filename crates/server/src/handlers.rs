@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{Method, StatusCode, Uri};
-use axum::response::IntoResponse;
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
     context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, PostedDocument,
@@ -20,9 +20,11 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
+use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
-use crate::{ApiError, AppState};
+use crate::metrics::PROMETHEUS_TEXT;
+use crate::state::AppState;
 
 /// The body of `POST /v1/query`: a [`QuerySpec`] plus `format` and `instruction`.
 pub(crate) struct QueryBody;
@@ -614,4 +616,45 @@ pub(crate) async fn stats(
 ) -> Result<Json<excerpt::IndexStats>, ApiError> {
     let engine = st.engine.clone();
     blocking(move || Ok(engine.stats()?)).await.map(Json)
+}
+
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "server",
+    summary = "Metrics (Prometheus)",
+    description = "The server's figures in the Prometheus text format (version 0.0.4): \
+`excerpt_http_requests_total` by `method`, `route` (the route template) and `status`; \
+`excerpt_http_request_duration_seconds` (histogram) by `method` and `route`; the index's \
+size, read at each scrape (`excerpt_index_documents`, `excerpt_index_chunks`, \
+`excerpt_index_disk_bytes`, `excerpt_index_generation`); and since the server started, \
+`excerpt_ingest_documents_total` by `outcome` (`added`, `updated`, `unchanged`, \
+`failed`), `excerpt_ingest_chunks_embedded_total`, `excerpt_ingest_chunks_reused_total` \
+and `excerpt_documents_removed_total`. Not held back by the concurrency limit; needs a \
+token (the read token or the write token) when reads do.",
+    responses(
+        (status = 200, description = "The metrics.", body = String,
+         content_type = "text/plain; version=0.0.4; charset=utf-8"),
+        (status = 500, description = "The index could not be read.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
+    let engine = st.engine.clone();
+    let stats = blocking(move || match engine.stats() {
+        Ok(s) => Ok(Some(s)),
+        Err(EngineError::Index(IndexError::NotFound { .. }))
+        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(None),
+        Err(e) => Err(e.into()),
+    })
+    .await?;
+    let page = st
+        .metrics
+        .page(stats.as_ref())
+        .map_err(|e| ApiError::internal(format!("the metrics did not encode: {e}")))?;
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
+        page,
+    )
+        .into_response())
 }

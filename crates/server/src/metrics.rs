@@ -26,20 +26,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, Method, StatusCode};
+use axum::http::Method;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use excerpt::{EngineError, IndexError, IngestReport};
+use axum::response::Response;
+use excerpt::{IndexStats, IngestReport};
 use prometheus_client::encoding::{prometheus_text, EncodeLabelSet};
+
+/// The content type of the page.
+pub(crate) const PROMETHEUS_TEXT: &str = prometheus_text::CONTENT_TYPE;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-
-use crate::error::ErrorBody;
-use crate::extract::blocking;
-use crate::{ApiError, AppState};
 
 /// The labels of a request count.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -211,6 +210,33 @@ impl Metrics {
     }
 
     /// The page, in the Prometheus text format.
+    /// The page of `GET /metrics`, the index gauges set from `stats` (all 0 without an
+    /// index).
+    pub(crate) fn page(&self, stats: Option<&IndexStats>) -> Result<String, std::fmt::Error> {
+        let size = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        match stats {
+            Some(s) => {
+                self.documents.set(size(s.documents));
+                self.chunks.set(size(s.chunks));
+                self.disk_bytes
+                    .set(i64::try_from(s.disk_bytes).unwrap_or(i64::MAX));
+                self.generation
+                    .set(i64::try_from(s.generation).unwrap_or(i64::MAX));
+            }
+            None => {
+                for g in [
+                    &self.documents,
+                    &self.chunks,
+                    &self.disk_bytes,
+                    &self.generation,
+                ] {
+                    g.set(0);
+                }
+            }
+        }
+        self.encode()
+    }
+
     fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         prometheus_text::encode(&mut out, &self.registry)?;
@@ -254,63 +280,6 @@ pub(crate) async fn track(State(m): State<Arc<Metrics>>, req: Request, next: Nex
 }
 
 /// `GET /metrics`.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "server",
-    summary = "Metrics (Prometheus)",
-    description = "The server's figures in the Prometheus text format (version 0.0.4): \
-`excerpt_http_requests_total` by `method`, `route` (the route template) and `status`; \
-`excerpt_http_request_duration_seconds` (histogram) by `method` and `route`; the index's \
-size, read at each scrape (`excerpt_index_documents`, `excerpt_index_chunks`, \
-`excerpt_index_disk_bytes`, `excerpt_index_generation`); and since the server started, \
-`excerpt_ingest_documents_total` by `outcome` (`added`, `updated`, `unchanged`, \
-`failed`), `excerpt_ingest_chunks_embedded_total`, `excerpt_ingest_chunks_reused_total` \
-and `excerpt_documents_removed_total`. Not held back by the concurrency limit; needs a \
-token (the read token or the write token) when reads do.",
-    responses(
-        (status = 200, description = "The metrics.", body = String,
-         content_type = "text/plain; version=0.0.4; charset=utf-8"),
-        (status = 500, description = "The index could not be read.", body = ErrorBody),
-    ),
-)]
-pub(crate) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
-    let engine = st.engine.clone();
-    let stats = blocking(move || match engine.stats() {
-        Ok(s) => Ok(Some(s)),
-        Err(EngineError::Index(IndexError::NotFound { .. }))
-        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(None),
-        Err(e) => Err(e.into()),
-    })
-    .await?;
-    let m = &st.metrics;
-    let size = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    match stats {
-        Some(s) => {
-            m.documents.set(size(s.documents));
-            m.chunks.set(size(s.chunks));
-            m.disk_bytes
-                .set(i64::try_from(s.disk_bytes).unwrap_or(i64::MAX));
-            m.generation
-                .set(i64::try_from(s.generation).unwrap_or(i64::MAX));
-        }
-        None => {
-            for g in [&m.documents, &m.chunks, &m.disk_bytes, &m.generation] {
-                g.set(0);
-            }
-        }
-    }
-    let page = m
-        .encode()
-        .map_err(|e| ApiError::internal(format!("the metrics did not encode: {e}")))?;
-    Ok((
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE)],
-        page,
-    )
-        .into_response())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::error::ErrorBody;
-use crate::{ask, handlers, metrics, AppState};
+use crate::state::AppState;
+use crate::{ask, handlers};
 
 /// The root of the document: what the handlers' attributes do not say.
 #[derive(OpenApi)]
@@ -116,7 +117,7 @@ pub(crate) fn routes() -> (
         .routes(routes!(handlers::get_document, handlers::delete_document))
         .routes(routes!(handlers::stats));
     let scraped = OpenApiRouter::with_openapi(utoipa::openapi::OpenApi::default())
-        .routes(routes!(metrics::metrics));
+        .routes(routes!(handlers::metrics));
     (open, api, scraped)
 }
 

@@ -14,7 +14,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
-use crate::ServerOptions;
+use crate::state::ServerOptions;
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets the
 /// requests in flight finish for up to `options.shutdown_timeout`, and returns.
