@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
-use crate::units::{term, weighted_scores, words};
+use crate::sentences::lexical::{term, weighted_scores, words};
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the
@@ -134,7 +134,7 @@ impl Vocabulary {
         }
     }
 
-    /// The term ids of `text`, in order ([`crate::units::terms`] as ids).
+    /// The term ids of `text`, in order ([`crate::sentences::lexical::terms`] as ids).
     fn ids(&mut self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
         for w in words(text) {

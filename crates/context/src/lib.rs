@@ -22,9 +22,9 @@ mod optimal;
 pub mod render;
 pub mod segments;
 mod selection;
+mod sentences;
 mod strategies;
 mod tokens;
-mod units;
 
 pub use assemble::{assemble, MAX_BUDGET};
 pub use context::{AssembleRequest, Context, Corpus, Hit, LlmTokens, Piece, PieceOrder, Timings};

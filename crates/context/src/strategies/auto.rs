@@ -54,10 +54,10 @@ use serde::{Deserialize, Serialize};
 use crate::context::AssembleRequest;
 use crate::error::{check_min, check_range, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
+use crate::sentences::lexical::terms;
 use crate::strategies::rse::RseParams;
 use crate::strategies::section::SectionParams;
 use crate::strategies::topk::TopkParams;
-use crate::units::terms;
 
 /// Parameters of [`Strategy::Auto`](crate::Strategy::Auto): the strategy each route
 /// assembles with.

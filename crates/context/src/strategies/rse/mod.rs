@@ -52,6 +52,8 @@
 //! chunk value `v`. Segments are few and long, so without it a large budget is often
 //! left mostly unused while `topk` would have covered more of the hits.
 
+mod sentences;
+
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -63,7 +65,8 @@ use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
 use crate::selection::{chunk_span, cosine, fill_with_hits, Assembler, RHit, Selection};
-use crate::units::{rse_sentences, SentenceParams};
+
+use sentences::{rse_sentences, SentenceParams};
 
 /// Named RSE parameter sets, in the spirit of dsRAG's presets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,7 +149,7 @@ pub struct RseParams {
     /// breadth `topk` would have had.
     pub fill: bool,
     /// What segments are made of: `chunk` (default) or `sentence` (segments start and end
-    /// on sentences inside the candidate documents; see `crate::units`).
+    /// on sentences inside the candidate documents; see `strategies/rse/sentences.rs`).
     pub unit: RseUnit,
     /// With `unit = sentence`: the share of its chunk's relevance a sentence keeps when it
     /// shares no term with the query, in [0, 1] (default 0.5).

@@ -4,23 +4,28 @@
 //!
 //! With `unit = sentence`, the units are the sentences of the best `pool` hit chunks,
 //! valued by their chunk's rank-damped relevance and their own match with the query
-//! ([`crate::units::best_sentences`]); they are offered best first and every one that
+//! ([`sentences::best_sentences`]); they are offered best first and every one that
 //! fits is taken (sentences are small, so a skipped long one leaves room for the next).
 //! Touching sentences merge into one piece, so the context holds several short passages
 //! from several places where chunk units would hold one or two whole chunks.
+
+mod sentences;
 
 use serde::{Deserialize, Serialize};
 
 use crate::context::{AssembleRequest, PieceOrder};
 use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
-use crate::units::{best_sentences, lead_in, lead_out, SentenceScoring};
+use crate::sentences::lead::{lead_in, lead_out};
+
+use sentences::best_sentences;
+pub(crate) use sentences::SentenceScoring;
 
 /// How many sentences before a list item are searched for its lead-in.
 const LEAD_IN_WINDOW: usize = 12;
 
 /// Longest block, in characters, that a lead-in brings after it (`lead_outs`): about a
-/// table part ([`crate::units`]' figure parts are 500) or a short list.
+/// table part ([`crate::sentences::units`]' figure parts are 500) or a short list.
 pub(crate) const LEAD_OUT_CHARS: usize = 600;
 
 /// What `topk` ranks.

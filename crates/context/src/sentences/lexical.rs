@@ -1,0 +1,122 @@
+//! Lexical matching of sentences: stemmed terms without function words, and BM25 over
+//! a pool of sentences (the sentence routes' and feedback terms' scoring).
+
+/// Tokens of a text for lexical matching: lower-cased alphanumeric runs without English
+/// function words, reduced to their Snowball (Porter 2) English stems, so that
+/// "disclosure" meets "disclosed" and "terminates" meets "termination".
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
+    words(text).filter_map(|w| term(&stemmer, w)).collect()
+}
+
+/// The alphanumeric runs of `text`, as [`terms`] reads them.
+pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// The term of one word (see [`terms`]): `None` for a function word.
+pub(crate) fn term(stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    (!STOP.contains(&lower.as_str())).then(|| stemmer.stem(&lower).into_owned())
+}
+
+/// Function words ignored by [`terms`].
+const STOP: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "been", "by", "can", "did", "do", "does", "for",
+    "from", "had", "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that",
+    "the", "their", "them", "then", "there", "these", "they", "this", "to", "was", "we", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "you", "your", "shall", "may",
+    "any", "all", "such", "not", "no", "s",
+];
+
+/// BM25 of each sentence (given as term lists) against the query terms, with document
+/// frequencies over the sentences themselves; divided by the best score (all zero when
+/// nothing matches).
+pub(crate) fn lexical_scores(query: &[String], sentences: &[Vec<String>]) -> Vec<f32> {
+    let mut q: Vec<&str> = query.iter().map(String::as_str).collect();
+    q.sort_unstable();
+    q.dedup();
+    let weighted: Vec<(&str, f64)> = q.into_iter().map(|t| (t, 1.0)).collect();
+    weighted_scores(&weighted, sentences)
+}
+
+/// [`lexical_scores`] with a weight per query term (distinct terms): each term's BM25
+/// share is multiplied by its weight before the sum. Divided by the best score. Terms
+/// are anything comparable with the query's (stems as strings, or their ids).
+pub(crate) fn weighted_scores<Q, T: PartialEq<Q>>(
+    query: &[(Q, f64)],
+    sentences: &[Vec<T>],
+) -> Vec<f32> {
+    const K1: f64 = 1.2;
+    const B: f64 = 0.75;
+    let n = sentences.len() as f64;
+    if sentences.is_empty() {
+        return Vec::new();
+    }
+    let avg = sentences.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    // Per query term: its weight times its idf over the sentences.
+    let weighted_idf: Vec<f64> = query
+        .iter()
+        .map(|(t, w)| {
+            let d = sentences
+                .iter()
+                .filter(|s| s.iter().any(|x| x == t))
+                .count() as f64;
+            w * (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+        })
+        .collect();
+    let scores: Vec<f64> = sentences
+        .iter()
+        .map(|s| {
+            let len = s.len() as f64;
+            query
+                .iter()
+                .zip(&weighted_idf)
+                .map(|((t, _), wi)| {
+                    let tf = s.iter().filter(|x| *x == t).count() as f64;
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    wi * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                })
+                .sum()
+        })
+        .collect();
+    let max = scores.iter().copied().fold(0.0f64, f64::max);
+    scores
+        .iter()
+        .map(|&s| if max > 0.0 { (s / max) as f32 } else { 0.0 })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_drop_function_words_and_stem() {
+        assert_eq!(
+            terms("The Receiving Party shall return all documents."),
+            vec!["receiv", "parti", "return", "document"]
+        );
+    }
+
+    #[test]
+    fn lexical_scores_prefer_the_matching_sentence() {
+        let q = terms("reverse engineer confidential information");
+        let s: Vec<Vec<String>> = [
+            "The recipient shall not reverse engineer any product.",
+            "This agreement is governed by the laws of Delaware.",
+            "Confidential information includes trade secrets.",
+        ]
+        .iter()
+        .map(|t| terms(t))
+        .collect();
+        let l = lexical_scores(&q, &s);
+        assert_eq!(l[0], 1.0);
+        assert_eq!(l[1], 0.0);
+        assert!(l[2] > 0.0 && l[2] < 1.0);
+        assert_eq!(lexical_scores(&terms("zebra"), &s), vec![0.0; 3]);
+    }
+}

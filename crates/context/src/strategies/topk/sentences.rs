@@ -1,0 +1,273 @@
+//! `topk`'s sentence route: the sentences (and blocks kept whole) of the best retrieved
+//! chunks, each valued by its chunk's relevance and its own match with the query.
+
+use std::collections::BTreeMap;
+
+use excerpt_core::{ChunkKey, TextRange};
+
+use crate::context::AssembleRequest;
+use crate::selection::cosine;
+use crate::sentences::clauses::clauses;
+use crate::sentences::lexical::{lexical_scores, terms, weighted_scores};
+use crate::sentences::units::block_units;
+
+/// How [`best_sentences`] values sentences (from `topk`'s parameters).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentenceScoring {
+    /// Share of its chunk's relevance a sentence keeps with no query term.
+    pub floor: f32,
+    /// Weight of stored sentence similarity against the lexical score.
+    pub dense_weight: f32,
+    /// Sentences are cut into clauses of at least this many characters (0: whole).
+    pub clause_chars: usize,
+    /// Weight of the match of the sentences just before and after on the same line.
+    pub neighbour_weight: f32,
+    /// Whether a sentence's terms include those of its section's heading path.
+    pub heading_terms: bool,
+    /// Weight of the match with the request's feedback terms against the query's.
+    pub feedback_weight: f32,
+}
+
+/// Each candidate's match `s` plus `w` times the matches of the candidates just before
+/// and after it on its line, divided by the best such sum (so still in
+/// `[0, 1]`). Neighbours are candidates of the same document that touch (no text
+/// between them) on one line (a sentence hard-wrapped over several lines is already one
+/// candidate, see [`block_spans`](crate::sentences::units::block_spans)): a sentence in a paragraph about the query rises with
+/// its paragraph, where a lone sentence sharing one query word does not.
+fn with_neighbours(
+    req: &AssembleRequest<'_>,
+    cands: &[SentenceHit],
+    s: &[f32],
+    w: f32,
+) -> Vec<f32> {
+    // Whether candidate `a` is followed on its line by candidate `b`.
+    let joined = |a: &SentenceHit, b: &SentenceHit| -> bool {
+        if a.doc != b.doc || a.range.byte_end != b.range.byte_start {
+            return false;
+        }
+        let Some(doc) = req.corpus.document(a.doc) else {
+            return false;
+        };
+        let t = a.range.slice(&doc.text);
+        !t[t.trim_end().len()..].contains('\n')
+    };
+    let mut out: Vec<f32> = s.to_vec();
+    for (i, pair) in cands.windows(2).enumerate() {
+        if joined(&pair[0], &pair[1]) {
+            out[i] += w * s[i + 1];
+            out[i + 1] += w * s[i];
+        }
+    }
+    divide_by_max(&mut out);
+    out
+}
+
+/// The query match `s` of each candidate (term lists `texts`) plus `w` times its match
+/// with the weighted feedback terms (BM25 as [`weighted_scores`], divided by the best),
+/// divided again by the best sum, so still in `[0, 1]`.
+fn with_feedback(feedback: &[(String, f32)], texts: &[Vec<String>], s: &[f32], w: f32) -> Vec<f32> {
+    let weighted: Vec<(&str, f64)> = feedback
+        .iter()
+        .map(|(t, x)| (t.as_str(), f64::from(*x)))
+        .collect();
+    let e = weighted_scores(&weighted, texts);
+    let mut out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
+    divide_by_max(&mut out);
+    out
+}
+
+/// Divides every value by the largest (nothing when none is above 0).
+fn divide_by_max(xs: &mut [f32]) {
+    let max = xs.iter().copied().fold(0.0f32, f32::max);
+    if max > 0.0 {
+        for x in xs {
+            *x /= max;
+        }
+    }
+}
+
+/// One sentence of a retrieved chunk, valued for sentence-level `topk`.
+#[derive(Debug, Clone)]
+pub(crate) struct SentenceHit {
+    /// Document position.
+    pub doc: u32,
+    /// The sentence's index in the document's sentences.
+    pub sentence: usize,
+    /// The sentence's text range.
+    pub range: TextRange,
+    /// The pooled chunks it overlaps (the most relevant one values it).
+    pub chunks: Vec<u32>,
+    /// `r(chunk) · (floor + (1 − floor) · s)`, see [`best_sentences`].
+    pub value: f32,
+}
+
+/// The sentences of the chunks in `pool` (hits with their rank-damped relevance, best
+/// first), valued and sorted best first (ties: document position, then reading order).
+///
+/// ```text
+/// v(sentence) = r(chunk) · (floor + (1 − floor) · s(sentence))
+/// ```
+///
+/// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
+/// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
+/// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
+/// to the query min-max scaled over the pool; before that, with `feedback_weight` above 0
+/// and feedback terms in the request, `s` also counts that share of the sentence's
+/// match with them ([`with_feedback`], terms from [`crate::feedback_terms`]). With
+/// `neighbour_weight` `w > 0`, each sentence then also carries its same-line
+/// neighbours' match ([`with_neighbours`]).
+/// With `heading_terms`, a sentence's terms include those of its chunk's heading path
+/// (as chunk headers do for retrieval), so a sentence under a heading that names the
+/// query's subject outranks one that merely shares a word with the query elsewhere.
+pub(crate) fn best_sentences(
+    req: &AssembleRequest<'_>,
+    pool: &[(ChunkKey, f32)],
+    scoring: &SentenceScoring,
+    notes: &mut Vec<String>,
+) -> Vec<SentenceHit> {
+    let SentenceScoring {
+        floor,
+        dense_weight,
+        clause_chars,
+        neighbour_weight,
+        heading_terms,
+        feedback_weight,
+    } = *scoring;
+    let mut chunk_rel: BTreeMap<ChunkKey, f32> = BTreeMap::new();
+    for &(k, r) in pool {
+        chunk_rel.entry(k).or_insert(r);
+    }
+    let mut docs: Vec<u32> = chunk_rel.keys().map(|k| k.doc).collect();
+    docs.dedup();
+    let mut cands: Vec<SentenceHit> = Vec::new();
+    let mut texts: Vec<Vec<String>> = Vec::new();
+    for d in docs {
+        let Some(doc) = req.corpus.document(d) else {
+            continue;
+        };
+        let blocks = block_units(doc);
+        // Heading terms per section, stemmed once.
+        let mut heading: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
+        // Only the units that overlap a pooled chunk become candidates, so only those
+        // are visited: for each pooled chunk (in reading order), from the unit holding
+        // the first sentence that ends inside or after it, to the last unit that
+        // starts before its end. A document of thousands of sentences costs what its
+        // pooled chunks hold.
+        let pooled_ranges: Vec<TextRange> = chunk_rel
+            .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
+            .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
+            .collect();
+        let unit_end = |i: usize| blocks.get(&i).map_or(i, |&last| last);
+        let mut next = 0usize;
+        let mut visit: Vec<usize> = Vec::new();
+        for chunk in &pooled_ranges {
+            let first = doc
+                .sentences
+                .partition_point(|s| s.byte_end <= chunk.byte_start);
+            // The unit holding sentence `first` starts at it, or is the block before it.
+            let holder = match blocks.range(..=first).next_back() {
+                Some((&a, &b)) if b >= first => a,
+                _ => first,
+            };
+            let mut i = holder.max(next);
+            while i < doc.sentences.len() && doc.sentences[i].byte_start < chunk.byte_end {
+                visit.push(i);
+                i = unit_end(i) + 1;
+            }
+            next = next.max(i);
+        }
+        for i in visit {
+            // A code block or table is one unit; any other sentence is its own.
+            let (range, whole_block) = match blocks.get(&i) {
+                Some(&last) => (doc.sentences[i].cover(&doc.sentences[last]), true),
+                None => (doc.sentences[i], false),
+            };
+            let range = &range;
+            // The pooled chunks the sentence overlaps; the best one values it.
+            let first = doc
+                .chunks
+                .partition_point(|c| c.range.byte_end <= range.byte_start);
+            let pooled: Vec<(u32, f32)> = doc.chunks[first..]
+                .iter()
+                .take_while(|c| c.range.byte_start < range.byte_end)
+                .enumerate()
+                .filter_map(|(j, _)| {
+                    let o = (first + j) as u32;
+                    chunk_rel.get(&ChunkKey::new(d, o)).map(|&r| (o, r))
+                })
+                .collect();
+            if let Some(r) = pooled.iter().map(|p| p.1).reduce(f32::max) {
+                let parts = if clause_chars > 0 && !whole_block {
+                    clauses(&doc.text, *range, clause_chars)
+                } else {
+                    vec![*range]
+                };
+                for part in parts {
+                    let mut t = terms(part.slice(&doc.text));
+                    if heading_terms {
+                        let section = doc.chunks[first].section;
+                        t.extend_from_slice(
+                            heading
+                                .entry(section)
+                                .or_insert_with(|| terms(&doc.section_path(section))),
+                        );
+                    }
+                    texts.push(t);
+                    cands.push(SentenceHit {
+                        doc: d,
+                        sentence: i,
+                        range: part,
+                        chunks: pooled.iter().map(|p| p.0).collect(),
+                        value: r,
+                    });
+                }
+            }
+        }
+    }
+    let mut s = lexical_scores(&terms(req.query), &texts);
+    if feedback_weight > 0.0 && !req.feedback.is_empty() {
+        s = with_feedback(req.feedback, &texts, &s, feedback_weight);
+        notes.push(format!(
+            "topk: query expanded with {} feedback term(s): {}",
+            req.feedback.len(),
+            req.feedback
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    if let Some(q) = req.query_vector {
+        let sims: Vec<f32> = cands
+            .iter()
+            .map_while(|c| {
+                req.corpus
+                    .sentence_vector(c.doc, c.sentence)
+                    .filter(|v| v.len() == q.len())
+                    .map(|v| cosine(v, q))
+            })
+            .collect();
+        if sims.len() == cands.len() && !sims.is_empty() {
+            let lo = sims.iter().copied().fold(f32::INFINITY, f32::min);
+            let hi = sims.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            for (x, d) in s.iter_mut().zip(&sims) {
+                let d = if hi > lo { (d - lo) / (hi - lo) } else { 0.0 };
+                *x = dense_weight * d + (1.0 - dense_weight) * *x;
+            }
+            notes.push("topk: sentence similarity from stored sentence vectors".into());
+        }
+    }
+    if neighbour_weight > 0.0 {
+        s = with_neighbours(req, &cands, &s, neighbour_weight);
+    }
+    for (c, x) in cands.iter_mut().zip(&s) {
+        c.value *= floor + (1.0 - floor) * x;
+    }
+    cands.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then(a.doc.cmp(&b.doc))
+            .then(a.range.byte_start.cmp(&b.range.byte_start))
+    });
+    cands
+}
