@@ -72,10 +72,34 @@ pub fn select_segments_optimal(
     params: &SegmentParams,
 ) -> Result<Vec<SelectedSegment>, SegmentError> {
     validate_input(docs, params)?;
+    let (mut cands, total_tokens) = candidates(docs, params);
+    if cands.is_empty() || params.max_segments == 0 {
+        return Ok(Vec::new());
+    }
+    let units = budget_units(&mut cands, params, total_tokens);
+    cands.retain(|c| c.units <= units);
+    if cands.is_empty() {
+        return Ok(Vec::new());
+    }
+    cands.sort_by_key(|c| (c.doc_index, c.end, c.start));
+    let k_max = params.max_segments.min(cands.len());
+    let events = programme(docs, &cands, k_max, units);
+    let mut out = walk_back(docs, &cands, &events, k_max, units);
+    out.sort_by(|x, y| {
+        y.value
+            .total_cmp(&x.value)
+            .then(x.doc.cmp(&y.doc))
+            .then(x.start.cmp(&y.start))
+    });
+    Ok(out)
+}
+
+/// Every qualifying segment (starting and ending on a positive value, worth at least
+/// `min_value`, at most `max_len_chunks` long, within the budget), in visit order, and
+/// their tokens summed.
+fn candidates(docs: &[DocValues], params: &SegmentParams) -> (Vec<Cand>, u64) {
     let min_value = f64::from(params.min_value);
     let max_len = params.max_len_chunks;
-
-    // Candidates, grouped by (document, end) in visit order.
     let mut cands: Vec<Cand> = Vec::new();
     let mut total_tokens = 0u64;
     for (di, d) in docs.iter().enumerate() {
@@ -103,36 +127,40 @@ pub fn select_segments_optimal(
             }
         }
     }
-    if cands.is_empty() || params.max_segments == 0 {
-        return Ok(Vec::new());
+    (cands, total_tokens)
+}
+
+/// Budget units: when all candidates together fit, the budget cannot bind and costs
+/// nothing (0: one unit column); otherwise tokens are grouped in units of `q` (each
+/// candidate's `units` set) and the budget is `max_total_tokens / q` units.
+fn budget_units(cands: &mut [Cand], params: &SegmentParams, total_tokens: u64) -> usize {
+    if total_tokens <= params.max_total_tokens {
+        return 0;
     }
-    // Budget units. When all candidates together fit, the budget cannot bind and costs
-    // nothing (one unit column); otherwise tokens are grouped in units of `q`.
-    let units = if total_tokens <= params.max_total_tokens {
-        0
-    } else {
-        let q = params.max_total_tokens.div_ceil(MAX_UNITS).max(1);
-        for c in &mut cands {
-            c.units = c.tokens.div_ceil(q) as usize;
-        }
-        (params.max_total_tokens / q) as usize
-    };
-    cands.retain(|c| c.units <= units);
-    if cands.is_empty() {
-        return Ok(Vec::new());
+    let q = params.max_total_tokens.div_ceil(MAX_UNITS).max(1);
+    for c in cands.iter_mut() {
+        c.units = c.tokens.div_ceil(q) as usize;
     }
-    cands.sort_by_key(|c| (c.doc_index, c.end, c.start));
-    let k_max = params.max_segments.min(cands.len());
+    (params.max_total_tokens / q) as usize
+}
+
+/// One end event of the programme: the position (document index, chunk) where
+/// candidates end, and for each cell `(k, b)` of the table the candidate that set it
+/// there (`u32::MAX`: kept from before).
+type EndEvent = ((usize, usize), Vec<u32>);
+
+/// The dynamic programme over positions in visit order: `G[k][b]`, the best total of at
+/// most `k` segments in at most `b` units ending before the position, extended at each
+/// end event by the candidates ending there from the table saved at their start.
+fn programme(docs: &[DocValues], cands: &[Cand], k_max: usize, units: usize) -> Vec<EndEvent> {
     let width = units + 1;
     let layer = (k_max + 1) * width;
-
     // Saved tables per distinct (doc, start) of a candidate.
     let mut starts: Vec<(usize, usize)> = cands.iter().map(|c| (c.doc_index, c.start)).collect();
     starts.sort_unstable();
     starts.dedup();
     let mut saved: Vec<Vec<f64>> = vec![Vec::new(); starts.len()];
-    // Choice per end event: which candidate set G[k][b] at that event (u32::MAX: kept).
-    let mut events: Vec<((usize, usize), Vec<u32>)> = Vec::new();
+    let mut events: Vec<EndEvent> = Vec::new();
 
     let mut g = vec![0.0f64; layer];
     let mut next_start = 0usize; // index into `starts`
@@ -162,26 +190,7 @@ pub fn select_segments_optimal(
                         }
                     }
                 }
-                // Keep the tables monotone in k and b ("at most").
-                for k in 0..=k_max {
-                    for b in 0..=units {
-                        let i = k * width + b;
-                        let mut best = g[i];
-                        let mut from = choice[i];
-                        if b > 0 && g[i - 1] > best {
-                            best = g[i - 1];
-                            from = choice[i - 1];
-                        }
-                        if k > 0 && g[i - width] > best {
-                            best = g[i - width];
-                            from = choice[i - width];
-                        }
-                        if best > g[i] {
-                            g[i] = best;
-                            choice[i] = from;
-                        }
-                    }
-                }
+                keep_monotone(&mut g, &mut choice, k_max, width);
                 events.push(((di, p), choice));
             }
             // Candidates starting at p.
@@ -191,8 +200,42 @@ pub fn select_segments_optimal(
             }
         }
     }
+    events
+}
 
-    // Walk back from the end: find the latest event that chose the current cell.
+/// Keeps the table monotone in `k` and `b` ("at most"), carrying each cell's choice.
+fn keep_monotone(g: &mut [f64], choice: &mut [u32], k_max: usize, width: usize) {
+    for k in 0..=k_max {
+        for b in 0..width {
+            let i = k * width + b;
+            let mut best = g[i];
+            let mut from = choice[i];
+            if b > 0 && g[i - 1] > best {
+                best = g[i - 1];
+                from = choice[i - 1];
+            }
+            if k > 0 && g[i - width] > best {
+                best = g[i - width];
+                from = choice[i - width];
+            }
+            if best > g[i] {
+                g[i] = best;
+                choice[i] = from;
+            }
+        }
+    }
+}
+
+/// The selection, walked back from the end: the latest event that chose the current
+/// cell gives a segment, and the walk goes on from the table saved at its start.
+fn walk_back(
+    docs: &[DocValues],
+    cands: &[Cand],
+    events: &[EndEvent],
+    k_max: usize,
+    units: usize,
+) -> Vec<SelectedSegment> {
+    let width = units + 1;
     let mut out = Vec::new();
     let (mut k, mut b) = (k_max, units);
     let mut ev = events.len();
@@ -218,13 +261,7 @@ pub fn select_segments_optimal(
             ev -= 1;
         }
     }
-    out.sort_by(|x, y| {
-        y.value
-            .total_cmp(&x.value)
-            .then(x.doc.cmp(&y.doc))
-            .then(x.start.cmp(&y.start))
-    });
-    Ok(out)
+    out
 }
 
 /// [`select_segments_optimal`] on lower bounds of the token counts, refined lazily: see

@@ -12,6 +12,15 @@ pub(crate) mod units;
 #[cfg(test)]
 use excerpt_core::{Document, TextRange};
 
+/// `xs` min-max scaled to [0, 1] (all 0 when they are all equal): how the sentence routes
+/// put stored sentence similarities on the scale of their lexical scores.
+pub(crate) fn min_max_scaled(xs: &[f32]) -> impl Iterator<Item = f32> + '_ {
+    let lo = xs.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    xs.iter()
+        .map(move |&x| if hi > lo { (x - lo) / (hi - lo) } else { 0.0 })
+}
+
 #[cfg(test)]
 /// A document whose sentences are its lines.
 pub(crate) fn lines_doc(text: &str, hash: &str) -> Document {

@@ -28,6 +28,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use excerpt_core::Embedder;
+
 use crate::context::AssembleRequest;
 use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, cosine, Assembler, RHit, Selection};
@@ -197,6 +199,10 @@ fn grow<'v>(
     (left, right)
 }
 
+/// `window`: each of the best hits seeds a window at its sentence most similar to the
+/// query, grown while neighbours stay similar ([`grow`]); hits are taken in rank order,
+/// in waves of [`WAVE`] whose sentence vectors are read or embedded together
+/// ([`WaveVectors::load`]), until the budget is (nearly) full.
 fn window(
     p: &WindowParams,
     hits: &[RHit],
@@ -228,16 +234,66 @@ fn window(
     // sentences it can reach that no earlier wave embedded (one `embed` call, identical
     // texts once), then grows its windows and offers them to the budget. Waves stop when
     // the budget is (nearly) full, so a small budget embeds only what it can use.
-    let mut vectors: BTreeMap<(u32, usize), usize> = BTreeMap::new();
-    let mut store: Vec<Vec<f32>> = Vec::new();
-    let mut by_text: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut grown, mut expanded, mut embedded, mut calls) = (0usize, 0usize, 0usize, 0usize);
-    let mut stored = 0usize;
+    let mut vecs = WaveVectors::default();
+    let (mut grown, mut expanded) = (0usize, 0usize);
     for wave in top.chunks(WAVE) {
         if budget_spent(sel) {
             break;
         }
-        // Sentence ranges [s0, s1) overlapping each hit chunk, and everything reachable.
+        let plan = vecs.load(p, wave, req, embedder, &query)?;
+        for &(h, s0, s1) in &plan {
+            if budget_spent(sel) {
+                break;
+            }
+            expanded += 1;
+            grown += expand(p, h, (s0, s1), req, sel, &query, &vecs);
+        }
+    }
+    notes.push(format!(
+        "window: {expanded} hit(s) expanded, threshold {}, max_expand {}: {} sentence vector(s) read from the index, {} sentence(s) embedded in {} call(s), windows grew by {grown} sentence(s)",
+        p.threshold,
+        p.max_expand,
+        vecs.stored,
+        vecs.embedded,
+        vecs.calls,
+    ));
+    Ok(())
+}
+
+/// The sentence vectors the windows can reach, gathered wave by wave: read from the
+/// index when it stores them, else embedded, each distinct text once.
+#[derive(Default)]
+struct WaveVectors {
+    /// (document, sentence) → position in `store`.
+    vectors: BTreeMap<(u32, usize), usize>,
+    store: Vec<Vec<f32>>,
+    /// Embedded text → position in `store`.
+    by_text: BTreeMap<String, usize>,
+    /// Vectors read from the index.
+    stored: usize,
+    /// Sentences embedded.
+    embedded: usize,
+    /// Calls to the embedder.
+    calls: usize,
+}
+
+impl WaveVectors {
+    /// The vector of sentence `i` of document `d`, when gathered.
+    fn get(&self, d: u32, i: usize) -> Option<&Vec<f32>> {
+        self.vectors.get(&(d, i)).and_then(|&k| self.store.get(k))
+    }
+
+    /// Plans one wave: each hit with the sentences `[s0, s1)` overlapping its chunk, after
+    /// gathering the vectors of every sentence within `max_expand` of them (one `embed`
+    /// call for those the index lacks).
+    fn load(
+        &mut self,
+        p: &WindowParams,
+        wave: &[RHit],
+        req: &AssembleRequest<'_>,
+        embedder: &dyn Embedder,
+        query: &[f32],
+    ) -> Result<Vec<(RHit, usize, usize)>, ContextError> {
         let mut plan = Vec::with_capacity(wave.len());
         let mut texts: Vec<&str> = Vec::new();
         let mut pending: Vec<((u32, usize), usize)> = Vec::new();
@@ -256,7 +312,7 @@ fn window(
                 let hi = s1.saturating_add(p.max_expand).min(doc.sentences.len());
                 for i in lo..hi {
                     let key = (h.key.doc, i);
-                    if vectors.contains_key(&key) {
+                    if self.vectors.contains_key(&key) {
                         continue;
                     }
                     if let Some(v) = req.corpus.sentence_vector(h.key.doc, i) {
@@ -267,21 +323,21 @@ fn window(
                                 got: v.len(),
                             });
                         }
-                        vectors.insert(key, store.len());
-                        store.push(v.to_vec());
-                        stored += 1;
+                        self.vectors.insert(key, self.store.len());
+                        self.store.push(v.to_vec());
+                        self.stored += 1;
                         continue;
                     }
                     let t = doc.sentences[i].slice(&doc.text);
-                    if let Some(&k) = by_text.get(t) {
-                        vectors.insert(key, k);
+                    if let Some(&k) = self.by_text.get(t) {
+                        self.vectors.insert(key, k);
                         continue;
                     }
                     let slot = *wave_text.entry(t).or_insert_with(|| {
                         texts.push(t);
                         texts.len() - 1
                     });
-                    vectors.insert(key, usize::MAX);
+                    self.vectors.insert(key, usize::MAX);
                     pending.push((key, slot));
                 }
             }
@@ -289,7 +345,7 @@ fn window(
         }
         if !texts.is_empty() {
             let got = embedder.embed(&texts)?;
-            calls += 1;
+            self.calls += 1;
             if got.len() != texts.len() {
                 return Err(ContextError::EmbedCount {
                     expected: texts.len(),
@@ -303,63 +359,66 @@ fn window(
                     got: v.len(),
                 });
             }
-            embedded += texts.len();
-            let base = store.len();
+            self.embedded += texts.len();
+            let base = self.store.len();
             for (t, v) in texts.iter().zip(got) {
-                by_text.insert((*t).to_string(), store.len());
-                store.push(v);
+                self.by_text.insert((*t).to_string(), self.store.len());
+                self.store.push(v);
             }
             for (key, slot) in pending {
-                vectors.insert(key, base + slot);
+                self.vectors.insert(key, base + slot);
             }
         }
-        let vec_of = |d: u32, i: usize| vectors.get(&(d, i)).and_then(|&k| store.get(k));
+        Ok(plan)
+    }
+}
 
-        for &(h, s0, s1) in &plan {
-            if budget_spent(sel) {
-                break;
-            }
-            expanded += 1;
-            let d = h.key.doc;
-            let Some(doc) = req.corpus.document(d) else {
-                continue;
-            };
-            let o = h.key.ordinal as usize;
-            if s0 >= s1 {
-                // No sentence information: the chunk itself.
-                sel.try_add(
-                    d,
-                    doc,
-                    chunk_span(doc, o, o),
-                    h.score,
-                    h.relevance,
-                    &[h.key.ordinal],
-                );
-                continue;
-            }
-            let mut seed = s0;
-            let mut best = f32::NEG_INFINITY;
-            for i in s0..s1 {
-                let c = vec_of(d, i).map_or(f32::NEG_INFINITY, |v| cosine(v, &query));
-                if c > best {
-                    best = c;
-                    seed = i;
-                }
-            }
-            let (left, right) = grow(p, seed, doc.sentences.len(), &query, |i| {
-                vec_of(d, i).map(Vec::as_slice)
-            });
-            grown += (seed - left) + (right - seed);
-            let range = doc.sentences[left].cover(&doc.sentences[right]);
-            sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
+/// Offers hit `h`'s window to `sel`: seeded at its sentence (of `[s0, s1)`) most similar
+/// to the query and grown by [`grow`], or the chunk itself without sentences. Returns
+/// how many sentences the window grew by.
+fn expand(
+    p: &WindowParams,
+    h: RHit,
+    (s0, s1): (usize, usize),
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    query: &[f32],
+    vecs: &WaveVectors,
+) -> usize {
+    let d = h.key.doc;
+    let Some(doc) = req.corpus.document(d) else {
+        return 0;
+    };
+    let o = h.key.ordinal as usize;
+    if s0 >= s1 {
+        // No sentence information: the chunk itself.
+        sel.try_add(
+            d,
+            doc,
+            chunk_span(doc, o, o),
+            h.score,
+            h.relevance,
+            &[h.key.ordinal],
+        );
+        return 0;
+    }
+    let mut seed = s0;
+    let mut best = f32::NEG_INFINITY;
+    for i in s0..s1 {
+        let c = vecs
+            .get(d, i)
+            .map_or(f32::NEG_INFINITY, |v| cosine(v, query));
+        if c > best {
+            best = c;
+            seed = i;
         }
     }
-    notes.push(format!(
-        "window: {expanded} hit(s) expanded, threshold {}, max_expand {}: {stored} sentence vector(s) read from the index, {embedded} sentence(s) embedded in {calls} call(s), windows grew by {grown} sentence(s)",
-        p.threshold,
-        p.max_expand,
-    ));
-    Ok(())
+    let (left, right) = grow(p, seed, doc.sentences.len(), query, |i| {
+        vecs.get(d, i).map(Vec::as_slice)
+    });
+    let range = doc.sentences[left].cover(&doc.sentences[right]);
+    sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
+    (seed - left) + (right - seed)
 }
 
 /// How many documents of the best hits `seeds = sentence` searches.

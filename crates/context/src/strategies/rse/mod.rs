@@ -320,6 +320,22 @@ fn fit_map(points: &[(f64, f64)], cap: f64) -> CosMap {
     }
 }
 
+/// A chunk vector of the query's dimension, else the error.
+fn check_dim(q: &[f32], v: &[f32]) -> Result<(), ContextError> {
+    if v.len() != q.len() {
+        Err(ContextError::DimensionMismatch {
+            what: "chunk vector",
+            expected: q.len(),
+            got: v.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `rse`: values every chunk of the best hits' documents ([`chunk_values`]), selects
+/// the best segments of chunks ([`chunk_segments`]) or of sentences
+/// ([`sentences::rse_sentences`]), and fills what is left with hits in rank order.
 pub(crate) fn rse(
     p: &RseParams,
     hits: &[RHit],
@@ -338,53 +354,93 @@ pub(crate) fn rse(
     }
     docs.sort_unstable();
     let by_key: BTreeMap<ChunkKey, &RHit> = hits.iter().map(|h| (h.key, h)).collect();
-    let n_hits = hits.len() as f64;
     let decay = f64::from(p.rank_decay);
-    let unretrieved_factor = (-n_hits / decay).exp() as f32;
-
-    let check_dim = |q: &[f32], v: &[f32]| {
-        if v.len() != q.len() {
-            Err(ContextError::DimensionMismatch {
-                what: "chunk vector",
-                expected: q.len(),
-                got: v.len(),
-            })
-        } else {
-            Ok(())
-        }
-    };
-    let map = match req.query_vector {
-        None => {
+    let map = unretrieved_map(p, hits, req, notes)?;
+    let (mut doc_values, relevances) = chunk_values(p, req, &docs, &by_key, map, hits.len())?;
+    if p.unit == RseUnit::Sentence {
+        let chunk_rel: Vec<(u32, Vec<f32>)> = doc_values
+            .iter()
+            .map(|d| (d.doc, d.values.iter().map(|v| v + p.threshold).collect()))
+            .collect();
+        let sp = SentenceParams {
+            threshold: p.threshold,
+            max_len_chunks: p.max_len_chunks,
+            min_value: p.min_value,
+            max_segments: p.max_segments,
+            lexical_floor: p.lexical_floor,
+            dense_weight: p.dense_weight,
+        };
+        rse_sentences(&sp, req, sel, notes, &chunk_rel, &by_key)?;
+    } else {
+        chunk_segments(p, req, sel, notes, &mut doc_values, &relevances, &by_key)?;
+    }
+    if p.fill {
+        // Remaining hits in rank order, each scored by its chunk value so documents
+        // reached only this way sort after the segments' documents.
+        let filled = fill_with_hits(hits, req, sel, |h| {
+            h.score_relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold
+        });
+        if filled > 0 {
             notes.push(format!(
-                "rse: no query vector, unretrieved chunks valued at -{}",
-                p.threshold
+                "rse: filled the budget left with {filled} more hit chunk(s) in rank order"
             ));
-            None
         }
-        Some(q) => {
-            let mut points = Vec::new();
-            for h in hits {
-                if let Some(v) = req.corpus.chunk_vector(h.key) {
-                    check_dim(q, v)?;
-                    points.push((f64::from(cosine(v, q)), f64::from(h.score_relevance)));
-                }
-            }
-            let cap = hits
-                .iter()
-                .map(|h| f64::from(h.score_relevance))
-                .fold(f64::INFINITY, f64::min);
-            let m = fit_map(&points, if cap.is_finite() { cap } else { 0.0 });
-            notes.push(format!(
-                "rse: unretrieved chunks valued by similarity, rel(cos) = clamp({:.3} + {:.3}*cos, 0, {:.3})",
-                m.a, m.b, m.cap
-            ));
-            Some((q, m))
-        }
-    };
+    }
+    Ok(())
+}
 
+/// How chunks retrieval did not return are valued: with a query vector, their cosine
+/// mapped onto the hits' relevance scale ([`fit_map`] over the hits' vectors); without
+/// one, `None` (they are worth `-threshold`).
+fn unretrieved_map<'q>(
+    p: &RseParams,
+    hits: &[RHit],
+    req: &AssembleRequest<'q>,
+    notes: &mut Vec<String>,
+) -> Result<Option<(&'q [f32], CosMap)>, ContextError> {
+    let Some(q) = req.query_vector else {
+        notes.push(format!(
+            "rse: no query vector, unretrieved chunks valued at -{}",
+            p.threshold
+        ));
+        return Ok(None);
+    };
+    let mut points = Vec::new();
+    for h in hits {
+        if let Some(v) = req.corpus.chunk_vector(h.key) {
+            check_dim(q, v)?;
+            points.push((f64::from(cosine(v, q)), f64::from(h.score_relevance)));
+        }
+    }
+    let cap = hits
+        .iter()
+        .map(|h| f64::from(h.score_relevance))
+        .fold(f64::INFINITY, f64::min);
+    let m = fit_map(&points, if cap.is_finite() { cap } else { 0.0 });
+    notes.push(format!(
+        "rse: unretrieved chunks valued by similarity, rel(cos) = clamp({:.3} + {:.3}*cos, 0, {:.3})",
+        m.a, m.b, m.cap
+    ));
+    Ok(Some((q, m)))
+}
+
+/// Every chunk's value (its rank-damped relevance less `threshold`) and relevance in
+/// each of `docs`, with token lengths as lower bounds where a qualifying segment can
+/// reach (0 elsewhere): `select_segments_lazy` asks for exact counts only for the chunks
+/// of segments it picks.
+fn chunk_values(
+    p: &RseParams,
+    req: &AssembleRequest<'_>,
+    docs: &[u32],
+    by_key: &BTreeMap<ChunkKey, &RHit>,
+    map: Option<(&[f32], CosMap)>,
+    n_hits: usize,
+) -> Result<(Vec<DocValues>, BTreeMap<u32, Vec<f32>>), ContextError> {
+    let decay = f64::from(p.rank_decay);
+    let unretrieved_factor = (-(n_hits as f64) / decay).exp() as f32;
     let mut doc_values = Vec::with_capacity(docs.len());
     let mut relevances: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
-    for &d in &docs {
+    for &d in docs {
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
@@ -410,9 +466,6 @@ pub(crate) fn rse(
             values.push(v);
             rels.push(r);
         }
-        // Token lengths start as lower bounds (a word count where a qualifying segment can
-        // reach, 0 elsewhere); `select_segments_lazy` asks for exact counts only for the
-        // chunks of segments it picks.
         let mut reach = vec![false; n];
         let span = p.max_len_chunks.saturating_sub(1);
         for (i, &v) in values.iter().enumerate() {
@@ -441,78 +494,63 @@ pub(crate) fn rse(
         });
         relevances.insert(d, rels);
     }
+    Ok((doc_values, relevances))
+}
 
-    if p.unit == RseUnit::Sentence {
-        let chunk_rel: Vec<(u32, Vec<f32>)> = doc_values
-            .iter()
-            .map(|d| (d.doc, d.values.iter().map(|v| v + p.threshold).collect()))
-            .collect();
-        let sp = SentenceParams {
-            threshold: p.threshold,
-            max_len_chunks: p.max_len_chunks,
-            min_value: p.min_value,
-            max_segments: p.max_segments,
-            lexical_floor: p.lexical_floor,
-            dense_weight: p.dense_weight,
-        };
-        rse_sentences(&sp, req, sel, notes, &chunk_rel, &by_key)?;
+/// Selects the best segments of chunks (budget-optimal with `optimal`, else greedy) and
+/// adds them to `sel`, each with the best relevance among its chunks.
+fn chunk_segments(
+    p: &RseParams,
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    notes: &mut Vec<String>,
+    doc_values: &mut [DocValues],
+    relevances: &BTreeMap<u32, Vec<f32>>,
+    by_key: &BTreeMap<ChunkKey, &RHit>,
+) -> Result<(), ContextError> {
+    let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
+    let params = SegmentParams {
+        max_len_chunks: p.max_len_chunks,
+        max_total_tokens: sel.remaining() as u64,
+        min_value: p.min_value,
+        max_segments: p.max_segments,
+    };
+    let exact = |i: usize, o: usize| {
+        let count = req
+            .corpus
+            .document(docs_in_values[i])
+            .map_or(0, |doc| req.tokens.count(doc.chunk_text(o)));
+        u32::try_from(count).unwrap_or(u32::MAX)
+    };
+    let segments = if p.optimal {
+        select_segments_optimal_lazy(doc_values, &params, exact)?
     } else {
-        let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
-        let params = SegmentParams {
-            max_len_chunks: p.max_len_chunks,
-            max_total_tokens: sel.remaining() as u64,
-            min_value: p.min_value,
-            max_segments: p.max_segments,
+        select_segments_lazy(doc_values, &params, exact)?
+    };
+    let mut added = 0usize;
+    for s in &segments {
+        let Some(doc) = req.corpus.document(s.doc) else {
+            continue;
         };
-        let exact = |i: usize, o: usize| {
-            let count = req
-                .corpus
-                .document(docs_in_values[i])
-                .map_or(0, |doc| req.tokens.count(doc.chunk_text(o)));
-            u32::try_from(count).unwrap_or(u32::MAX)
-        };
-        let segments = if p.optimal {
-            select_segments_optimal_lazy(&mut doc_values, &params, exact)?
-        } else {
-            select_segments_lazy(&mut doc_values, &params, exact)?
-        };
-        let mut added = 0usize;
-        for s in &segments {
-            let Some(doc) = req.corpus.document(s.doc) else {
-                continue;
-            };
-            let relevance = relevances
-                .get(&s.doc)
-                .and_then(|r| r.get(s.start..s.end))
-                .and_then(|r| r.iter().copied().reduce(f32::max))
-                .unwrap_or(0.0);
-            let hit_ordinals: Vec<u32> = (s.start..s.end)
-                .map(|o| o as u32)
-                .filter(|&o| by_key.contains_key(&ChunkKey::new(s.doc, o)))
-                .collect();
-            let range = chunk_span(doc, s.start, s.end - 1);
-            if sel.try_add(s.doc, doc, range, s.value, relevance, &hit_ordinals) {
-                added += 1;
-            }
-        }
-        notes.push(format!(
-            "rse: threshold {}, {} candidate document(s), {} segment(s) selected, {added} fit",
-            p.threshold,
-            doc_values.len(),
-            segments.len()
-        ));
-    }
-    if p.fill {
-        // Remaining hits in rank order, each scored by its chunk value so documents
-        // reached only this way sort after the segments' documents.
-        let filled = fill_with_hits(hits, req, sel, |h| {
-            h.score_relevance * (-(h.rank as f64) / decay).exp() as f32 - p.threshold
-        });
-        if filled > 0 {
-            notes.push(format!(
-                "rse: filled the budget left with {filled} more hit chunk(s) in rank order"
-            ));
+        let relevance = relevances
+            .get(&s.doc)
+            .and_then(|r| r.get(s.start..s.end))
+            .and_then(|r| r.iter().copied().reduce(f32::max))
+            .unwrap_or(0.0);
+        let hit_ordinals: Vec<u32> = (s.start..s.end)
+            .map(|o| o as u32)
+            .filter(|&o| by_key.contains_key(&ChunkKey::new(s.doc, o)))
+            .collect();
+        let range = chunk_span(doc, s.start, s.end - 1);
+        if sel.try_add(s.doc, doc, range, s.value, relevance, &hit_ordinals) {
+            added += 1;
         }
     }
+    notes.push(format!(
+        "rse: threshold {}, {} candidate document(s), {} segment(s) selected, {added} fit",
+        p.threshold,
+        doc_values.len(),
+        segments.len()
+    ));
     Ok(())
 }

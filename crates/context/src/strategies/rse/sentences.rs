@@ -33,6 +33,7 @@ use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{DocValues, SegmentParams};
 use crate::selection::{cosine, RHit, Selection};
 use crate::sentences::lexical::{lexical_scores, terms};
+use crate::sentences::min_max_scaled;
 use crate::sentences::units::{units_of, Unit};
 
 /// What [`rse_sentences`] takes from `rse`'s parameters.
@@ -64,46 +65,12 @@ pub(crate) fn rse_sentences(
     chunk_rel: &[(u32, Vec<f32>)],
     hits: &BTreeMap<ChunkKey, &RHit>,
 ) -> Result<(), ContextError> {
-    // Units of every candidate document, and the lexical pool: sentences of hit chunks.
-    let mut docs: Vec<(u32, &Document, Vec<Unit>)> = Vec::new();
-    let mut pool: Vec<Vec<String>> = Vec::new();
-    let mut pool_index: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    for (d, _) in chunk_rel {
-        let Some(doc) = req.corpus.document(*d) else {
-            continue;
-        };
-        let units = units_of(doc);
-        for (i, u) in units.iter().enumerate() {
-            if hits.contains_key(&ChunkKey::new(*d, u.chunk as u32)) {
-                pool_index.insert((docs.len(), i), pool.len());
-                pool.push(terms(u.range.slice(&doc.text)));
-            }
-        }
-        docs.push((*d, doc, units));
-    }
-    let mut lex = lexical_scores(&terms(req.query), &pool);
-    // Stored sentence vectors, when every pooled sentence has one: the sentence's
-    // similarity to the query (min-max scaled over the pool) is averaged with its lexical
-    // score.
-    if let Some(q) = req.query_vector {
-        let mut sims = Vec::with_capacity(pool.len());
-        for &(di, i) in pool_index.keys() {
-            let d = &docs[di].0;
-            match req.corpus.sentence_vector(*d, i) {
-                Some(v) if v.len() == q.len() => sims.push(cosine(v, q)),
-                _ => break,
-            }
-        }
-        if sims.len() == pool.len() && !sims.is_empty() {
-            let lo = sims.iter().copied().fold(f32::INFINITY, f32::min);
-            let hi = sims.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            for ((_, &k), s) in pool_index.iter().zip(&sims) {
-                let d = if hi > lo { (s - lo) / (hi - lo) } else { 0.0 };
-                lex[k] = p.dense_weight * d + (1.0 - p.dense_weight) * lex[k];
-            }
-            notes.push("rse: sentence similarity from stored sentence vectors".into());
-        }
-    }
+    // Units of every candidate document.
+    let docs: Vec<(u32, &Document, Vec<Unit>)> = chunk_rel
+        .iter()
+        .filter_map(|(d, _)| req.corpus.document(*d).map(|doc| (*d, doc, units_of(doc))))
+        .collect();
+    let lex = unit_matches(p, req, &docs, hits, notes);
 
     let floor = p.lexical_floor;
     // One reference chunk length for every sentence's weight, so a sentence is worth
@@ -125,7 +92,7 @@ pub(crate) fn rse_sentences(
         let mut urel = Vec::with_capacity(units.len());
         for (i, u) in units.iter().enumerate() {
             let rc = rels.get(u.chunk).copied().unwrap_or(0.0);
-            let l = pool_index.get(&(di, i)).map_or(0.0, |&k| lex[k]);
+            let l = lex.get(&(di, i)).copied().unwrap_or(0.0);
             let r = rc * (floor + (1.0 - floor) * l);
             let w = u.range.char_len() as f32 / chunk_chars;
             values.push((r - p.threshold) * w);
@@ -184,4 +151,46 @@ pub(crate) fn rse_sentences(
         segments.len()
     ));
     Ok(())
+}
+
+/// The match with the query of the units of hit chunks (the lexical pool), by position
+/// (document's index in `docs`, unit's index): BM25 over the pool divided by the best;
+/// with stored sentence vectors for every pooled unit, averaged by `dense_weight` with
+/// its similarity to the query (min-max scaled over the pool). Units of other chunks
+/// have no match.
+fn unit_matches(
+    p: &SentenceParams,
+    req: &AssembleRequest<'_>,
+    docs: &[(u32, &Document, Vec<Unit>)],
+    hits: &BTreeMap<ChunkKey, &RHit>,
+    notes: &mut Vec<String>,
+) -> BTreeMap<(usize, usize), f32> {
+    let mut pool: Vec<Vec<String>> = Vec::new();
+    let mut pool_index: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for (di, (d, doc, units)) in docs.iter().enumerate() {
+        for (i, u) in units.iter().enumerate() {
+            if hits.contains_key(&ChunkKey::new(*d, u.chunk as u32)) {
+                pool_index.insert((di, i), pool.len());
+                pool.push(terms(u.range.slice(&doc.text)));
+            }
+        }
+    }
+    let mut lex = lexical_scores(&terms(req.query), &pool);
+    if let Some(q) = req.query_vector {
+        let mut sims = Vec::with_capacity(pool.len());
+        for &(di, i) in pool_index.keys() {
+            let d = &docs[di].0;
+            match req.corpus.sentence_vector(*d, i) {
+                Some(v) if v.len() == q.len() => sims.push(cosine(v, q)),
+                _ => break,
+            }
+        }
+        if sims.len() == pool.len() && !sims.is_empty() {
+            for ((_, &k), d) in pool_index.iter().zip(min_max_scaled(&sims)) {
+                lex[k] = p.dense_weight * d + (1.0 - p.dense_weight) * lex[k];
+            }
+            notes.push("rse: sentence similarity from stored sentence vectors".into());
+        }
+    }
+    pool_index.into_iter().map(|(at, k)| (at, lex[k])).collect()
 }

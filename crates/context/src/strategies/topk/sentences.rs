@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use excerpt_core::{ChunkKey, TextRange};
+use excerpt_core::{ChunkKey, Document, TextRange};
 
 use crate::context::AssembleRequest;
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
 use crate::sentences::lexical::{lexical_scores, terms, weighted_scores};
+use crate::sentences::min_max_scaled;
 use crate::sentences::units::block_units;
 
 /// How [`best_sentences`] values sentences (from `topk`'s parameters).
@@ -137,6 +138,62 @@ pub(crate) fn best_sentences(
     for &(k, r) in pool {
         chunk_rel.entry(k).or_insert(r);
     }
+    let (mut cands, texts) = candidates(req, &chunk_rel, clause_chars, heading_terms);
+    let mut s = lexical_scores(&terms(req.query), &texts);
+    if feedback_weight > 0.0 && !req.feedback.is_empty() {
+        s = with_feedback(req.feedback, &texts, &s, feedback_weight);
+        notes.push(format!(
+            "topk: query expanded with {} feedback term(s): {}",
+            req.feedback.len(),
+            req.feedback
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    if let Some(q) = req.query_vector {
+        let sims: Vec<f32> = cands
+            .iter()
+            .map_while(|c| {
+                req.corpus
+                    .sentence_vector(c.doc, c.sentence)
+                    .filter(|v| v.len() == q.len())
+                    .map(|v| cosine(v, q))
+            })
+            .collect();
+        if sims.len() == cands.len() && !sims.is_empty() {
+            for (x, d) in s.iter_mut().zip(min_max_scaled(&sims)) {
+                *x = dense_weight * d + (1.0 - dense_weight) * *x;
+            }
+            notes.push("topk: sentence similarity from stored sentence vectors".into());
+        }
+    }
+    if neighbour_weight > 0.0 {
+        s = with_neighbours(req, &cands, &s, neighbour_weight);
+    }
+    for (c, x) in cands.iter_mut().zip(&s) {
+        c.value *= floor + (1.0 - floor) * x;
+    }
+    cands.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then(a.doc.cmp(&b.doc))
+            .then(a.range.byte_start.cmp(&b.range.byte_start))
+    });
+    cands
+}
+
+/// The candidate units of the pooled chunks (`chunk_rel`: each pooled chunk's
+/// relevance), each valued by the best pooled chunk it overlaps, with its terms (and its
+/// section's heading terms with `heading_terms`); sentences cut into clauses of at least
+/// `clause_chars` characters when above 0.
+fn candidates(
+    req: &AssembleRequest<'_>,
+    chunk_rel: &BTreeMap<ChunkKey, f32>,
+    clause_chars: usize,
+    heading_terms: bool,
+) -> (Vec<SentenceHit>, Vec<Vec<String>>) {
     let mut docs: Vec<u32> = chunk_rel.keys().map(|k| k.doc).collect();
     docs.dedup();
     let mut cands: Vec<SentenceHit> = Vec::new();
@@ -148,34 +205,11 @@ pub(crate) fn best_sentences(
         let blocks = block_units(doc);
         // Heading terms per section, stemmed once.
         let mut heading: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
-        // Only the units that overlap a pooled chunk become candidates, so only those
-        // are visited: for each pooled chunk (in reading order), from the unit holding
-        // the first sentence that ends inside or after it, to the last unit that
-        // starts before its end. A document of thousands of sentences costs what its
-        // pooled chunks hold.
         let pooled_ranges: Vec<TextRange> = chunk_rel
             .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
             .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
             .collect();
-        let unit_end = |i: usize| blocks.get(&i).map_or(i, |&last| last);
-        let mut next = 0usize;
-        let mut visit: Vec<usize> = Vec::new();
-        for chunk in &pooled_ranges {
-            let first = doc
-                .sentences
-                .partition_point(|s| s.byte_end <= chunk.byte_start);
-            // The unit holding sentence `first` starts at it, or is the block before it.
-            let holder = match blocks.range(..=first).next_back() {
-                Some((&a, &b)) if b >= first => a,
-                _ => first,
-            };
-            let mut i = holder.max(next);
-            while i < doc.sentences.len() && doc.sentences[i].byte_start < chunk.byte_end {
-                visit.push(i);
-                i = unit_end(i) + 1;
-            }
-            next = next.max(i);
-        }
+        let visit = units_to_visit(doc, &blocks, &pooled_ranges);
         for i in visit {
             // A code block or table is one unit; any other sentence is its own.
             let (range, whole_block) = match blocks.get(&i) {
@@ -224,50 +258,37 @@ pub(crate) fn best_sentences(
             }
         }
     }
-    let mut s = lexical_scores(&terms(req.query), &texts);
-    if feedback_weight > 0.0 && !req.feedback.is_empty() {
-        s = with_feedback(req.feedback, &texts, &s, feedback_weight);
-        notes.push(format!(
-            "topk: query expanded with {} feedback term(s): {}",
-            req.feedback.len(),
-            req.feedback
-                .iter()
-                .map(|(t, _)| t.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
-    }
-    if let Some(q) = req.query_vector {
-        let sims: Vec<f32> = cands
-            .iter()
-            .map_while(|c| {
-                req.corpus
-                    .sentence_vector(c.doc, c.sentence)
-                    .filter(|v| v.len() == q.len())
-                    .map(|v| cosine(v, q))
-            })
-            .collect();
-        if sims.len() == cands.len() && !sims.is_empty() {
-            let lo = sims.iter().copied().fold(f32::INFINITY, f32::min);
-            let hi = sims.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            for (x, d) in s.iter_mut().zip(&sims) {
-                let d = if hi > lo { (d - lo) / (hi - lo) } else { 0.0 };
-                *x = dense_weight * d + (1.0 - dense_weight) * *x;
-            }
-            notes.push("topk: sentence similarity from stored sentence vectors".into());
+    (cands, texts)
+}
+
+/// The first sentences of the units of `doc` that overlap the chunk ranges `pooled` (in
+/// reading order), each once. Only those units become candidates, so only those are
+/// visited: for each pooled chunk, from the unit holding the first sentence that ends
+/// inside or after it, to the last unit that starts before its end. A document of
+/// thousands of sentences costs what its pooled chunks hold.
+fn units_to_visit(
+    doc: &Document,
+    blocks: &BTreeMap<usize, usize>,
+    pooled: &[TextRange],
+) -> Vec<usize> {
+    let unit_end = |i: usize| blocks.get(&i).map_or(i, |&last| last);
+    let mut next = 0usize;
+    let mut visit: Vec<usize> = Vec::new();
+    for chunk in pooled {
+        let first = doc
+            .sentences
+            .partition_point(|s| s.byte_end <= chunk.byte_start);
+        // The unit holding sentence `first` starts at it, or is the block before it.
+        let holder = match blocks.range(..=first).next_back() {
+            Some((&a, &b)) if b >= first => a,
+            _ => first,
+        };
+        let mut i = holder.max(next);
+        while i < doc.sentences.len() && doc.sentences[i].byte_start < chunk.byte_end {
+            visit.push(i);
+            i = unit_end(i) + 1;
         }
+        next = next.max(i);
     }
-    if neighbour_weight > 0.0 {
-        s = with_neighbours(req, &cands, &s, neighbour_weight);
-    }
-    for (c, x) in cands.iter_mut().zip(&s) {
-        c.value *= floor + (1.0 - floor) * x;
-    }
-    cands.sort_by(|a, b| {
-        b.value
-            .total_cmp(&a.value)
-            .then(a.doc.cmp(&b.doc))
-            .then(a.range.byte_start.cmp(&b.range.byte_start))
-    });
-    cands
+    visit
 }
