@@ -1,13 +1,15 @@
 //! What the committed index holds, whichever store it is in: the document list, one
 //! document by id, statistics, and [`IndexContents`] (every document with its chunk
-//! vectors, for evaluation runs). The embedded index answers from its snapshot,
+//! vectors, for evaluation runs), through one [`Catalog`] per backend: the embedded index answers from its snapshot,
 //! PostgreSQL with SQL (`excerpt_postgres`'s listings).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use excerpt_core::Document;
 use excerpt_index::{IndexConfig, Snapshot};
+use excerpt_postgres::PgIndex;
 
 use crate::spec::{DocumentSummary, IndexStats};
 use crate::{Engine, EngineError};
@@ -102,19 +104,7 @@ impl Engine {
     /// Summaries of every committed document, in id order (on PostgreSQL counted in
     /// SQL, without reading the texts).
     pub fn documents(&self) -> Result<Vec<DocumentSummary>, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok(pg
-                .list_documents("")?
-                .into_iter()
-                .map(DocumentSummary::of_listing)
-                .collect());
-        }
-        let snap = self.snapshot()?;
-        Ok(snap
-            .documents()
-            .iter()
-            .map(|d| DocumentSummary::of(d))
-            .collect())
+        Ok(self.catalog()?.page("", 0, usize::MAX)?.1)
     }
 
     /// One page of the documents whose id starts with `prefix`, in id order: the
@@ -126,19 +116,91 @@ impl Engine {
         offset: usize,
         limit: usize,
     ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
-        if let Some(pg) = self.postgres()? {
-            let all = pg.list_documents(prefix)?;
-            let total = all.len();
-            let page = all
-                .into_iter()
-                .skip(offset)
-                .take(limit)
-                .map(DocumentSummary::of_listing)
-                .collect();
-            return Ok((total, page));
-        }
-        let snap = self.snapshot()?;
-        let matching: Vec<_> = snap
+        self.catalog()?.page(prefix, offset, limit)
+    }
+
+    /// The committed document `id`, whole; `None` when the index has none by that id.
+    pub fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
+        self.catalog()?.document(id)
+    }
+
+    /// Whether the index has a document `id` (on a damaged directory index, also one
+    /// whose text cannot be read).
+    pub fn has_document(&self, id: &str) -> Result<bool, EngineError> {
+        self.catalog()?.has_document(id)
+    }
+
+    /// The committed generation (always 0 on PostgreSQL, which has none) and the
+    /// number of documents.
+    pub fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
+        self.catalog()?.generation_and_documents()
+    }
+
+    /// Statistics of the committed index. On PostgreSQL: no generation or segments
+    /// (both 0), `disk_bytes` is what the index's tables take with their indexes, and
+    /// damage is never reported (PostgreSQL checks its own storage).
+    pub fn stats(&self) -> Result<IndexStats, EngineError> {
+        self.catalog()?.stats()
+    }
+
+    /// Every committed document with its chunk vectors ([`IndexContents`]). On
+    /// PostgreSQL this loads the whole index into memory; before the first ingest it
+    /// fails as queries do (no index).
+    pub fn contents(&self) -> Result<IndexContents, EngineError> {
+        self.catalog()?.contents()
+    }
+
+    /// The catalog of the backend this engine's index is in: the one place the reads
+    /// of this module ask which backend that is.
+    fn catalog(&self) -> Result<Box<dyn Catalog>, EngineError> {
+        Ok(match self.postgres()? {
+            Some(pg) => Box::new(PgCatalog(pg)),
+            None => Box::new(DirCatalog {
+                snap: self.snapshot()?,
+                dir: self.options.index_dir.clone(),
+            }),
+        })
+    }
+}
+
+/// What a backend tells about its committed index: the reads behind the engine's
+/// listings, one implementation per backend.
+trait Catalog {
+    /// The documents whose id starts with `prefix`, in id order: their number and the
+    /// summaries of `limit` of them from `offset`.
+    fn page(
+        &self,
+        prefix: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<DocumentSummary>), EngineError>;
+    /// The committed document `id`, whole.
+    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError>;
+    /// Whether there is a document `id`.
+    fn has_document(&self, id: &str) -> Result<bool, EngineError>;
+    /// The committed generation and the number of documents.
+    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError>;
+    /// Statistics of the committed index.
+    fn stats(&self) -> Result<IndexStats, EngineError>;
+    /// Every committed document with its chunk vectors.
+    fn contents(&self) -> Result<IndexContents, EngineError>;
+}
+
+/// An index directory's catalog: its snapshot, read in memory.
+struct DirCatalog {
+    snap: Arc<Snapshot>,
+    dir: PathBuf,
+}
+
+impl Catalog for DirCatalog {
+    fn page(
+        &self,
+        prefix: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
+        let matching: Vec<_> = self
+            .snap
             .documents()
             .iter()
             .filter(|d| d.id.starts_with(prefix))
@@ -152,59 +214,22 @@ impl Engine {
         Ok((matching.len(), page))
     }
 
-    /// The committed document `id`, whole; `None` when the index has none by that id.
-    pub fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok(pg.document(id)?.map(Arc::new));
-        }
-        let snap = self.snapshot()?;
+    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
+        let snap = &self.snap;
         Ok(snap.doc_index(id).and_then(|i| snap.doc(i)).cloned())
     }
 
-    /// Whether the index has a document `id` (on a damaged directory index, also one
-    /// whose text cannot be read).
-    pub fn has_document(&self, id: &str) -> Result<bool, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok(pg.committed_hash(id)?.is_some());
-        }
-        Ok(self.snapshot()?.doc_index(id).is_some())
+    fn has_document(&self, id: &str) -> Result<bool, EngineError> {
+        Ok(self.snap.doc_index(id).is_some())
     }
 
-    /// The committed generation (always 0 on PostgreSQL, which has none) and the
-    /// number of documents.
-    pub fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok((0, pg.document_count()?));
-        }
-        let snap = self.snapshot()?;
-        Ok((snap.manifest().generation, snap.documents().len()))
+    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
+        Ok((self.snap.manifest().generation, self.snap.documents().len()))
     }
 
-    /// Statistics of the committed index. On PostgreSQL: no generation or segments
-    /// (both 0), `disk_bytes` is what the index's tables take with their indexes, and
-    /// damage is never reported (PostgreSQL checks its own storage).
-    pub fn stats(&self) -> Result<IndexStats, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            let s = pg.stats()?;
-            let cfg = pg
-                .config()
-                .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
-                    url: pg.url().to_string(),
-                })?;
-            // No generations, segments or damage (zeros and empty lists).
-            return Ok(IndexStats {
-                documents: s.documents,
-                chunks: s.chunks,
-                text_bytes: s.text_bytes,
-                disk_bytes: s.disk_bytes,
-                sentence_vectors: s.sentence_vectors,
-                sentence_vector_documents: s.sentence_vector_documents,
-                ..described(pg.url().into(), cfg)
-            });
-        }
-        let snap = self.snapshot()?;
-        let s = snap.stats();
-        let cfg = snap.config();
+    fn stats(&self) -> Result<IndexStats, EngineError> {
+        let s = self.snap.stats();
+        let cfg = self.snap.config();
         Ok(IndexStats {
             generation: s.generation,
             documents: s.documents,
@@ -218,36 +243,90 @@ impl Engine {
             damage: s.damage.problems(),
             unavailable_documents: s.damage.lost_documents(),
             unavailable_unnamed: s.damage.lost_unnamed(),
-            ..described(self.options.index_dir.clone(), cfg)
+            ..described(self.dir.clone(), cfg)
         })
     }
 
-    /// Every committed document with its chunk vectors ([`IndexContents`]). On
-    /// PostgreSQL this loads the whole index into memory; before the first ingest it
-    /// fails as queries do (no index).
-    pub fn contents(&self) -> Result<IndexContents, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            let config =
-                pg.config()
-                    .cloned()
-                    .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
-                        url: pg.url().to_string(),
-                    })?;
-            let docs = pg.all_documents()?;
-            let by_id = docs
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (d.0.id.clone(), i))
-                .collect();
-            return Ok(IndexContents {
-                config,
-                source: Source::Loaded { docs, by_id },
-            });
-        }
-        let snap = self.snapshot()?;
+    fn contents(&self) -> Result<IndexContents, EngineError> {
         Ok(IndexContents {
-            config: snap.config().clone(),
-            source: Source::Snapshot(snap),
+            config: self.snap.config().clone(),
+            source: Source::Snapshot(self.snap.clone()),
+        })
+    }
+}
+
+/// A PostgreSQL index's catalog: listings counted in SQL.
+struct PgCatalog(Arc<PgIndex>);
+
+impl PgCatalog {
+    /// The index's config; none before the first ingest.
+    fn config(&self) -> Result<&IndexConfig, EngineError> {
+        let pg = &self.0;
+        Ok(pg
+            .config()
+            .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
+                url: pg.url().to_string(),
+            })?)
+    }
+}
+
+impl Catalog for PgCatalog {
+    fn page(
+        &self,
+        prefix: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
+        let all = self.0.list_documents(prefix)?;
+        let total = all.len();
+        let page = all
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(DocumentSummary::of_listing)
+            .collect();
+        Ok((total, page))
+    }
+
+    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
+        Ok(self.0.document(id)?.map(Arc::new))
+    }
+
+    fn has_document(&self, id: &str) -> Result<bool, EngineError> {
+        Ok(self.0.committed_hash(id)?.is_some())
+    }
+
+    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
+        Ok((0, self.0.document_count()?))
+    }
+
+    fn stats(&self) -> Result<IndexStats, EngineError> {
+        let pg = &self.0;
+        let s = pg.stats()?;
+        let cfg = self.config()?;
+        // No generations, segments or damage (zeros and empty lists).
+        Ok(IndexStats {
+            documents: s.documents,
+            chunks: s.chunks,
+            text_bytes: s.text_bytes,
+            disk_bytes: s.disk_bytes,
+            sentence_vectors: s.sentence_vectors,
+            sentence_vector_documents: s.sentence_vector_documents,
+            ..described(pg.url().into(), cfg)
+        })
+    }
+
+    fn contents(&self) -> Result<IndexContents, EngineError> {
+        let config = self.config()?.clone();
+        let docs = self.0.all_documents()?;
+        let by_id = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.0.id.clone(), i))
+            .collect();
+        Ok(IndexContents {
+            config,
+            source: Source::Loaded { docs, by_id },
         })
     }
 }
