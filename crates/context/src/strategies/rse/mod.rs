@@ -424,6 +424,9 @@ fn unretrieved_map<'q>(
     Ok(Some((q, m)))
 }
 
+/// Each candidate document's chunk relevances, by document position.
+type Relevances = BTreeMap<u32, Vec<f32>>;
+
 /// Every chunk's value (its rank-damped relevance less `threshold`) and relevance in
 /// each of `docs`, with token lengths as lower bounds where a qualifying segment can
 /// reach (0 elsewhere): `select_segments_lazy` asks for exact counts only for the chunks
@@ -435,7 +438,7 @@ fn chunk_values(
     by_key: &BTreeMap<ChunkKey, &RHit>,
     map: Option<(&[f32], CosMap)>,
     n_hits: usize,
-) -> Result<(Vec<DocValues>, BTreeMap<u32, Vec<f32>>), ContextError> {
+) -> Result<(Vec<DocValues>, Relevances), ContextError> {
     let decay = f64::from(p.rank_decay);
     let unretrieved_factor = (-(n_hits as f64) / decay).exp() as f32;
     let mut doc_values = Vec::with_capacity(docs.len());
@@ -505,7 +508,7 @@ fn chunk_segments(
     sel: &mut Selection<'_>,
     notes: &mut Vec<String>,
     doc_values: &mut [DocValues],
-    relevances: &BTreeMap<u32, Vec<f32>>,
+    relevances: &Relevances,
     by_key: &BTreeMap<ChunkKey, &RHit>,
 ) -> Result<(), ContextError> {
     let docs_in_values: Vec<u32> = doc_values.iter().map(|d| d.doc).collect();
