@@ -1,12 +1,19 @@
 //! Lexical matching of sentences: stemmed terms without function words, and BM25 over
 //! a pool of sentences (the sentence routes' and feedback terms' scoring).
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 /// Tokens of a text for lexical matching: lower-cased alphanumeric runs without English
 /// function words, reduced to their Snowball (Porter 2) English stems, so that
 /// "disclosure" meets "disclosed" and "terminates" meets "termination".
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
-    words(text).filter_map(|w| term(&stemmer, w)).collect()
+    let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    let memo = memo.get_or_insert_with(HashMap::new);
+    words(text)
+        .filter_map(|w| remembered_term(memo, &stemmer, w))
+        .collect()
 }
 
 /// The alphanumeric runs of `text`, as [`terms`] reads them.
@@ -17,8 +24,31 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
 
 /// The term of one word (see [`terms`]): `None` for a function word.
 pub(crate) fn term(stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+    let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    remembered_term(memo.get_or_insert_with(HashMap::new), stemmer, word)
+}
+
+/// Words whose term the memo keeps before it is emptied (about 6 MB at most).
+const TERM_MEMO_WORDS: usize = 1 << 16;
+
+/// The terms of the words seen so far, by the word as written, shared by every query:
+/// stemming costs about a microsecond a word, and a query's sentences and feedback
+/// chunks bring back mostly the words earlier queries brought.
+type TermMemo = HashMap<Box<str>, Option<Box<str>>>;
+static TERM_MEMO: Mutex<Option<TermMemo>> = Mutex::new(None);
+
+/// The term of `word`, from `memo` or stemmed (and remembered).
+fn remembered_term(memo: &mut TermMemo, stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+    if let Some(t) = memo.get(word) {
+        return t.as_deref().map(str::to_string);
+    }
     let lower = word.to_lowercase();
-    (!STOP.contains(&lower.as_str())).then(|| stemmer.stem(&lower).into_owned())
+    let t = (!STOP.contains(&lower.as_str())).then(|| stemmer.stem(&lower).into_owned());
+    if memo.len() >= TERM_MEMO_WORDS {
+        memo.clear();
+    }
+    memo.insert(word.into(), t.as_deref().map(Into::into));
+    t
 }
 
 /// Function words ignored by [`terms`].
