@@ -133,6 +133,21 @@ mod tests {
     }
 
     #[test]
+    fn remembered_terms_are_the_stemmed_ones_and_the_memo_stays_bounded() {
+        let text = "The Receiving Party shall return all documents.";
+        let fresh = terms(text);
+        assert_eq!(terms(text), fresh, "a remembered word gives its stem again");
+        // More distinct words than the memo keeps: it is emptied, never grows past it.
+        let many: String = (0..TERM_MEMO_WORDS + 10)
+            .map(|i| format!("w{i}x "))
+            .collect();
+        assert_eq!(terms(&many).len(), TERM_MEMO_WORDS + 10);
+        let len = TERM_MEMO.lock().unwrap().as_ref().map_or(0, HashMap::len);
+        assert!(len <= TERM_MEMO_WORDS, "{len}");
+        assert_eq!(terms(text), vec!["receiv", "parti", "return", "document"]);
+    }
+
+    #[test]
     fn lexical_scores_prefer_the_matching_sentence() {
         let q = terms("reverse engineer confidential information");
         let s: Vec<Vec<String>> = [
