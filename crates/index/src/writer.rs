@@ -458,104 +458,13 @@ impl IndexWriter {
             });
         }
         let _lock = lock_dir(dir)?;
-        let (mut next, recovered) = match health::load_manifest(dir, None) {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                return Err(IndexError::NotFound {
-                    dir: dir.to_path_buf(),
-                })
-            }
-            Err(e @ IndexError::Corrupt { .. }) => match fallback() {
-                Some(config) => health::load_manifest(dir, Some(&config))?.ok_or_else(|| {
-                    IndexError::NotFound {
-                        dir: dir.to_path_buf(),
-                    }
-                })?,
-                None => return Err(e),
-            },
-            Err(e) => return Err(e),
-        };
+        let (mut next, recovered) = repair_manifest(dir, fallback)?;
         let mut report = RepairReport {
             manifest: recovered,
             ..RepairReport::default()
         };
-        let dim = next.config.dimension;
-        let damaged_dir = dir.join("damaged");
-        let move_away = |meta: &SegmentMeta, exts: &[&str], report: &mut RepairReport| {
-            let mut moved = Vec::new();
-            for ext in exts {
-                let from = segment_file(dir, &meta.name, ext);
-                if from.exists() && fs::create_dir_all(&damaged_dir).is_ok() {
-                    let name = format!("{}.{ext}", meta.name);
-                    if fs::rename(&from, damaged_dir.join(&name)).is_ok() {
-                        moved.push(name);
-                    }
-                }
-            }
-            if !moved.is_empty() {
-                report
-                    .actions
-                    .push(format!("moved {} to damaged/", moved.join(", ")));
-            }
-        };
-        // Surviving segments with their documents (in segment order).
-        let mut kept: Vec<(SegmentMeta, Vec<Document>)> = Vec::new();
-        for mut meta in std::mem::take(&mut next.segments) {
-            let docs = match read_segment(dir, &meta, dim) {
-                Ok((docs, _)) => docs,
-                Err(e) => {
-                    report
-                        .dropped
-                        .push(health::lost_of(dir, &meta, health::describe(&e)));
-                    move_away(&meta, &["docs", "vec", "svec", "ids"], &mut report);
-                    continue;
-                }
-            };
-            if meta.svec_hash.is_some() {
-                if let Err(e) = read_sentence_vectors(dir, &meta, &docs, dim) {
-                    meta.svec_hash = None;
-                    report.actions.push(format!(
-                        "dropped the sentence vectors of segment {} ({}); its documents are                          kept without them",
-                        meta.name,
-                        health::describe(&e)
-                    ));
-                    move_away(&meta, &["svec"], &mut report);
-                }
-            }
-            if read_segment_ids(dir, &meta).is_err() {
-                let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-                meta.ids_hash = Some(write_segment_ids(dir, &meta.name, &ids)?);
-                report
-                    .actions
-                    .push(format!("wrote the id list of segment {}", meta.name));
-            }
-            kept.push((meta, docs));
-        }
-        // Newest version of every document: older live versions become deleted.
-        let mut newest: HashMap<&str, usize> = HashMap::new();
-        for (si, (meta, docs)) in kept.iter().enumerate() {
-            for d in docs {
-                if meta.deleted.binary_search(&d.id).is_err() {
-                    newest.insert(d.id.as_str(), si);
-                }
-            }
-        }
-        let mut superseded: Vec<(usize, String)> = Vec::new();
-        for (si, (meta, docs)) in kept.iter().enumerate() {
-            for d in docs {
-                if meta.deleted.binary_search(&d.id).is_err() && newest[d.id.as_str()] != si {
-                    superseded.push((si, d.id.clone()));
-                }
-            }
-        }
-        drop(newest);
-        for (si, id) in superseded {
-            let deleted = &mut kept[si].0.deleted;
-            if let Err(pos) = deleted.binary_search(&id) {
-                deleted.insert(pos, id);
-            }
-        }
-        kept.retain(|(m, _)| m.deleted.len() < m.docs);
+        let mut kept = surviving_segments(dir, &mut next, &mut report)?;
+        keep_newest_versions(&mut kept);
         let live: Vec<&Document> = kept
             .iter()
             .flat_map(|(m, docs)| {
@@ -563,66 +472,15 @@ impl IndexWriter {
                     .filter(|d| m.deleted.binary_search(&d.id).is_err())
             })
             .collect();
-        let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
-        for seg in &mut report.dropped {
-            seg.lost.retain(|id| !live_ids.contains(id.as_str()));
-        }
-        let lost: BTreeSet<String> = report
-            .dropped
-            .iter()
-            .flat_map(|s| s.lost.iter().cloned())
-            .collect();
-        report.lost_documents = lost.into_iter().collect();
-        report.lost_unnamed = report.dropped.iter().map(|s| s.lost_unnamed).sum();
-        report.documents = live.len();
+        count_losses(&mut report, &live);
 
         // The new generation names its files above every generation on disk.
         let generation = health::highest_generation(dir, &next) + 1;
         next.generation = generation;
         next.format = FORMAT_VERSION;
         next.segments = kept.iter().map(|(m, _)| m.clone()).collect();
-
-        // ANN: sound files are kept, the rest rebuilt.
-        if let Some(stem) = next.ann.as_ref().map(|m| m.centroids.clone()) {
-            let sound: BTreeSet<String> = ann::check_files(dir, &next)
-                .into_iter()
-                .filter(|(_, problem)| problem.is_none())
-                .map(|(file, _)| file)
-                .collect();
-            if !sound.contains(&format!("{ANN_DIR}/{stem}.ivf")) {
-                next.ann = None;
-            } else if let Some(meta) = next.ann.as_mut() {
-                meta.assignments
-                    .retain(|seg, _| sound.contains(&format!("{ANN_DIR}/{seg}.{stem}.asg")));
-            }
-        }
-        let before = next.ann.clone();
-        next.ann = ann::update(dir, &next, generation, ann_options)?;
-        if next.ann != before {
-            report.actions.push(match &next.ann {
-                Some(m) => format!("rebuilt the ANN files ({} lists)", m.lists),
-                None => "dropped the ANN files (exact dense search)".into(),
-            });
-        }
-
-        // BM25 from scratch, tagged with the new generation.
-        let bm25_dir = dir.join("bm25");
-        if bm25_dir.exists() {
-            fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
-        }
-        let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
-        let mut tantivy: tantivy::IndexWriter<TantivyDocument> =
-            tindex.writer_with_num_threads(1, 64_000_000)?;
-        for d in &live {
-            bm25::add_document(&tantivy, fields, d, next.config.headers)?;
-        }
-        let mut prepared = tantivy.prepare_commit()?;
-        prepared.set_payload(&generation.to_string());
-        prepared.commit()?;
-        let _ = tantivy.wait_merging_threads();
-        report
-            .actions
-            .push(format!("rebuilt BM25 from {} documents", report.documents));
+        repair_ann(dir, &mut next, ann_options, &mut report)?;
+        rebuild_bm25(dir, &live, &next, &mut report)?;
 
         // The commit point, as in `commit`. A previous manifest that does not parse is
         // removed first: the one stored now replaces it only when the current one
@@ -648,6 +506,198 @@ impl IndexWriter {
         report.generation = generation;
         Ok(report)
     }
+}
+
+/// The manifest `repair` starts from (and whether it was recovered): the current one,
+/// else the previous generation's, else, when both are damaged, one rebuilt from the
+/// segments on disk with the `fallback` config.
+fn repair_manifest(
+    dir: &Path,
+    fallback: &dyn Fn() -> Option<IndexConfig>,
+) -> Result<(Manifest, Option<String>), IndexError> {
+    let not_found = || IndexError::NotFound {
+        dir: dir.to_path_buf(),
+    };
+    match health::load_manifest(dir, None) {
+        Ok(Some(found)) => Ok(found),
+        Ok(None) => Err(not_found()),
+        Err(e @ IndexError::Corrupt { .. }) => match fallback() {
+            Some(config) => health::load_manifest(dir, Some(&config))?.ok_or_else(not_found),
+            None => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Moves the files of segment `meta` with extensions `exts` to `damaged/` (those that
+/// exist and move), saying so in `report`.
+fn move_to_damaged(dir: &Path, meta: &SegmentMeta, exts: &[&str], report: &mut RepairReport) {
+    let damaged_dir = dir.join("damaged");
+    let mut moved = Vec::new();
+    for ext in exts {
+        let from = segment_file(dir, &meta.name, ext);
+        if from.exists() && fs::create_dir_all(&damaged_dir).is_ok() {
+            let name = format!("{}.{ext}", meta.name);
+            if fs::rename(&from, damaged_dir.join(&name)).is_ok() {
+                moved.push(name);
+            }
+        }
+    }
+    if !moved.is_empty() {
+        report
+            .actions
+            .push(format!("moved {} to damaged/", moved.join(", ")));
+    }
+}
+
+/// The segments of `next` that read back, with their documents (in segment order),
+/// taken out of `next`: unreadable ones are dropped (their documents named in
+/// `report`, their files moved to `damaged/`), damaged sentence vectors are dropped, and
+/// missing id lists are written again.
+fn surviving_segments(
+    dir: &Path,
+    next: &mut Manifest,
+    report: &mut RepairReport,
+) -> Result<Vec<(SegmentMeta, Vec<Document>)>, IndexError> {
+    let dim = next.config.dimension;
+    let mut kept: Vec<(SegmentMeta, Vec<Document>)> = Vec::new();
+    for mut meta in std::mem::take(&mut next.segments) {
+        let docs = match read_segment(dir, &meta, dim) {
+            Ok((docs, _)) => docs,
+            Err(e) => {
+                report
+                    .dropped
+                    .push(health::lost_of(dir, &meta, health::describe(&e)));
+                move_to_damaged(dir, &meta, &["docs", "vec", "svec", "ids"], report);
+                continue;
+            }
+        };
+        if meta.svec_hash.is_some() {
+            if let Err(e) = read_sentence_vectors(dir, &meta, &docs, dim) {
+                meta.svec_hash = None;
+                report.actions.push(format!(
+                    "dropped the sentence vectors of segment {} ({}); its documents are kept without them",
+                    meta.name,
+                    health::describe(&e)
+                ));
+                move_to_damaged(dir, &meta, &["svec"], report);
+            }
+        }
+        if read_segment_ids(dir, &meta).is_err() {
+            let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+            meta.ids_hash = Some(write_segment_ids(dir, &meta.name, &ids)?);
+            report
+                .actions
+                .push(format!("wrote the id list of segment {}", meta.name));
+        }
+        kept.push((meta, docs));
+    }
+    Ok(kept)
+}
+
+/// Keeps the newest version of every document live: older live versions are marked
+/// deleted, and segments left with no live document are dropped.
+fn keep_newest_versions(kept: &mut Vec<(SegmentMeta, Vec<Document>)>) {
+    let mut newest: HashMap<&str, usize> = HashMap::new();
+    for (si, (meta, docs)) in kept.iter().enumerate() {
+        for d in docs {
+            if meta.deleted.binary_search(&d.id).is_err() {
+                newest.insert(d.id.as_str(), si);
+            }
+        }
+    }
+    let mut superseded: Vec<(usize, String)> = Vec::new();
+    for (si, (meta, docs)) in kept.iter().enumerate() {
+        for d in docs {
+            if meta.deleted.binary_search(&d.id).is_err() && newest[d.id.as_str()] != si {
+                superseded.push((si, d.id.clone()));
+            }
+        }
+    }
+    drop(newest);
+    for (si, id) in superseded {
+        let deleted = &mut kept[si].0.deleted;
+        if let Err(pos) = deleted.binary_search(&id) {
+            deleted.insert(pos, id);
+        }
+    }
+    kept.retain(|(m, _)| m.deleted.len() < m.docs);
+}
+
+/// The documents `report` counts as lost: those of dropped segments that no surviving
+/// segment holds (`live`), named and counted, and how many documents are left.
+fn count_losses(report: &mut RepairReport, live: &[&Document]) {
+    let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
+    for seg in &mut report.dropped {
+        seg.lost.retain(|id| !live_ids.contains(id.as_str()));
+    }
+    let lost: BTreeSet<String> = report
+        .dropped
+        .iter()
+        .flat_map(|s| s.lost.iter().cloned())
+        .collect();
+    report.lost_documents = lost.into_iter().collect();
+    report.lost_unnamed = report.dropped.iter().map(|s| s.lost_unnamed).sum();
+    report.documents = live.len();
+}
+
+/// The ANN files of the repaired generation: sound files are kept, the rest rebuilt
+/// (or dropped, for exact dense search).
+fn repair_ann(
+    dir: &Path,
+    next: &mut Manifest,
+    ann_options: &AnnOptions,
+    report: &mut RepairReport,
+) -> Result<(), IndexError> {
+    if let Some(stem) = next.ann.as_ref().map(|m| m.centroids.clone()) {
+        let sound: BTreeSet<String> = ann::check_files(dir, next)
+            .into_iter()
+            .filter(|(_, problem)| problem.is_none())
+            .map(|(file, _)| file)
+            .collect();
+        if !sound.contains(&format!("{ANN_DIR}/{stem}.ivf")) {
+            next.ann = None;
+        } else if let Some(meta) = next.ann.as_mut() {
+            meta.assignments
+                .retain(|seg, _| sound.contains(&format!("{ANN_DIR}/{seg}.{stem}.asg")));
+        }
+    }
+    let before = next.ann.clone();
+    next.ann = ann::update(dir, next, next.generation, ann_options)?;
+    if next.ann != before {
+        report.actions.push(match &next.ann {
+            Some(m) => format!("rebuilt the ANN files ({} lists)", m.lists),
+            None => "dropped the ANN files (exact dense search)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// BM25 rebuilt from scratch from the `live` documents, tagged with `next`'s generation.
+fn rebuild_bm25(
+    dir: &Path,
+    live: &[&Document],
+    next: &Manifest,
+    report: &mut RepairReport,
+) -> Result<(), IndexError> {
+    let bm25_dir = dir.join("bm25");
+    if bm25_dir.exists() {
+        fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
+    }
+    let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
+    let mut tantivy: tantivy::IndexWriter<TantivyDocument> =
+        tindex.writer_with_num_threads(1, 64_000_000)?;
+    for d in live {
+        bm25::add_document(&tantivy, fields, d, next.config.headers)?;
+    }
+    let mut prepared = tantivy.prepare_commit()?;
+    prepared.set_payload(&next.generation.to_string());
+    prepared.commit()?;
+    let _ = tantivy.wait_merging_threads();
+    report
+        .actions
+        .push(format!("rebuilt BM25 from {} documents", live.len()));
+    Ok(())
 }
 
 /// Takes the writer lock of `dir` (the file `LOCK`), or fails when another writer holds it.
