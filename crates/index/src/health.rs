@@ -402,114 +402,16 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         lost_documents: Vec::new(),
         lost_unnamed: 0,
     };
-    let current = match Manifest::load(dir) {
-        Ok(None) if has_index_files(dir) => Err(missing_manifest(dir)),
-        other => other,
+    let Some(manifest) = verified_manifest(dir, &mut report)? else {
+        return Ok(report);
     };
-    let manifest = match current {
-        Ok(Some(m)) => {
-            report.files.push(FileCheck {
-                file: MANIFEST_FILE.into(),
-                problem: None,
-            });
-            m
-        }
-        Ok(None) => {
-            return Err(IndexError::NotFound {
-                dir: dir.to_path_buf(),
-            })
-        }
-        Err(IndexError::Corrupt { detail, .. }) => {
-            report.files.push(FileCheck {
-                file: MANIFEST_FILE.into(),
-                problem: Some(detail.clone()),
-            });
-            match load_manifest(dir, None) {
-                Ok(Some((m, how))) => {
-                    report.problems.push(how.unwrap_or(detail));
-                    m
-                }
-                _ => {
-                    report.problems.push(format!(
-                        "{detail}; no previous generation is on disk (repair reads the \
-                         segments with the configured model)"
-                    ));
-                    return Ok(report);
-                }
-            }
-        }
-        Err(e) => return Err(e),
-    };
-    // The previous generation's manifest is what recovery reads when this one is lost:
-    // one that does not parse is reported (none at all is not: indexes written before
-    // it was kept have none).
-    if let Err(e) = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE) {
-        let p = describe(&e);
-        report.problems.push(format!(
-            "{p} (the previous generation, kept for recovery; repair replaces it)"
-        ));
-        report.files.push(FileCheck {
-            file: PREVIOUS_MANIFEST_FILE.into(),
-            problem: Some(p),
-        });
-    }
+    check_previous_manifest(dir, &mut report);
     report.generation = Some(manifest.generation);
     let dim = manifest.config.dimension;
     let mut live: BTreeMap<String, usize> = BTreeMap::new();
     let mut damaged_segments = false;
     for meta in &manifest.segments {
-        let mut files = vec![
-            ("docs", Some(&meta.docs_hash)),
-            ("vec", Some(&meta.vec_hash)),
-        ];
-        files.push(("svec", meta.svec_hash.as_ref()));
-        files.push(("ids", meta.ids_hash.as_ref()));
-        let mut core_problem = None;
-        for (ext, hash) in files {
-            let Some(hash) = hash else { continue };
-            let file = format!("segments/{}.{ext}", meta.name);
-            let problem = check_hash(&segment_file(dir, &meta.name, ext), hash);
-            if let Some(p) = &problem {
-                let what = match ext {
-                    "docs" | "vec" => "its documents cannot be read",
-                    "svec" => "its documents are read without sentence vectors",
-                    _ => "its documents can be read, but not named if the segment is lost",
-                };
-                report.problems.push(format!("{file}: {p} ({what})"));
-                if matches!(ext, "docs" | "vec") && core_problem.is_none() {
-                    core_problem = Some(format!("{file}: {p}"));
-                }
-            }
-            report.files.push(FileCheck { file, problem });
-        }
-        if core_problem.is_none() {
-            match read_segment(dir, meta, dim) {
-                Ok((docs, _)) => {
-                    let svec_sound = meta.svec_hash.as_ref().is_none_or(|h| {
-                        check_hash(&segment_file(dir, &meta.name, "svec"), h).is_none()
-                    });
-                    if svec_sound {
-                        if let Err(e) = segment::read_sentence_vectors(dir, meta, &docs, dim) {
-                            report.problems.push(format!(
-                                "{} (its documents are read without sentence vectors)",
-                                describe(&e)
-                            ));
-                        }
-                    }
-                    for d in docs {
-                        let is_live = meta.deleted.binary_search(&d.id).is_err();
-                        if is_live && live.insert(d.id.clone(), d.chunks.len()).is_some() {
-                            report.problems.push(format!(
-                                "document {} is live in two segments (the newest is read)",
-                                d.id
-                            ));
-                        }
-                    }
-                }
-                Err(e) => core_problem = Some(describe(&e)),
-            }
-        }
-        if let Some(p) = core_problem {
+        if let Some(p) = check_segment(dir, meta, dim, &mut report, &mut live) {
             damaged_segments = true;
             let lost = lost_of(dir, meta, p.clone());
             if !report.problems.iter().any(|q| q.starts_with(&p)) {
@@ -545,6 +447,133 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         report.files.push(FileCheck { file, problem });
     }
     Ok(report)
+}
+
+/// The manifest `verify` checks the index against, its file's check in `report`: the
+/// current one, else (damaged) the previous generation's, the damage reported; `None`
+/// when neither can be read (reported: there is nothing more to check).
+fn verified_manifest(
+    dir: &Path,
+    report: &mut VerifyReport,
+) -> Result<Option<Manifest>, IndexError> {
+    let current = match Manifest::load(dir) {
+        Ok(None) if has_index_files(dir) => Err(missing_manifest(dir)),
+        other => other,
+    };
+    match current {
+        Ok(Some(m)) => {
+            report.files.push(FileCheck {
+                file: MANIFEST_FILE.into(),
+                problem: None,
+            });
+            Ok(Some(m))
+        }
+        Ok(None) => Err(IndexError::NotFound {
+            dir: dir.to_path_buf(),
+        }),
+        Err(IndexError::Corrupt { detail, .. }) => {
+            report.files.push(FileCheck {
+                file: MANIFEST_FILE.into(),
+                problem: Some(detail.clone()),
+            });
+            match load_manifest(dir, None) {
+                Ok(Some((m, how))) => {
+                    report.problems.push(how.unwrap_or(detail));
+                    Ok(Some(m))
+                }
+                _ => {
+                    report.problems.push(format!(
+                        "{detail}; no previous generation is on disk (repair reads the \
+                         segments with the configured model)"
+                    ));
+                    Ok(None)
+                }
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The previous generation's manifest is what recovery reads when the current one is
+/// lost: one that does not parse is reported (none at all is not: indexes written
+/// before it was kept have none).
+fn check_previous_manifest(dir: &Path, report: &mut VerifyReport) {
+    if let Err(e) = Manifest::load_file(dir, PREVIOUS_MANIFEST_FILE) {
+        let p = describe(&e);
+        report.problems.push(format!(
+            "{p} (the previous generation, kept for recovery; repair replaces it)"
+        ));
+        report.files.push(FileCheck {
+            file: PREVIOUS_MANIFEST_FILE.into(),
+            problem: Some(p),
+        });
+    }
+}
+
+/// Checks the files of segment `meta` against their checksums and decodes its
+/// documents, each file's check and every problem in `report`, its live documents'
+/// chunk counts in `live`; returns what makes its documents unreadable, if anything.
+fn check_segment(
+    dir: &Path,
+    meta: &SegmentMeta,
+    dim: usize,
+    report: &mut VerifyReport,
+    live: &mut BTreeMap<String, usize>,
+) -> Option<String> {
+    let files = [
+        ("docs", Some(&meta.docs_hash)),
+        ("vec", Some(&meta.vec_hash)),
+        ("svec", meta.svec_hash.as_ref()),
+        ("ids", meta.ids_hash.as_ref()),
+    ];
+    let mut core_problem = None;
+    for (ext, hash) in files {
+        let Some(hash) = hash else { continue };
+        let file = format!("segments/{}.{ext}", meta.name);
+        let problem = check_hash(&segment_file(dir, &meta.name, ext), hash);
+        if let Some(p) = &problem {
+            let what = match ext {
+                "docs" | "vec" => "its documents cannot be read",
+                "svec" => "its documents are read without sentence vectors",
+                _ => "its documents can be read, but not named if the segment is lost",
+            };
+            report.problems.push(format!("{file}: {p} ({what})"));
+            if matches!(ext, "docs" | "vec") && core_problem.is_none() {
+                core_problem = Some(format!("{file}: {p}"));
+            }
+        }
+        report.files.push(FileCheck { file, problem });
+    }
+    if core_problem.is_some() {
+        return core_problem;
+    }
+    match read_segment(dir, meta, dim) {
+        Ok((docs, _)) => {
+            let svec_sound = meta
+                .svec_hash
+                .as_ref()
+                .is_none_or(|h| check_hash(&segment_file(dir, &meta.name, "svec"), h).is_none());
+            if svec_sound {
+                if let Err(e) = segment::read_sentence_vectors(dir, meta, &docs, dim) {
+                    report.problems.push(format!(
+                        "{} (its documents are read without sentence vectors)",
+                        describe(&e)
+                    ));
+                }
+            }
+            for d in docs {
+                let is_live = meta.deleted.binary_search(&d.id).is_err();
+                if is_live && live.insert(d.id.clone(), d.chunks.len()).is_some() {
+                    report.problems.push(format!(
+                        "document {} is live in two segments (the newest is read)",
+                        d.id
+                    ));
+                }
+            }
+            None
+        }
+        Err(e) => Some(describe(&e)),
+    }
 }
 
 /// What is wrong with the BM25 index of `dir` for generation `generation` holding
