@@ -653,6 +653,10 @@ impl Flush<'_> {
         content_hash(&[self.config.model_id.as_bytes(), text.as_bytes()])
     }
 
+    /// Embeds and writes a batch of documents, then commits: chunk contexts first (with
+    /// a contextualizer), vectors the index already holds for the same text reused, the
+    /// rest embedded in groups (an interrupted batch keeps the documents wholly
+    /// embedded), sentence vectors when asked for.
     fn flush(
         &mut self,
         writer: &mut Sink,
@@ -674,20 +678,7 @@ impl Flush<'_> {
         }
         let dim = self.config.dimension;
         let headers = self.config.headers;
-        // Per document, per chunk: its indexed text and embedding-input key.
-        let inputs: Vec<Vec<(String, String)>> = batch
-            .docs
-            .iter()
-            .map(|doc| {
-                doc.chunks
-                    .iter()
-                    .map(|c| {
-                        let text = indexed_text(doc, c, headers);
-                        (self.key(&text), text)
-                    })
-                    .collect()
-            })
-            .collect();
+        let inputs = self.chunk_inputs(&batch.docs);
         let wanted: Vec<&String> = inputs.iter().flatten().map(|(k, _)| k).collect();
         let stored = writer.stored_vectors(&wanted, &|t| self.key(t), headers)?;
         // Texts to embed, deduplicated by key.
@@ -704,48 +695,14 @@ impl Flush<'_> {
         }
         report.chunks_reused += reused;
         progress.chunks_done(reused);
-        let t = Instant::now();
-        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
-        for group in todo.chunks(self.opts.embed_batch.max(1)) {
-            if self.cancelled() {
-                // Interrupted: the groups embedded so far are kept, and the documents
-                // whose every chunk has a vector are committed below.
-                report.interrupted = true;
-                break;
-            }
-            let texts: Vec<&str> = group.iter().map(|(_, t)| *t).collect();
-            vectors.extend(self.embed_group(&texts)?);
-            progress.chunks_done(group.len());
-        }
-        report.chunks_embedded += vectors.len();
-        report.embed_seconds += t.elapsed().as_secs_f64();
+        let vectors = self.embed_texts(&todo, report, progress)?;
         let complete = |chunks: &Vec<(String, String)>| {
             chunks.iter().all(|(k, _)| {
                 stored.contains_key(k) || fresh.get(k.as_str()).is_some_and(|&i| i < vectors.len())
             })
         };
-        // An interrupted batch: the documents not wholly embedded are left out.
         let keep: Vec<bool> = inputs.iter().map(complete).collect();
-        let mut docs = Vec::with_capacity(batch.docs.len());
-        let mut kept_inputs = Vec::with_capacity(inputs.len());
-        for ((doc, counted), (chunks, keep)) in batch
-            .docs
-            .into_iter()
-            .zip(batch.counted)
-            .zip(inputs.iter().zip(keep))
-        {
-            if keep {
-                docs.push(doc);
-                kept_inputs.push(chunks);
-                continue;
-            }
-            match counted {
-                Some(true) => report.added -= 1,
-                Some(false) => report.updated -= 1,
-                None => {}
-            }
-            report.left_out.push(doc.id);
-        }
+        let (docs, kept_inputs) = leave_out_incomplete(batch, &inputs, keep, report);
         if docs.is_empty() {
             return Ok(());
         }
@@ -787,6 +744,81 @@ impl Flush<'_> {
         progress.committed(generation);
         Ok(())
     }
+
+    /// Per document, per chunk: its indexed text and the key of its embedding input.
+    fn chunk_inputs(&self, docs: &[Document]) -> Vec<Vec<(String, String)>> {
+        let headers = self.config.headers;
+        docs.iter()
+            .map(|doc| {
+                doc.chunks
+                    .iter()
+                    .map(|c| {
+                        let text = indexed_text(doc, c, headers);
+                        (self.key(&text), text)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The vectors of the texts of `todo` (key, text), embedded in groups of
+    /// `embed_batch`; cancelled, the groups embedded so far (the report says it was
+    /// interrupted).
+    fn embed_texts(
+        &self,
+        todo: &[(&str, &str)],
+        report: &mut IngestReport,
+        progress: &dyn IngestProgress,
+    ) -> Result<Vec<Vec<f32>>, EngineError> {
+        let t = Instant::now();
+        let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(todo.len());
+        for group in todo.chunks(self.opts.embed_batch.max(1)) {
+            if self.cancelled() {
+                // Interrupted: the groups embedded so far are kept, and the documents
+                // whose every chunk has a vector are committed.
+                report.interrupted = true;
+                break;
+            }
+            let texts: Vec<&str> = group.iter().map(|(_, t)| *t).collect();
+            vectors.extend(self.embed_group(&texts)?);
+            progress.chunks_done(group.len());
+        }
+        report.chunks_embedded += vectors.len();
+        report.embed_seconds += t.elapsed().as_secs_f64();
+        Ok(vectors)
+    }
+}
+
+/// The documents of `batch` to write, with their chunk inputs: those `keep` marks
+/// (wholly embedded); an interrupted batch's others are left out, uncounted, and named
+/// in `report`.
+fn leave_out_incomplete<'a>(
+    batch: Batch,
+    inputs: &'a [Vec<(String, String)>],
+    keep: Vec<bool>,
+    report: &mut IngestReport,
+) -> (Vec<Document>, Vec<&'a Vec<(String, String)>>) {
+    let mut docs = Vec::with_capacity(batch.docs.len());
+    let mut kept_inputs = Vec::with_capacity(inputs.len());
+    for ((doc, counted), (chunks, keep)) in batch
+        .docs
+        .into_iter()
+        .zip(batch.counted)
+        .zip(inputs.iter().zip(keep))
+    {
+        if keep {
+            docs.push(doc);
+            kept_inputs.push(chunks);
+            continue;
+        }
+        match counted {
+            Some(true) => report.added -= 1,
+            Some(false) => report.updated -= 1,
+            None => {}
+        }
+        report.left_out.push(doc.id);
+    }
+    (docs, kept_inputs)
 }
 
 /// Whether the file a document was read from (`source`, as recorded at its ingest) lies
