@@ -846,7 +846,6 @@ fn layout_headings(
         .flat_map(|(&(pi, _), cells)| cells.iter().flatten().map(move |&i| (pi, i)))
         .collect();
     let usable = |pi: usize, i: usize| kept(pi, i) && !in_table.contains(&(pi, i));
-    let body = style.size;
     // A heading leads into what follows: the next line is not just above it (figure
     // labels and diagram boxes go back up the page a little; a new column or a block
     // placed later in the file goes up a long way, three line heights or more).
@@ -859,100 +858,24 @@ fn layout_headings(
                 up < 0.5 * p[k].size || up > 3.0 * p[k].size.max(p[j].size)
             })
     };
-    let mut heads = HashMap::new();
     // Size-based headings: (page, first line, lines, size).
     let mut sized: Vec<(usize, usize, usize, f32)> = Vec::new();
     for (pi, p) in pages.iter().enumerate() {
-        let local = style.page[pi];
-        // Neighbouring kept lines with a letter or digit (stray marks do not count).
-        let prev_of = |k: usize| {
-            (0..k)
-                .rev()
-                .find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
-        };
-        let next_of = |k: usize| {
-            (k + 1..p.len()).find(|&j| kept(pi, j) && p[j].text.chars().any(char::is_alphanumeric))
-        };
-        // How far line b is below line a (negative when above).
-        let drop_to = |a: usize, b: usize| p[a].y - p[b].y;
-        let far = |g: Option<f32>, size: f32| g.is_none_or(|g| g < 0.0 || g > 1.8 * size);
-        let alone = |k: usize| {
-            far(prev_of(k).map(|j| drop_to(j, k)), p[k].size)
-                && far(next_of(k).map(|j| drop_to(k, j)), p[k].size)
-        };
-        let space_above = |k: usize| far(prev_of(k).map(|j| drop_to(j, k)), p[k].size);
-        let leads_in = |k: usize| {
-            next_of(k).is_some_and(|j| {
-                let g = drop_to(k, j);
-                g > 0.0
-                    && g <= 2.5 * p[k].size.max(1.0)
-                    && (p[j].face != p[k].face || !p[j].uniform)
-            })
-        };
-        // The last heading run accepted on this page: its last line and size.
-        let mut last_head: Option<(usize, f32)> = None;
-        let mut i = 0;
-        while i < p.len() {
-            let l = &p[i];
-            let t = l.text.trim();
-            let chars = t.chars().count();
-            let larger =
-                l.size >= local * 1.12 && (local >= body - 0.25 || (l.size - body).abs() > 0.25);
-            let bold_larger = l.bold && l.size >= local * 1.05;
-            let weak = !larger && !bold_larger;
-            let bold_alone = l.bold && l.size >= local * 0.95 && chars <= 80 && alone(i);
-            let face_change = l.uniform
-                && !l.face.is_empty()
-                && l.face != style.face
-                && l.size >= local * 0.95
-                && chars <= 80
-                && space_above(i)
-                && leads_in(i);
-            // A line set tight under a larger heading is its subtitle, not a heading.
-            let subtitle = last_head.is_some_and(|(end, size)| {
-                prev_of(i) == Some(end)
-                    && l.size < size - 0.25
-                    && drop_to(end, i) > 0.0
-                    && drop_to(end, i) < 1.3 * l.size
-                    && numbering_depth(t).is_none()
-            });
-            let candidate = usable(pi, i)
-                && !l.mono
-                && t.chars().any(char::is_alphabetic)
-                && (larger || bold_larger || bold_alone || face_change)
-                && !(weak && caption_like(t))
-                && !subtitle;
-            if !candidate {
-                i += 1;
-                continue;
-            }
-            // Runs of up to three lines of the same size (or, for display sizes, a near
-            // size one under another) make one heading.
-            let mut j = i + 1;
-            while j < p.len() && usable(pi, j) && p[j].bold == l.bold && l.size >= local * 1.05 {
-                let same = (p[j].size - l.size).abs() < 0.25;
-                let ratio = p[j].size / l.size.max(0.1);
-                let g = drop_to(j - 1, j);
-                let display = l.size >= local * 1.5
-                    && (0.85..=1.18).contains(&ratio)
-                    && g > 0.0
-                    && g <= 1.6 * l.size.max(p[j].size);
-                if !(same || display) {
-                    break;
-                }
-                j += 1;
-            }
-            let joined = (i..j)
-                .map(|k| p[k].text.trim())
-                .collect::<Vec<_>>()
-                .join(" ");
-            if j - i <= 3 && heading_like(&joined) && leads_down(pi, j - 1) {
-                sized.push((pi, i, j - i, l.size));
-                last_head = Some((j - 1, l.size));
-            }
-            i = j;
+        let kept_here = |j: usize| kept(pi, j);
+        let usable_here = |j: usize| usable(pi, j);
+        let leads_down_here = |k: usize| leads_down(pi, k);
+        for (i, n, size) in sized_runs(
+            p,
+            style,
+            style.page[pi],
+            &kept_here,
+            &usable_here,
+            &leads_down_here,
+        ) {
+            sized.push((pi, i, n, size));
         }
     }
+    let mut heads = HashMap::new();
     let mut sizes: Vec<i32> = sized.iter().map(|s| (s.3 * 2.0).round() as i32).collect();
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     sizes.dedup();
@@ -964,7 +887,123 @@ fn layout_headings(
         let level = numbering_depth(pages[pi][i].text.trim()).unwrap_or((rank + 1).min(6) as u8);
         heads.insert((pi, i), (level, n));
     }
-    // Numbered headings in bold at about the body size, or a little larger.
+    numbered_headings(pages, style, &usable, &leads_down, &mut heads);
+    page_titles(pages, style, &usable, &mut heads);
+    heads
+}
+
+/// The size-based heading runs of one page `p` (body size `local` there): lines set
+/// larger than the body, bold lines standing alone, lines in another face than the body
+/// with space above that lead into the text below; runs of up to three lines of one
+/// size make one heading. Each as (first line, lines, size).
+fn sized_runs(
+    p: &[Line],
+    style: &BodyStyle,
+    local: f32,
+    kept: &dyn Fn(usize) -> bool,
+    usable: &dyn Fn(usize) -> bool,
+    leads_down: &dyn Fn(usize) -> bool,
+) -> Vec<(usize, usize, f32)> {
+    let body = style.size;
+    let mut sized = Vec::new();
+    // Neighbouring kept lines with a letter or digit (stray marks do not count).
+    let prev_of = |k: usize| {
+        (0..k)
+            .rev()
+            .find(|&j| kept(j) && p[j].text.chars().any(char::is_alphanumeric))
+    };
+    let next_of = |k: usize| {
+        (k + 1..p.len()).find(|&j| kept(j) && p[j].text.chars().any(char::is_alphanumeric))
+    };
+    // How far line b is below line a (negative when above).
+    let drop_to = |a: usize, b: usize| p[a].y - p[b].y;
+    let far = |g: Option<f32>, size: f32| g.is_none_or(|g| g < 0.0 || g > 1.8 * size);
+    let alone = |k: usize| {
+        far(prev_of(k).map(|j| drop_to(j, k)), p[k].size)
+            && far(next_of(k).map(|j| drop_to(k, j)), p[k].size)
+    };
+    let space_above = |k: usize| far(prev_of(k).map(|j| drop_to(j, k)), p[k].size);
+    let leads_in = |k: usize| {
+        next_of(k).is_some_and(|j| {
+            let g = drop_to(k, j);
+            g > 0.0 && g <= 2.5 * p[k].size.max(1.0) && (p[j].face != p[k].face || !p[j].uniform)
+        })
+    };
+    // The last heading run accepted on this page: its last line and size.
+    let mut last_head: Option<(usize, f32)> = None;
+    let mut i = 0;
+    while i < p.len() {
+        let l = &p[i];
+        let t = l.text.trim();
+        let chars = t.chars().count();
+        let larger =
+            l.size >= local * 1.12 && (local >= body - 0.25 || (l.size - body).abs() > 0.25);
+        let bold_larger = l.bold && l.size >= local * 1.05;
+        let weak = !larger && !bold_larger;
+        let bold_alone = l.bold && l.size >= local * 0.95 && chars <= 80 && alone(i);
+        let face_change = l.uniform
+            && !l.face.is_empty()
+            && l.face != style.face
+            && l.size >= local * 0.95
+            && chars <= 80
+            && space_above(i)
+            && leads_in(i);
+        // A line set tight under a larger heading is its subtitle, not a heading.
+        let subtitle = last_head.is_some_and(|(end, size)| {
+            prev_of(i) == Some(end)
+                && l.size < size - 0.25
+                && drop_to(end, i) > 0.0
+                && drop_to(end, i) < 1.3 * l.size
+                && numbering_depth(t).is_none()
+        });
+        let candidate = usable(i)
+            && !l.mono
+            && t.chars().any(char::is_alphabetic)
+            && (larger || bold_larger || bold_alone || face_change)
+            && !(weak && caption_like(t))
+            && !subtitle;
+        if !candidate {
+            i += 1;
+            continue;
+        }
+        // Runs of up to three lines of the same size (or, for display sizes, a near
+        // size one under another) make one heading.
+        let mut j = i + 1;
+        while j < p.len() && usable(j) && p[j].bold == l.bold && l.size >= local * 1.05 {
+            let same = (p[j].size - l.size).abs() < 0.25;
+            let ratio = p[j].size / l.size.max(0.1);
+            let g = drop_to(j - 1, j);
+            let display = l.size >= local * 1.5
+                && (0.85..=1.18).contains(&ratio)
+                && g > 0.0
+                && g <= 1.6 * l.size.max(p[j].size);
+            if !(same || display) {
+                break;
+            }
+            j += 1;
+        }
+        let joined = (i..j)
+            .map(|k| p[k].text.trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if j - i <= 3 && heading_like(&joined) && leads_down(j - 1) {
+            sized.push((i, j - i, l.size));
+            last_head = Some((j - 1, l.size));
+        }
+        i = j;
+    }
+    sized
+}
+
+/// Numbered headings in bold at about the body size, or a little larger, that no
+/// earlier rule took.
+fn numbered_headings(
+    pages: &[Vec<Line>],
+    style: &BodyStyle,
+    usable: &dyn Fn(usize, usize) -> bool,
+    leads_down: &dyn Fn(usize, usize) -> bool,
+    heads: &mut HashMap<(usize, usize), (u8, usize)>,
+) {
     for (pi, p) in pages.iter().enumerate() {
         let local = style.page[pi];
         for (i, l) in p.iter().enumerate() {
@@ -983,11 +1022,19 @@ fn layout_headings(
             }
         }
     }
-    // Page titles over tables of figures ("Lockheed Martin Corporation / Consolidated
-    // Balance Sheets" above the statement): the first one to three lines of a page,
-    // centred on its text, often at the body's size and weight, which the rules above
-    // miss. A units line such as "(in millions)" ends the title. They sit deepest, so
-    // each ends at the next heading.
+}
+
+/// Page titles over tables of figures ("Lockheed Martin Corporation / Consolidated
+/// Balance Sheets" above the statement): the first one to three lines of a page,
+/// centred on its text, often at the body's size and weight, which the rules above
+/// miss. A units line such as "(in millions)" ends the title. They sit deepest, so
+/// each ends at the next heading.
+fn page_titles(
+    pages: &[Vec<Line>],
+    style: &BodyStyle,
+    usable: &dyn Fn(usize, usize) -> bool,
+    heads: &mut HashMap<(usize, usize), (u8, usize)>,
+) {
     let deepest = heads.values().map(|h| h.0).max().unwrap_or(1);
     for (pi, p) in pages.iter().enumerate() {
         let local = style.page[pi];
@@ -1037,7 +1084,6 @@ fn layout_headings(
         }
         heads.insert((pi, first), (deepest, run.len()));
     }
-    heads
 }
 
 /// Ends the text with a blank line (nothing at the very start).
