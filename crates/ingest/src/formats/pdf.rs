@@ -526,8 +526,126 @@ fn heading_like(s: &str) -> bool {
 
 /// Builds the text from the pages' lines: see the module documentation.
 pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembled {
-    // Running headers and footers: the first and last two lines of a page whose key
-    // is on at least a quarter of the pages (and three of them).
+    let drop = running_furniture(pages);
+    let kept = |pi: usize, i: usize| !drop.contains(&(pi, i));
+    let kept_ref: &dyn Fn(usize, usize) -> bool = &kept;
+    let style = BodyStyle::of(pages, kept_ref);
+    let cells = table_rows(pages, kept_ref);
+
+    // Heading levels per line: (page, first line) → (level, number of lines).
+    let from_outline = outline_headings(pages, outline, &kept);
+    let heads = if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
+        from_outline
+    } else {
+        layout_headings(pages, kept_ref, &style, &cells)
+    };
+    let mut out = Assembled::default();
+    for (pi, p) in pages.iter().enumerate() {
+        let start = out.text.len();
+        let page = PageParts {
+            kept: &|i: usize| kept(pi, i),
+            heads: &|i: usize| heads.get(&(pi, i)).copied(),
+            row: &|i: usize| cells.get(&(pi, i)),
+        };
+        write_page(p, &page, &mut out.text, &mut out.headings);
+        let text = &mut out.text;
+        if text.len() > start {
+            paragraph_break(text);
+        }
+        out.pages.push((start, text.len()));
+    }
+    out
+}
+
+/// What [`write_page`] knows of a page's lines beyond their text: whether line `i` is
+/// kept, the heading starting at it (level, lines), and the table row it starts.
+struct PageParts<'a> {
+    kept: &'a dyn Fn(usize) -> bool,
+    heads: &'a dyn Fn(usize) -> Option<(u8, usize)>,
+    row: &'a dyn Fn(usize) -> Option<&'a Vec<Vec<usize>>>,
+}
+
+/// Appends the kept lines of page `p` to `text`: table rows with their cells on one
+/// line, headings as their own paragraphs (recorded in `headings`), and body lines
+/// joined into paragraphs where the vertical gap says so, a word hyphenated at a line
+/// end joined.
+fn write_page(p: &[Line], page: &PageParts<'_>, text: &mut String, headings: &mut Vec<Heading>) {
+    let mut prev: Option<&Line> = None;
+    let mut prev_row = false;
+    let mut i = 0;
+    while i < p.len() {
+        if !(page.kept)(i) {
+            i += 1;
+            continue;
+        }
+        if let Some(row) = (page.row)(i) {
+            // A table row: its cells on one line, in order, rows one under another.
+            if prev_row {
+                text.push('\n');
+            } else {
+                paragraph_break(text);
+            }
+            let cells: Vec<String> = row
+                .iter()
+                .map(|cell| join_lines(cell.iter().map(|&k| p[k].text.trim())))
+                .collect();
+            text.push_str(&cells.join(" | "));
+            let last = row.iter().flatten().copied().max().unwrap_or(i);
+            prev = Some(&p[last]);
+            prev_row = true;
+            i = last + 1;
+            continue;
+        }
+        if prev_row {
+            paragraph_break(text);
+            prev = None;
+            prev_row = false;
+        }
+        if let Some((level, n)) = (page.heads)(i) {
+            paragraph_break(text);
+            let heading = (i..i + n)
+                .filter(|&k| (page.kept)(k))
+                .map(|k| p[k].text.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            headings.push(Heading {
+                start: text.len(),
+                level,
+                text: collapse_ws(&heading),
+            });
+            text.push_str(&heading);
+            text.push_str("\n\n");
+            prev = None;
+            i += n;
+            continue;
+        }
+        let l = &p[i];
+        let t = l.text.trim();
+        if let Some(pr) = prev {
+            let gap = pr.y - l.y;
+            let hyphen = text.ends_with('-')
+                && text[..text.len() - 1]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_lowercase)
+                && t.chars().next().is_some_and(char::is_lowercase);
+            if hyphen {
+                text.pop();
+            } else if gap < 0.0 || gap > 1.6 * pr.size.max(l.size).max(1.0) {
+                paragraph_break(text);
+            } else {
+                text.push('\n');
+            }
+        }
+        text.push_str(t);
+        prev = Some(l);
+        i += 1;
+    }
+}
+
+/// Running headers and footers: the first and last two lines of a page whose key is on
+/// at least a quarter of the pages (and three of them), as (page, line).
+fn running_furniture(pages: &[Vec<Line>]) -> HashSet<(usize, usize)> {
     let mut drop: HashSet<(usize, usize)> = HashSet::new();
     let with_text = pages.iter().filter(|p| !p.is_empty()).count();
     if with_text >= 3 {
@@ -559,99 +677,7 @@ pub(crate) fn assemble(pages: &[Vec<Line>], outline: &[OutlineEntry]) -> Assembl
             }
         }
     }
-    let kept = |pi: usize, i: usize| !drop.contains(&(pi, i));
-    let kept_ref: &dyn Fn(usize, usize) -> bool = &kept;
-    let style = BodyStyle::of(pages, kept_ref);
-    let cells = table_rows(pages, kept_ref);
-
-    // Heading levels per line: (page, first line) → (level, number of lines).
-    let from_outline = outline_headings(pages, outline, &kept);
-    let heads = if !from_outline.is_empty() && from_outline.len() * 2 >= outline.len().min(50) {
-        from_outline
-    } else {
-        layout_headings(pages, kept_ref, &style, &cells)
-    };
-    let mut out = Assembled::default();
-    let text = &mut out.text;
-    for (pi, p) in pages.iter().enumerate() {
-        let start = text.len();
-        let mut prev: Option<&Line> = None;
-        let mut prev_row = false;
-        let mut i = 0;
-        while i < p.len() {
-            if !kept(pi, i) {
-                i += 1;
-                continue;
-            }
-            if let Some(row) = cells.get(&(pi, i)) {
-                // A table row: its cells on one line, in order, rows one under another.
-                if prev_row {
-                    text.push('\n');
-                } else {
-                    paragraph_break(text);
-                }
-                let cells: Vec<String> = row
-                    .iter()
-                    .map(|cell| join_lines(cell.iter().map(|&k| p[k].text.trim())))
-                    .collect();
-                text.push_str(&cells.join(" | "));
-                let last = row.iter().flatten().copied().max().unwrap_or(i);
-                prev = Some(&p[last]);
-                prev_row = true;
-                i = last + 1;
-                continue;
-            }
-            if prev_row {
-                paragraph_break(text);
-                prev = None;
-                prev_row = false;
-            }
-            if let Some(&(level, n)) = heads.get(&(pi, i)) {
-                paragraph_break(text);
-                let heading = (i..i + n)
-                    .filter(|&k| kept(pi, k))
-                    .map(|k| p[k].text.trim())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                out.headings.push(Heading {
-                    start: text.len(),
-                    level,
-                    text: collapse_ws(&heading),
-                });
-                text.push_str(&heading);
-                text.push_str("\n\n");
-                prev = None;
-                i += n;
-                continue;
-            }
-            let l = &p[i];
-            let t = l.text.trim();
-            if let Some(pr) = prev {
-                let gap = pr.y - l.y;
-                let hyphen = text.ends_with('-')
-                    && text[..text.len() - 1]
-                        .chars()
-                        .next_back()
-                        .is_some_and(char::is_lowercase)
-                    && t.chars().next().is_some_and(char::is_lowercase);
-                if hyphen {
-                    text.pop();
-                } else if gap < 0.0 || gap > 1.6 * pr.size.max(l.size).max(1.0) {
-                    paragraph_break(text);
-                } else {
-                    text.push('\n');
-                }
-            }
-            text.push_str(t);
-            prev = Some(l);
-            i += 1;
-        }
-        if text.len() > start {
-            paragraph_break(text);
-        }
-        out.pages.push((start, text.len()));
-    }
-    out
+    drop
 }
 
 /// Lines joined with spaces, a word hyphenated at a line end joined.
