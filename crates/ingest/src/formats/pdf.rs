@@ -143,53 +143,10 @@ pub(crate) fn load(
             "the PDF claims {n} pages, more than the limit of {max_pages}"
         )));
     }
-    let mut pages = Vec::with_capacity(n);
-    // Sorted (pages are read in order), and `is_unreadable` says it in constant time:
-    // the filters below stay linear in the page count.
-    let mut unreadable = Vec::new();
-    let mut is_unreadable = vec![false; n];
-    for (i, flag) in is_unreadable.iter_mut().enumerate() {
-        let lines = pdf
-            .pages()
-            .get(i as _)
-            .and_then(|page| page.text().map(|t| page_lines(&t)));
-        pages.push(lines.unwrap_or_else(|_| {
-            unreadable.push(i);
-            *flag = true;
-            Vec::new()
-        }));
-        pages_read(i + 1, n);
-    }
-    if !unreadable.is_empty() && unreadable.len() < n {
-        warnings.push(format!(
-            "{}: PDFium cannot read {}; left out",
-            path.display(),
-            pages_phrase(&unreadable)
-        ));
-    }
+    let (pages, unreadable) = read_pages(&pdf, path, warnings, pages_read);
     let outline = outline(&pdf);
     drop(pdf);
-    let no_text: Vec<usize> = (0..n)
-        .filter(|&i| pages[i].iter().all(|l| l.text.trim().is_empty()))
-        .collect();
-    if no_text.len() == n {
-        return Err(fail(if unreadable.len() == n {
-            "corrupt PDF: PDFium cannot read any of its pages".to_string()
-        } else {
-            format!(
-                "no text layer on {}; OCR is not built in",
-                pages_phrase(&no_text)
-            )
-        }));
-    }
-    let scanned: Vec<usize> = no_text.into_iter().filter(|&i| !is_unreadable[i]).collect();
-    if !scanned.is_empty() {
-        warnings.push(format!(
-            "{}: no text layer on {} (of {n}); OCR is not built in, left out",
-            path.display(),
-            pages_phrase(&scanned)
-        ));
-    }
+    check_text_layer(path, &pages, &unreadable, warnings).map_err(fail)?;
     let a = assemble(&pages, &outline);
     if a.text.trim().is_empty() {
         return Err(IngestError::Empty {
@@ -217,6 +174,79 @@ pub(crate) fn load(
     doc.pages = page_ranges;
     doc.text = a.text;
     Ok(doc)
+}
+
+/// The lines of every page of `pdf`, calling `pages_read(done, total)` after each, and
+/// the pages PDFium cannot read (in order; empty in `pages`, named in `warnings`
+/// unless none can be read).
+fn read_pages(
+    pdf: &PdfDocument<'_>,
+    path: &Path,
+    warnings: &mut Vec<String>,
+    pages_read: &dyn Fn(usize, usize),
+) -> (Vec<Vec<Line>>, Vec<usize>) {
+    let n = pdf.pages().len() as usize;
+    let mut pages = Vec::with_capacity(n);
+    let mut unreadable = Vec::new();
+    for i in 0..n {
+        let lines = pdf
+            .pages()
+            .get(i as _)
+            .and_then(|page| page.text().map(|t| page_lines(&t)));
+        pages.push(lines.unwrap_or_else(|_| {
+            unreadable.push(i);
+            Vec::new()
+        }));
+        pages_read(i + 1, n);
+    }
+    if !unreadable.is_empty() && unreadable.len() < n {
+        warnings.push(format!(
+            "{}: PDFium cannot read {}; left out",
+            path.display(),
+            pages_phrase(&unreadable)
+        ));
+    }
+    (pages, unreadable)
+}
+
+/// Why a PDF whose pages hold no text at all is refused; pages without a text layer
+/// among readable ones (scans) are named in `warnings`. `unreadable`: the pages PDFium
+/// could not read, sorted.
+fn check_text_layer(
+    path: &Path,
+    pages: &[Vec<Line>],
+    unreadable: &[usize],
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    let n = pages.len();
+    // `is_unreadable` says it in constant time: the filters stay linear in the page
+    // count.
+    let mut is_unreadable = vec![false; n];
+    for &i in unreadable {
+        is_unreadable[i] = true;
+    }
+    let no_text: Vec<usize> = (0..n)
+        .filter(|&i| pages[i].iter().all(|l| l.text.trim().is_empty()))
+        .collect();
+    if no_text.len() == n {
+        return Err(if unreadable.len() == n {
+            "corrupt PDF: PDFium cannot read any of its pages".to_string()
+        } else {
+            format!(
+                "no text layer on {}; OCR is not built in",
+                pages_phrase(&no_text)
+            )
+        });
+    }
+    let scanned: Vec<usize> = no_text.into_iter().filter(|&i| !is_unreadable[i]).collect();
+    if !scanned.is_empty() {
+        warnings.push(format!(
+            "{}: no text layer on {} (of {n}); OCR is not built in, left out",
+            path.display(),
+            pages_phrase(&scanned)
+        ));
+    }
+    Ok(())
 }
 
 /// Why PDFium could not open a document, in words.
