@@ -202,21 +202,7 @@ impl BertEncoder {
         read: impl FnOnce(&[f32]) -> T,
     ) -> Result<T, String> {
         let h = self.hidden;
-        let mut offsets = Vec::with_capacity(seqs.len() + 1);
-        offsets.push(0usize);
-        for (ids, types) in seqs {
-            if ids.len() != types.len() {
-                return Err("token ids and type ids differ in length".into());
-            }
-            if ids.len() > self.max_positions {
-                return Err(format!(
-                    "sequence of {} tokens exceeds max_position_embeddings {}",
-                    ids.len(),
-                    self.max_positions
-                ));
-            }
-            offsets.push(offsets[offsets.len() - 1] + ids.len());
-        }
+        let offsets = self.offsets(seqs)?;
         let total = offsets[offsets.len() - 1];
         if total == 0 {
             return Ok(read(&[]));
@@ -236,7 +222,48 @@ impl BertEncoder {
         scratch.inter.resize(total * self.intermediate, 0.0);
         let Scratch { x, qkv, ctx, inter } = &mut scratch;
 
-        // Embeddings: word + position + token type, then layer norm.
+        self.embeddings(seqs, &offsets, x)?;
+        let simd = self.kernel.simd();
+        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, simd);
+        for layer in &self.layers {
+            self.layer(layer, &offsets, x, qkv, ctx, inter);
+        }
+        let result = read(x);
+        if let Ok(mut pool) = self.scratch.lock() {
+            pool.push(scratch);
+        }
+        Ok(result)
+    }
+
+    /// Where each sequence starts in the packed rows, and the end of the last: the
+    /// sequences checked (ids and type ids of one length, within the positions).
+    fn offsets(&self, seqs: &[(&[u32], &[u32])]) -> Result<Vec<usize>, String> {
+        let mut offsets = Vec::with_capacity(seqs.len() + 1);
+        offsets.push(0usize);
+        for (ids, types) in seqs {
+            if ids.len() != types.len() {
+                return Err("token ids and type ids differ in length".into());
+            }
+            if ids.len() > self.max_positions {
+                return Err(format!(
+                    "sequence of {} tokens exceeds max_position_embeddings {}",
+                    ids.len(),
+                    self.max_positions
+                ));
+            }
+            offsets.push(offsets[offsets.len() - 1] + ids.len());
+        }
+        Ok(offsets)
+    }
+
+    /// The input rows: word + position + token type embeddings of every token.
+    fn embeddings(
+        &self,
+        seqs: &[(&[u32], &[u32])],
+        offsets: &[usize],
+        x: &mut [f32],
+    ) -> Result<(), String> {
+        let h = self.hidden;
         for (s, (ids, types)) in seqs.iter().enumerate() {
             for (p, (&id, &tt)) in ids.iter().zip(types.iter()).enumerate() {
                 let (id, tt) = (id as usize, tt as usize);
@@ -252,75 +279,82 @@ impl BertEncoder {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// One encoder layer over the packed rows `x` (in place), with its scratch buffers.
+    fn layer(
+        &self,
+        layer: &Layer,
+        offsets: &[usize],
+        x: &mut [f32],
+        qkv: &mut [f32],
+        ctx: &mut [f32],
+        inter: &mut [f32],
+    ) {
+        let h = self.hidden;
+        let total = offsets[offsets.len() - 1];
         let simd = self.kernel.simd();
-        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, simd);
         let inter_width = self.intermediate;
-        for layer in &self.layers {
-            // Q, K and V (with their biases) in one product.
-            let with_bias = |bias| Epilogue {
-                bias: Some(bias),
-                ..Epilogue::STORE
-            };
-            matmul(
-                x,
-                h,
-                total,
-                &layer.qkv_w,
-                qkv,
-                3 * h,
-                with_bias(&layer.qkv_b),
-                true,
-            );
-            self.attention(qkv, &offsets, ctx);
-            // x = LN(x + ctx · Woᵀ + bo)
-            let residual = |bias| Epilogue {
-                accumulate: true,
-                bias: Some(bias),
-                ..Epilogue::STORE
-            };
-            matmul(
-                ctx,
-                h,
-                total,
-                &layer.attn_out_w,
-                x,
-                h,
-                residual(&layer.attn_out_b),
-                true,
-            );
-            layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps, simd);
-            // inter = act(x · Wiᵀ + bi); x = LN(x + inter · Woᵀ + bo)
-            let feed_forward = Epilogue {
-                activation: Some(self.activation),
-                ..with_bias(&layer.inter_b)
-            };
-            matmul(
-                x,
-                h,
-                total,
-                &layer.inter_w,
-                inter,
-                inter_width,
-                feed_forward,
-                true,
-            );
-            matmul(
-                inter,
-                inter_width,
-                total,
-                &layer.out_w,
-                x,
-                h,
-                residual(&layer.out_b),
-                true,
-            );
-            layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps, simd);
-        }
-        let result = read(x);
-        if let Ok(mut pool) = self.scratch.lock() {
-            pool.push(scratch);
-        }
-        Ok(result)
+        // Q, K and V (with their biases) in one product.
+        let with_bias = |bias| Epilogue {
+            bias: Some(bias),
+            ..Epilogue::STORE
+        };
+        matmul(
+            x,
+            h,
+            total,
+            &layer.qkv_w,
+            qkv,
+            3 * h,
+            with_bias(&layer.qkv_b),
+            true,
+        );
+        self.attention(qkv, &offsets, ctx);
+        // x = LN(x + ctx · Woᵀ + bo)
+        let residual = |bias| Epilogue {
+            accumulate: true,
+            bias: Some(bias),
+            ..Epilogue::STORE
+        };
+        matmul(
+            ctx,
+            h,
+            total,
+            &layer.attn_out_w,
+            x,
+            h,
+            residual(&layer.attn_out_b),
+            true,
+        );
+        layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps, simd);
+        // inter = act(x · Wiᵀ + bi); x = LN(x + inter · Woᵀ + bo)
+        let feed_forward = Epilogue {
+            activation: Some(self.activation),
+            ..with_bias(&layer.inter_b)
+        };
+        matmul(
+            x,
+            h,
+            total,
+            &layer.inter_w,
+            inter,
+            inter_width,
+            feed_forward,
+            true,
+        );
+        matmul(
+            inter,
+            inter_width,
+            total,
+            &layer.out_w,
+            x,
+            h,
+            residual(&layer.out_b),
+            true,
+        );
+        layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps, simd);
     }
 
     /// Self-attention of every sequence and head, in parallel over (sequence, head).
