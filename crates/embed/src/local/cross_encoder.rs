@@ -141,40 +141,7 @@ impl CrossEncoderReranker {
             .and_then(KernelChoice::resolve)
             .map_err(|e| load_error(dir, e))?;
 
-        let config_text = std::fs::read_to_string(&config_path)
-            .map_err(|e| load_error(&config_path, format!("cannot read: {e}")))?;
-        let head: HeadConfig = serde_json::from_str(&config_text)
-            .map_err(|e| load_error(&config_path, format!("malformed JSON: {e}")))?;
-        if let Some(model_type) = head.model_type.as_deref() {
-            if model_type != "bert" {
-                return Err(load_error(
-                    &config_path,
-                    format!(
-                        "model_type `{model_type}` is not supported (only BERT cross-encoders)"
-                    ),
-                ));
-            }
-        }
-        if let Some(archs) = &head.architectures {
-            if !archs.is_empty() && !archs.iter().any(|a| a.starts_with("Bert")) {
-                return Err(load_error(
-                    &config_path,
-                    format!(
-                        "architecture {archs:?} is not supported (expected \
-                         BertForSequenceClassification)"
-                    ),
-                ));
-            }
-        }
-        let config: BertConfig = serde_json::from_str(&config_text)
-            .map_err(|e| load_error(&config_path, format!("not a BERT config: {e}")))?;
-        let max_length = DEFAULT_MAX_LENGTH.min(config.max_position_embeddings);
-        if max_length < MIN_MAX_LENGTH {
-            return Err(load_error(
-                &config_path,
-                format!("max_position_embeddings must be at least {MIN_MAX_LENGTH}"),
-            ));
-        }
+        let (config, max_length) = read_config(&config_path)?;
 
         let tokenizer = pair_tokenizer(&tokenizer_path, max_length, &config)?;
 
@@ -190,41 +157,7 @@ impl CrossEncoderReranker {
         } else {
             ""
         };
-        let pooler_name = format!("{prefix}pooler.dense.weight");
-        if !tensors.contains(&pooler_name) {
-            return Err(load_error(
-                &weights_path,
-                format!(
-                    "missing pooler weights `{pooler_name}`: not a \
-                     BertForSequenceClassification (cross-encoder) model"
-                ),
-            ));
-        }
-        let num_labels = match tensors.shape("classifier.weight") {
-            Some(dims) if dims.len() == 2 && dims[1] == config.hidden_size => dims[0],
-            Some(dims) => {
-                return Err(load_error(
-                    &weights_path,
-                    format!(
-                        "classifier.weight has shape {dims:?}, expected [num_labels, {}]",
-                        config.hidden_size
-                    ),
-                ))
-            }
-            None => {
-                return Err(load_error(
-                    &weights_path,
-                    "missing classifier weights `classifier.weight`: not a sequence-\
-                     classification (cross-encoder) model; an embedding model cannot rerank",
-                ))
-            }
-        };
-        if !(1..=2).contains(&num_labels) {
-            return Err(load_error(
-                &weights_path,
-                format!("the classifier has {num_labels} labels; only 1 or 2 are supported"),
-            ));
-        }
+        let num_labels = classifier_labels(&tensors, prefix, config.hidden_size, &weights_path)?;
 
         let weights_err = |what: &str, e: String| {
             load_error(
@@ -328,6 +261,90 @@ impl CrossEncoderReranker {
             })
             .collect()
     }
+}
+
+/// The BERT config of a cross-encoder at `config_path` (refused when it names another
+/// model type or architecture) and the longest pair it reads.
+fn read_config(config_path: &Path) -> Result<(BertConfig, usize), EmbedError> {
+    let config_text = std::fs::read_to_string(config_path)
+        .map_err(|e| load_error(config_path, format!("cannot read: {e}")))?;
+    let head: HeadConfig = serde_json::from_str(&config_text)
+        .map_err(|e| load_error(config_path, format!("malformed JSON: {e}")))?;
+    if let Some(model_type) = head.model_type.as_deref() {
+        if model_type != "bert" {
+            return Err(load_error(
+                config_path,
+                format!("model_type `{model_type}` is not supported (only BERT cross-encoders)"),
+            ));
+        }
+    }
+    if let Some(archs) = &head.architectures {
+        if !archs.is_empty() && !archs.iter().any(|a| a.starts_with("Bert")) {
+            return Err(load_error(
+                config_path,
+                format!(
+                    "architecture {archs:?} is not supported (expected \
+                     BertForSequenceClassification)"
+                ),
+            ));
+        }
+    }
+    let config: BertConfig = serde_json::from_str(&config_text)
+        .map_err(|e| load_error(config_path, format!("not a BERT config: {e}")))?;
+    let max_length = DEFAULT_MAX_LENGTH.min(config.max_position_embeddings);
+    if max_length < MIN_MAX_LENGTH {
+        return Err(load_error(
+            config_path,
+            format!("max_position_embeddings must be at least {MIN_MAX_LENGTH}"),
+        ));
+    }
+    Ok((config, max_length))
+}
+
+/// The number of labels of the classifier in `tensors` (1 or 2), after checking the
+/// pooler is there: an embedding model has neither.
+fn classifier_labels(
+    tensors: &Weights<'_>,
+    prefix: &str,
+    hidden_size: usize,
+    weights_path: &Path,
+) -> Result<usize, EmbedError> {
+    let pooler_name = format!("{prefix}pooler.dense.weight");
+    if !tensors.contains(&pooler_name) {
+        return Err(load_error(
+            weights_path,
+            format!(
+                "missing pooler weights `{pooler_name}`: not a \
+                 BertForSequenceClassification (cross-encoder) model"
+            ),
+        ));
+    }
+    let num_labels = match tensors.shape("classifier.weight") {
+        Some(dims) if dims.len() == 2 && dims[1] == hidden_size => dims[0],
+        Some(dims) => {
+            return Err(load_error(
+                weights_path,
+                format!(
+                    "classifier.weight has shape {dims:?}, expected [num_labels, {}]",
+                    hidden_size
+                ),
+            ))
+        }
+        None => {
+            return Err(load_error(
+                weights_path,
+                "missing classifier weights `classifier.weight`: not a sequence-\
+                 classification (cross-encoder) model; an embedding model cannot rerank",
+            ))
+        }
+    };
+    if !(1..=2).contains(&num_labels) {
+        return Err(load_error(
+            weights_path,
+            format!("the classifier has {num_labels} labels; only 1 or 2 are supported"),
+        ));
+    }
+    Ok(num_labels)
 }
 
 /// The tokenizer for pairs: longest-first truncation to `max_length`, padding to the
