@@ -279,30 +279,7 @@ impl PgIndex {
         let config = self.require_config()?;
         let dim = config.dimension;
         let doc = w.doc;
-        crate::storable::check_document(
-            &doc.id,
-            &doc.title,
-            doc.source.as_deref(),
-            &doc.text,
-            &doc.metadata,
-        )?;
-        for text in w.indexed {
-            crate::storable::check_text(&format!("document {:?}: indexed text", doc.id), text)?;
-        }
-        let n = doc.chunks.len();
-        if w.vectors.len() != n * dim || w.embed_keys.len() != n || w.indexed.len() != n {
-            return Err(PgError::Format {
-                url: self.url.clone(),
-                message: format!(
-                    "document {:?}: {} chunks but {} vector values, {} keys, {} texts",
-                    doc.id,
-                    n,
-                    w.vectors.len(),
-                    w.embed_keys.len(),
-                    w.indexed.len()
-                ),
-            });
-        }
+        self.check_write(w, dim)?;
         let json = |v: serde_json::Result<serde_json::Value>| {
             v.map_err(|e| PgError::Format {
                 url: self.url.clone(),
@@ -363,32 +340,41 @@ impl PgIndex {
             )
             .map_err(db)?
             .get(0);
-        let ordinals: Vec<i32> = doc.chunks.iter().map(|c| c.ordinal as i32).collect();
-        let starts: Vec<i32> = doc
-            .chunks
-            .iter()
-            .map(|c| c.range.char_start as i32)
-            .collect();
-        let ends: Vec<i32> = doc.chunks.iter().map(|c| c.range.char_end as i32).collect();
-        let vectors: Vec<Vector> = w
-            .vectors
-            .chunks(dim.max(1))
-            .map(|v| Vector::from(v.to_vec()))
-            .collect();
-        tx.execute(
-            "INSERT INTO excerpt_chunks
-               (doc, ordinal, char_start, char_end, indexed, embed_key, embedding, tokens)
-             SELECT $1, o, s, e, t, k, v,
-                    (SELECT coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)
-                     FROM unnest(to_tsvector('english', t)) AS x)
-             FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::vector[])
-                  AS u(o, s, e, t, k, v)",
-            &[&pk, &ordinals, &starts, &ends, &w.indexed, &w.embed_keys, &vectors],
-        )
-        .map_err(db)?;
+        insert_chunks(&mut tx, pk, w, dim).map_err(db)?;
         record_statistics(&mut tx, pk, old).map_err(db)?;
         tx.commit().map_err(db)?;
         Ok(outcome)
+    }
+
+    /// Refuses a write whose document or indexed texts cannot be stored, or whose
+    /// vectors, keys and texts do not count one per chunk (of dimension `dim`).
+    fn check_write(&self, w: &DocumentWrite<'_>, dim: usize) -> Result<(), PgError> {
+        let doc = w.doc;
+        crate::storable::check_document(
+            &doc.id,
+            &doc.title,
+            doc.source.as_deref(),
+            &doc.text,
+            &doc.metadata,
+        )?;
+        for text in w.indexed {
+            crate::storable::check_text(&format!("document {:?}: indexed text", doc.id), text)?;
+        }
+        let n = doc.chunks.len();
+        if w.vectors.len() != n * dim || w.embed_keys.len() != n || w.indexed.len() != n {
+            return Err(PgError::Format {
+                url: self.url.clone(),
+                message: format!(
+                    "document {:?}: {} chunks but {} vector values, {} keys, {} texts",
+                    doc.id,
+                    n,
+                    w.vectors.len(),
+                    w.embed_keys.len(),
+                    w.indexed.len()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Deletes documents by id in one transaction; returns the ids that existed.
@@ -580,4 +566,38 @@ fn read_config(
         })
     })
     .transpose()
+}
+
+/// Inserts the chunks of write `w` under document row `pk` in one statement (arrays
+/// unnested), each with its vector of dimension `dim` and its token count for BM25.
+fn insert_chunks(
+    tx: &mut postgres::Transaction<'_>,
+    pk: i32,
+    w: &DocumentWrite<'_>,
+    dim: usize,
+) -> Result<(), postgres::Error> {
+    let doc = w.doc;
+    let ordinals: Vec<i32> = doc.chunks.iter().map(|c| c.ordinal as i32).collect();
+    let starts: Vec<i32> = doc
+        .chunks
+        .iter()
+        .map(|c| c.range.char_start as i32)
+        .collect();
+    let ends: Vec<i32> = doc.chunks.iter().map(|c| c.range.char_end as i32).collect();
+    let vectors: Vec<Vector> = w
+        .vectors
+        .chunks(dim.max(1))
+        .map(|v| Vector::from(v.to_vec()))
+        .collect();
+    tx.execute(
+        "INSERT INTO excerpt_chunks
+           (doc, ordinal, char_start, char_end, indexed, embed_key, embedding, tokens)
+         SELECT $1, o, s, e, t, k, v,
+                (SELECT coalesce(sum(coalesce(array_length(x.positions, 1), 1)), 0)
+                 FROM unnest(to_tsvector('english', t)) AS x)
+         FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::text[], $6::text[], $7::vector[])
+              AS u(o, s, e, t, k, v)",
+        &[&pk, &ordinals, &starts, &ends, &w.indexed, &w.embed_keys, &vectors],
+    )?;
+    Ok(())
 }
