@@ -1,19 +1,27 @@
 //! The lexical side of the index: one tantivy document per chunk, holding the document
 //! id (raw string, for deletion and filtering), the chunk ordinal, and the searched body
 //! (chunk header and chunk text, English-stemmed). Scores are BM25 (k1 1.2, b 0.75).
+//!
+//! The id and the ordinal are fast fields too (the id since session 19), so a search reads
+//! a hit's key from columns instead of decompressing its stored document; an index made
+//! before keeps its schema and is read from the document store.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use excerpt_core::{indexed_text, Document};
 use tantivy::collector::TopDocs;
+use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
 };
-use tantivy::{doc, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{doc, DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::IndexError;
+
+/// A segment's fast columns of document id and chunk ordinal.
+type KeyColumns = (StrColumn, Column<u64>);
 
 /// Fields of the BM25 schema.
 #[derive(Debug, Clone, Copy)]
@@ -27,8 +35,14 @@ pub struct Fields {
 }
 
 fn schema() -> (Schema, Fields) {
+    schema_with(STRING | STORED | FAST)
+}
+
+/// The schema with the document id stored with `doc_id` options (indexes made before
+/// session 19 lack `FAST`).
+fn schema_with(doc_id: TextOptions) -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let doc_id = b.add_text_field("doc_id", STRING | STORED);
+    let doc_id = b.add_text_field("doc_id", doc_id);
     let ordinal = b.add_u64_field("ordinal", STORED | FAST);
     let body_opts = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
@@ -218,17 +232,23 @@ impl Bm25Reader {
             .searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut out = Vec::with_capacity(hits.len());
+        // Per segment: its id and ordinal columns, when its schema has them.
+        let mut columns: HashMap<u32, Option<KeyColumns>> = HashMap::new();
         for (score, addr) in hits {
-            let d: TantivyDocument = self.searcher.doc(addr)?;
-            let id = d
-                .get_first(self.fields.doc_id)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            let ord = d
-                .get_first(self.fields.ordinal)
-                .and_then(|v| v.as_u64())
-                .unwrap_or_default();
-            out.push((id.to_string(), ord as u32, score));
+            let cols = columns
+                .entry(addr.segment_ord)
+                .or_insert_with(|| self.key_columns(addr.segment_ord));
+            let key = cols.as_ref().and_then(|(ids, ords)| {
+                let mut id = String::new();
+                let ord = ids.term_ords(addr.doc_id).next()?;
+                ids.ord_to_str(ord, &mut id).ok()?.then_some(())?;
+                Some((id, ords.first(addr.doc_id)?))
+            });
+            let (id, ord) = match key {
+                Some(k) => k,
+                None => self.stored_key(addr)?,
+            };
+            out.push((id, ord as u32, score));
         }
         out.sort_by(|a, b| {
             b.2.total_cmp(&a.2)
@@ -239,8 +259,83 @@ impl Bm25Reader {
         Ok(out)
     }
 
+    /// The id and ordinal columns of segment `segment`; `None` when its schema does not
+    /// make the id a fast field (an index made before session 19).
+    fn key_columns(&self, segment: u32) -> Option<KeyColumns> {
+        let ff = self.searcher.segment_reader(segment).fast_fields();
+        let ids = ff.str("doc_id").ok().flatten()?;
+        let ords = ff.u64("ordinal").ok()?;
+        Some((ids, ords))
+    }
+
+    /// A hit's document id and ordinal read from its stored document.
+    fn stored_key(&self, addr: DocAddress) -> Result<(String, u64), IndexError> {
+        let d: TantivyDocument = self.searcher.doc(addr)?;
+        let id = d
+            .get_first(self.fields.doc_id)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let ord = d
+            .get_first(self.fields.ordinal)
+            .and_then(|v| v.as_u64())
+            .unwrap_or_default();
+        Ok((id.to_string(), ord))
+    }
+
     /// Keeps the reader alive (it owns the searcher's segments).
     pub fn reader(&self) -> &IndexReader {
         &self.reader
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index in RAM of `schema` holding `chunks` (document id, ordinal, body),
+    /// committed every three chunks, so it has several segments.
+    fn reader((schema, f): (Schema, Fields), chunks: &[(&str, u64, &str)]) -> Bm25Reader {
+        let index = Index::create_in_ram(schema);
+        let mut w: tantivy::IndexWriter<TantivyDocument> =
+            index.writer_with_num_threads(1, 15_000_000).unwrap();
+        for (i, &(id, ordinal, body)) in chunks.iter().enumerate() {
+            w.add_document(doc!(f.doc_id => id, f.ordinal => ordinal, f.body => body))
+                .unwrap();
+            if i % 3 == 2 {
+                w.commit().unwrap();
+            }
+        }
+        w.commit().unwrap();
+        Bm25Reader::new(index, f).unwrap()
+    }
+
+    #[test]
+    fn keys_read_from_fast_columns_equal_the_stored_ones() {
+        let chunks = [
+            ("d1", 0, "alpha beta"),
+            ("d1", 1, "gamma delta alpha"),
+            ("d2", 0, "beta beta gamma"),
+            ("d2", 1, "epsilon"),
+            ("d2", 2, "alpha gamma"),
+            ("d3", 0, "delta delta delta alpha"),
+            ("d3", 1, "beta"),
+            ("d10", 4, "gamma alpha beta"),
+        ];
+        let fast = reader(schema(), &chunks);
+        let stored = reader(schema_with(STRING | STORED), &chunks);
+        assert!(fast.key_columns(0).is_some(), "the id is a fast field");
+        assert!(
+            stored.key_columns(0).is_none(),
+            "an index made before has none"
+        );
+        for q in ["alpha", "beta gamma", "delta", "epsilon alpha"] {
+            let a = fast.search(q, 10, None).unwrap();
+            assert!(!a.is_empty(), "{q}");
+            assert_eq!(a, stored.search(q, 10, None).unwrap(), "{q}");
+            let only = Some(&["d2", "d10"][..]);
+            let a = fast.search(q, 3, only).unwrap();
+            assert!(a.iter().all(|h| h.0 == "d2" || h.0 == "d10"), "{a:?}");
+            assert_eq!(a, stored.search(q, 3, only).unwrap(), "{q}");
+        }
     }
 }

@@ -117,7 +117,16 @@ impl Snapshot {
                 found
                     .map(|(index, fields)| {
                         let before = bm25::committed_generation(&index)?;
-                        let reader = Bm25Reader::new(index, fields)?;
+                        // tantivy can panic on a damaged file as it opens the segments'
+                        // columns: that is damage too.
+                        let reader = crate::quiet::catch_quietly(|| Bm25Reader::new(index, fields))
+                            .unwrap_or_else(|_| {
+                                Err(IndexError::Corrupt {
+                                    dir: bm25_dir.clone(),
+                                    detail: "the BM25 index failed while opening (damaged files)"
+                                        .into(),
+                                })
+                            })?;
                         let after = reader.generation()?;
                         Ok((reader, before, after))
                     })
