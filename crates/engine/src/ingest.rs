@@ -746,7 +746,7 @@ impl Flush<'_> {
     }
 
     /// Per document, per chunk: its indexed text and the key of its embedding input.
-    fn chunk_inputs(&self, docs: &[Document]) -> Vec<Vec<(String, String)>> {
+    fn chunk_inputs(&self, docs: &[Document]) -> Vec<ChunkInputs> {
         let headers = self.config.headers;
         docs.iter()
             .map(|doc| {
@@ -789,15 +789,18 @@ impl Flush<'_> {
     }
 }
 
+/// A document's chunks as embedding inputs: (key, indexed text) per chunk.
+type ChunkInputs = Vec<(String, String)>;
+
 /// The documents of `batch` to write, with their chunk inputs: those `keep` marks
 /// (wholly embedded); an interrupted batch's others are left out, uncounted, and named
 /// in `report`.
 fn leave_out_incomplete<'a>(
     batch: Batch,
-    inputs: &'a [Vec<(String, String)>],
+    inputs: &'a [ChunkInputs],
     keep: Vec<bool>,
     report: &mut IngestReport,
-) -> (Vec<Document>, Vec<&'a Vec<(String, String)>>) {
+) -> (Vec<Document>, Vec<&'a ChunkInputs>) {
     let mut docs = Vec::with_capacity(batch.docs.len());
     let mut kept_inputs = Vec::with_capacity(inputs.len());
     for ((doc, counted), (chunks, keep)) in batch

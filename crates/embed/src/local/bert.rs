@@ -311,7 +311,7 @@ impl BertEncoder {
             with_bias(&layer.qkv_b),
             true,
         );
-        self.attention(qkv, &offsets, ctx);
+        self.attention(qkv, offsets, ctx);
         // x = LN(x + ctx · Woᵀ + bo)
         let residual = |bias| Epilogue {
             accumulate: true,
