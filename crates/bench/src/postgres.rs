@@ -202,57 +202,15 @@ pub fn run(options: &PgBenchOptions) -> Result<PgBenchReport> {
             vectors.push(next_document(d, &spec, &collection, &mut rng)?.1);
         }
     } else {
-        pg.drop_ann_index()?;
-        say(&format!(
-            "writing {} chunks in {docs} documents ({} writers, no HNSW index)",
-            spec.chunks, report.writers
-        ));
-        let t = Instant::now();
-        write_all(&pg, &collection.model_id, report.writers, |send| {
-            for d in 0..docs {
-                let (doc, v) = next_document(d, &spec, &collection, &mut rng)?;
-                vectors.push(v.clone());
-                if !send(doc, v) {
-                    break;
-                }
-            }
-            Ok(())
-        })?;
-        report.load_seconds = t.elapsed().as_secs_f64();
-        report.load_chunks_per_second = spec.chunks as f64 / report.load_seconds.max(1e-9);
-        say("building the HNSW index");
-        let t = Instant::now();
-        pg.build_ann_index(options.ann_memory_mib)?;
-        report.ann_build_seconds = t.elapsed().as_secs_f64();
-
-        // Incremental: documents numbered after the collection's, HNSW maintained.
-        let extra = INCREMENTAL_DOCS.min(docs.max(1));
-        let extra_spec = CollectionSpec {
-            chunks: extra * spec.chunks_per_doc.max(1),
-            ..spec
-        };
-        let mut extra_rng = Rng(options.seed.wrapping_add(1).max(1));
-        say(&format!(
-            "writing {} more chunks with the HNSW index",
-            extra_spec.chunks
-        ));
-        let t = Instant::now();
-        write_all(&pg, &collection.model_id, report.writers, |send| {
-            for e in 0..extra {
-                let (mut doc, v) = next_document(e, &extra_spec, &collection, &mut extra_rng)?;
-                doc.id = format!("extra-{e:07}");
-                if !send(doc, v) {
-                    break;
-                }
-            }
-            Ok(())
-        })?;
-        report.incremental_chunks = extra_spec.chunks;
-        report.incremental_chunks_per_second =
-            extra_spec.chunks as f64 / t.elapsed().as_secs_f64().max(1e-9);
-        // The extra documents would be missing from the exact truth: remove them.
-        let ids: Vec<String> = (0..extra).map(|e| format!("extra-{e:07}")).collect();
-        pg.delete(&ids)?;
+        load(
+            &pg,
+            &spec,
+            &collection,
+            &mut rng,
+            options,
+            &mut vectors,
+            &mut report,
+        )?;
     }
 
     say(&format!("timing {} searches of each kind", options.queries));
@@ -269,6 +227,81 @@ pub fn run(options: &PgBenchOptions) -> Result<PgBenchReport> {
         )?);
     }
     Ok(report)
+}
+
+/// Writes the generated collection into the empty index `pg` (its vectors kept in
+/// `vectors` for the exact truth), builds the HNSW index, then times incremental writes
+/// with the index maintained (documents removed again afterwards), filling the load
+/// figures of `report`.
+fn load(
+    pg: &PgIndex,
+    spec: &CollectionSpec,
+    collection: &generate::Collection,
+    rng: &mut Rng,
+    options: &PgBenchOptions,
+    vectors: &mut Vec<Vec<f32>>,
+    report: &mut PgBenchReport,
+) -> Result<()> {
+    let spec = *spec;
+    let docs = document_count(&spec);
+    let say = |what: &str| {
+        if options.verbose {
+            eprintln!("bench: {what}");
+        }
+    };
+    pg.drop_ann_index()?;
+    say(&format!(
+        "writing {} chunks in {docs} documents ({} writers, no HNSW index)",
+        spec.chunks, report.writers
+    ));
+    let t = Instant::now();
+    write_all(pg, &collection.model_id, report.writers, |send| {
+        for d in 0..docs {
+            let (doc, v) = next_document(d, &spec, collection, rng)?;
+            vectors.push(v.clone());
+            if !send(doc, v) {
+                break;
+            }
+        }
+        Ok(())
+    })?;
+    report.load_seconds = t.elapsed().as_secs_f64();
+    report.load_chunks_per_second = spec.chunks as f64 / report.load_seconds.max(1e-9);
+    say("building the HNSW index");
+    let t = Instant::now();
+    pg.build_ann_index(options.ann_memory_mib)?;
+    report.ann_build_seconds = t.elapsed().as_secs_f64();
+
+    // Incremental: documents numbered after the collection's, HNSW maintained.
+    let extra = INCREMENTAL_DOCS.min(docs.max(1));
+    let extra_spec = CollectionSpec {
+        chunks: extra * spec.chunks_per_doc.max(1),
+        ..spec
+    };
+    let mut extra_rng = Rng(options.seed.wrapping_add(1).max(1));
+    say(&format!(
+        "writing {} more chunks with the HNSW index",
+        extra_spec.chunks
+    ));
+    let t = Instant::now();
+    write_all(pg, &collection.model_id, report.writers, |send| {
+        for e in 0..extra {
+            let (mut doc, v) = next_document(e, &extra_spec, collection, &mut extra_rng)?;
+            doc.id = format!("extra-{e:07}");
+            if !send(doc, v) {
+                break;
+            }
+        }
+        Ok(())
+    })?;
+    report.incremental_chunks = extra_spec.chunks;
+    report.incremental_chunks_per_second =
+        extra_spec.chunks as f64 / t.elapsed().as_secs_f64().max(1e-9);
+    // The extra documents would be missing from the exact truth: remove them.
+    let ids: Vec<String> = (0..extra).map(|e| format!("extra-{e:07}")).collect();
+    pg.delete(&ids)?;
+
+    Ok(())
 }
 
 /// Writes the documents `produce` hands to its `send` callback through `writers`

@@ -16,7 +16,7 @@ use super::ingest::Indexed;
 use super::options::EvalOptions;
 use super::validate::{Plan, RunSpec};
 use crate::answer::answer_prompt;
-use crate::format::QueryLine;
+use crate::format::{PageQueryLine, QueryLine};
 use crate::report::QueryFailure;
 use crate::EvalError;
 
@@ -80,35 +80,18 @@ pub(super) fn query(
             }
         };
         retrieved_ok += 1;
-        for (ai, acc) in accs.iter_mut().enumerate() {
-            let t = Instant::now();
-            let context = engine.assemble(&q.query, &retrieved, &acc.config, acc.budget);
-            let ms = retrieve_ms + t.elapsed().as_secs_f64() * 1e3;
-            let context = match context {
-                Ok(c) => c,
-                Err(e) => {
-                    failures.push(QueryFailure {
-                        query_id: q.id.clone(),
-                        strategy: Some(acc.label.clone()),
-                        budget: Some(acc.budget),
-                        message: e.to_string(),
-                    });
-                    acc.record_failure(q, page, &scoring);
-                    continue;
-                }
-            };
-            acc.record(q, page, &context, ms, &scoring)?;
-            if let Some(x) = exporter.as_mut() {
-                x.record(q, &acc.label, acc.budget, &context, &scoring)?;
-            }
-            if let Some(a) = answerer.as_mut().filter(|_| has_reference(q)) {
-                a.pending.push(AnswerJob {
-                    acc: ai,
-                    query: qi,
-                    user: answer_prompt(&q.query, &context),
-                });
-            }
-        }
+        let one = OneQuery {
+            query: q,
+            index: qi,
+            page,
+            retrieve_ms,
+        };
+        let sinks = Sinks {
+            exporter: exporter.as_mut(),
+            answerer: answerer.as_mut(),
+            failures: &mut failures,
+        };
+        assemble_runs(engine, &one, &retrieved, &mut accs, &scoring, sinks)?;
         if let Some(x) = exporter.as_mut() {
             x.finish_question(q, &scoring)?;
         }
@@ -142,6 +125,67 @@ pub(super) fn query(
         failures,
         answerer,
     })
+}
+
+/// One query of the stage: its line, its position, its page evidence (page-format
+/// sets), and how long its retrieval took.
+struct OneQuery<'a> {
+    query: &'a QueryLine,
+    index: usize,
+    page: Option<&'a PageQueryLine>,
+    retrieve_ms: f64,
+}
+
+/// Where a query's contexts go besides the accumulators: the export, the answer jobs,
+/// and the failures.
+struct Sinks<'a> {
+    exporter: Option<&'a mut Exporter>,
+    answerer: Option<&'a mut Answerer>,
+    failures: &'a mut Vec<QueryFailure>,
+}
+
+/// Assembles query `one` from what its retrieval found with every run's strategy and
+/// budget, recording and scoring each context (a failure is recorded as one), exporting
+/// it, and queueing its answer job when the query has a reference answer.
+fn assemble_runs(
+    engine: &Engine,
+    one: &OneQuery<'_>,
+    retrieved: &excerpt::Retrieved,
+    accs: &mut [Acc],
+    scoring: &Scoring<'_>,
+    mut sinks: Sinks<'_>,
+) -> Result<(), EvalError> {
+    let (q, page) = (one.query, one.page);
+    for (ai, acc) in accs.iter_mut().enumerate() {
+        let t = Instant::now();
+        let context = engine.assemble(&q.query, retrieved, &acc.config, acc.budget);
+        let ms = one.retrieve_ms + t.elapsed().as_secs_f64() * 1e3;
+        let context = match context {
+            Ok(c) => c,
+            Err(e) => {
+                sinks.failures.push(QueryFailure {
+                    query_id: q.id.clone(),
+                    strategy: Some(acc.label.clone()),
+                    budget: Some(acc.budget),
+                    message: e.to_string(),
+                });
+                acc.record_failure(q, page, scoring);
+                continue;
+            }
+        };
+        acc.record(q, page, &context, ms, scoring)?;
+        if let Some(x) = sinks.exporter.as_deref_mut() {
+            x.record(q, &acc.label, acc.budget, &context, scoring)?;
+        }
+        if let Some(a) = sinks.answerer.as_deref_mut().filter(|_| has_reference(q)) {
+            a.pending.push(AnswerJob {
+                acc: ai,
+                query: one.index,
+                user: answer_prompt(&q.query, &context),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Creates (truncates) the results file, and the answers file if any, of every run in
