@@ -121,7 +121,6 @@ struct Vocabulary {
     ids: HashMap<String, u32>,
     /// Id → term.
     stems: Vec<String>,
-    stemmer: frostem::Stemmer,
 }
 
 impl Vocabulary {
@@ -130,7 +129,6 @@ impl Vocabulary {
             words: HashMap::new(),
             ids: HashMap::new(),
             stems: Vec::new(),
-            stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
         }
     }
 
@@ -141,7 +139,7 @@ impl Vocabulary {
             let id = match self.words.get(w) {
                 Some(&id) => id,
                 None => {
-                    let id = term(&self.stemmer, w).map(|t| match self.ids.get(&t) {
+                    let id = term(w).map(|t| match self.ids.get(&t) {
                         Some(&id) => id,
                         None => {
                             let id = self.stems.len() as u32;

@@ -8,11 +8,10 @@ use std::sync::Mutex;
 /// function words, reduced to their Snowball (Porter 2) English stems, so that
 /// "disclosure" meets "disclosed" and "terminates" meets "termination".
 pub(crate) fn terms(text: &str) -> Vec<String> {
-    let stemmer = frostem::Stemmer::new(frostem::Algorithm::English);
     let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
     let memo = memo.get_or_insert_with(HashMap::new);
     words(text)
-        .filter_map(|w| remembered_term(memo, &stemmer, w))
+        .filter_map(|w| remembered_term(memo, w))
         .collect()
 }
 
@@ -23,9 +22,9 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The term of one word (see [`terms`]): `None` for a function word.
-pub(crate) fn term(stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+pub(crate) fn term(word: &str) -> Option<String> {
     let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    remembered_term(memo.get_or_insert_with(HashMap::new), stemmer, word)
+    remembered_term(memo.get_or_insert_with(HashMap::new), word)
 }
 
 /// Words whose term the memo keeps before it is emptied (about 6 MB at most).
@@ -38,12 +37,16 @@ type TermMemo = HashMap<Box<str>, Option<Box<str>>>;
 static TERM_MEMO: Mutex<Option<TermMemo>> = Mutex::new(None);
 
 /// The term of `word`, from `memo` or stemmed (and remembered).
-fn remembered_term(memo: &mut TermMemo, stemmer: &frostem::Stemmer, word: &str) -> Option<String> {
+fn remembered_term(memo: &mut TermMemo, word: &str) -> Option<String> {
     if let Some(t) = memo.get(word) {
         return t.as_deref().map(str::to_string);
     }
     let lower = word.to_lowercase();
-    let t = (!STOP.contains(&lower.as_str())).then(|| stemmer.stem(&lower).into_owned());
+    let t = (!STOP.contains(&lower.as_str())).then(|| {
+        frostem::Stemmer::new(frostem::Algorithm::English)
+            .stem(&lower)
+            .into_owned()
+    });
     if memo.len() >= TERM_MEMO_WORDS {
         memo.clear();
     }
