@@ -48,6 +48,8 @@ pub struct BenchOptions {
     pub seed: u64,
     /// LLM-token budget of the query phase; 0 skips that phase.
     pub budget: usize,
+    /// Open the index an earlier run built in `dir` instead of generating one.
+    pub reuse: bool,
 }
 
 /// The figures of one run.
@@ -76,7 +78,12 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         chunks_per_doc: options.chunks_per_doc,
         dim: options.dim,
     };
-    let collection = generate::build(&dir, &spec, &mut rng)?;
+    let collection = if options.reuse {
+        // The vocabulary and centres are drawn first from the seed, as `build` drew them.
+        generate::setup(&spec, &mut rng)
+    } else {
+        generate::build(&dir, &spec, &mut rng)?
+    };
     let t = Instant::now();
     let snap = Snapshot::open(&dir)?;
     let open_seconds = t.elapsed().as_secs_f64();
@@ -95,6 +102,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
     } else {
         None
     };
+    let rss_after_queries = report::rss_mib();
     let stats = snap.stats();
     let report = BenchReport {
         chunks: snap.chunk_count(),
@@ -104,6 +112,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         open_seconds,
         disk_mib: stats.disk_bytes as f64 / 1048576.0,
         rss_mib_after_open: rss,
+        rss_mib_after_queries: rss_after_queries,
         dense: searches.dense,
         dense_exact: searches.dense_exact,
         ann: report::ann_state(&stats.ann),

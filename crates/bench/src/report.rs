@@ -26,6 +26,8 @@ pub struct BenchReport {
     pub disk_mib: f64,
     /// Resident memory of the process after opening the snapshot (0 where unknown).
     pub rss_mib_after_open: f64,
+    /// Resident memory after every timed search and query (0 where unknown).
+    pub rss_mib_after_queries: f64,
     /// Dense search as queries run it: the ANN index when the collection has one.
     pub dense: Latency,
     /// Exact dense search (a scan of every vector).
@@ -54,8 +56,8 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "disk         {:.1} MiB   RSS after open {:.0} MiB",
-            self.disk_mib, self.rss_mib_after_open
+            "disk         {:.1} MiB   RSS after open {:.0} MiB, after the queries {:.0} MiB",
+            self.disk_mib, self.rss_mib_after_open, self.rss_mib_after_queries
         )?;
         writeln!(
             f,

@@ -818,9 +818,12 @@ pub struct BenchArgs {
     /// on the generated collection.
     #[arg(long, requires = "postgres")]
     pub model_id: Option<String>,
-    /// With --postgres: reuse the collection a previous run left in the database (same
-    /// size and model id) and only time searches and queries.
-    #[arg(long, requires = "postgres")]
+    /// Reuse the collection a previous run left in --dir (same --chunks, --dim and
+    /// --seed) or, with --postgres, in the database (same size and model id): only open
+    /// it and time searches and queries. With --dir, the open is then timed in a process
+    /// that has not just written the index (its page cache may still be warm: drop it
+    /// first for a cold open).
+    #[arg(long)]
     pub reuse: bool,
 }
 

@@ -11,6 +11,9 @@ use crate::args::BenchArgs;
 
 pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
     let json = a.output.is_json()?;
+    if a.reuse && a.postgres.is_none() && a.dir.is_none() {
+        anyhow::bail!("--reuse needs --dir (the index an earlier run left there) or --postgres");
+    }
     if let Some(url) = a.postgres {
         let report = excerpt_bench::postgres::run(&excerpt_bench::postgres::PgBenchOptions {
             url,
@@ -45,6 +48,7 @@ pub fn run(a: BenchArgs, quiet: bool) -> Result<()> {
         dir: a.dir,
         seed: a.seed,
         budget: a.budget,
+        reuse: a.reuse,
     })?;
     if !quiet && outcome.results_returned == 0 {
         eprintln!("warning: no search returned anything");

@@ -1,4 +1,4 @@
-//! Exact dense search: a scan of the contiguous vector matrix, dot products (vectors are
+//! Exact dense search: a scan of vector rows, dot products (vectors are
 //! unit length, so dot product = cosine), a bounded heap for the top k.
 
 use std::cmp::Ordering;
@@ -50,11 +50,25 @@ pub fn top_k_dense(
     if k == 0 || dim == 0 {
         return Vec::new();
     }
-    // Never reserve for more rows than exist, whatever `k` the caller asks for.
-    let k = k.min(matrix.len() / dim);
-    let mut heap: BinaryHeap<Cand> = BinaryHeap::with_capacity(k.saturating_add(1));
-    for row in rows {
-        let s = dot(&matrix[row * dim..(row + 1) * dim], query);
+    let rows = rows.map(|row| (row, &matrix[row * dim..(row + 1) * dim]));
+    top_k_rows(query, k.min(matrix.len() / dim), rows)
+}
+
+/// The `k` rows of `rows` (each a row number and its vector) with the highest dot
+/// product with `query`, best first, ties by row number ascending.
+pub fn top_k_rows<'a>(
+    query: &[f32],
+    k: usize,
+    rows: impl Iterator<Item = (usize, &'a [f32])>,
+) -> Vec<(usize, f32)> {
+    if k == 0 {
+        return Vec::new();
+    }
+    // Never reserve for more rows than may come, whatever `k` the caller asks for.
+    let reserve = k.min(rows.size_hint().1.unwrap_or(1 << 12)).min(1 << 16);
+    let mut heap: BinaryHeap<Cand> = BinaryHeap::with_capacity(reserve.saturating_add(1));
+    for (row, vector) in rows {
+        let s = dot(vector, query);
         if heap.len() < k {
             heap.push(Cand(s, row));
         } else if let Some(worst) = heap.peek() {

@@ -8,7 +8,7 @@
 //! - BM25 ([`bm25`]): a tantivy index over chunk text (plus the chunk header), whose
 //!   commit payload is the manifest generation it matches.
 //! - [`Snapshot`]: an immutable reader view of one generation (documents in id order,
-//!   a contiguous vector matrix, a BM25 searcher). Queries never see half an ingest.
+//!   chunk vectors memory-mapped from the segment files, a BM25 searcher). Queries never see half an ingest.
 //! - ANN ([`AnnOptions`], [`AnnStatus`]): for large collections, an IVF index (`ann/`)
 //!   that dense search uses instead of the exact scan; missing or corrupt files only
 //!   make search exact again.
@@ -20,7 +20,8 @@
 //! manifest in force; a BM25 index whose payload is not the manifest's generation is
 //! rebuilt from the segments (on disk by the next writer, in memory by a reader).
 
-#![forbid(unsafe_code)]
+// One `unsafe` block, in `vectors` (mapping a segment's vectors file), allowed there.
+#![deny(unsafe_code)]
 
 mod ann;
 pub mod bm25;
@@ -32,10 +33,11 @@ mod manifest;
 mod quiet;
 mod segment;
 mod snapshot;
+mod vectors;
 mod writer;
 
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
-pub use dense::top_k_dense;
+pub use dense::{top_k_dense, top_k_rows};
 pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use manifest::{

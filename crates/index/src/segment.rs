@@ -24,6 +24,8 @@ use crate::manifest::write_durably;
 use crate::{IndexError, SegmentMeta, FORMAT_VERSION};
 
 const VEC_MAGIC: &[u8; 8] = b"EXVEC001";
+/// Bytes before the first row of a `.vec` file: magic, dimension, row count.
+pub(crate) const VEC_HEADER: usize = 16;
 const SVEC_MAGIC: &[u8; 8] = b"EXSVEC01";
 
 /// Writes a segment's two files durably and returns its manifest entry.
@@ -50,7 +52,16 @@ pub(crate) fn write_segment(
         vec_bytes.extend_from_slice(&x.to_le_bytes());
     }
     write_durably(&seg_dir.join(format!("{name}.docs")), &doc_bytes)?;
-    write_durably(&seg_dir.join(format!("{name}.vec")), &vec_bytes)?;
+    // Readers map vectors files: one left here by a failed commit is removed rather
+    // than overwritten, so that the new one is a new file (crate::vectors).
+    let vec_path = seg_dir.join(format!("{name}.vec"));
+    match fs::remove_file(&vec_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(IndexError::io("removing", &vec_path)(e))
+        }
+        _ => {}
+    }
+    write_durably(&vec_path, &vec_bytes)?;
     let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let ids_hash = write_segment_ids(dir, name, &ids)?;
     Ok(SegmentMeta {
@@ -215,32 +226,43 @@ pub(crate) fn vector_dimension(path: &Path) -> Option<usize> {
         .then(|| u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize)
 }
 
-/// Reads and verifies a segment: its documents and its vector rows.
+/// Reads and verifies a segment: its documents and its vector rows (decoded into
+/// memory; a snapshot maps them instead).
 pub(crate) fn read_segment(
     dir: &Path,
     meta: &SegmentMeta,
     dimension: usize,
 ) -> Result<(Vec<Document>, Vec<f32>), IndexError> {
-    let corrupt = |detail: String| IndexError::Corrupt {
-        dir: dir.to_path_buf(),
-        detail: format!("segment {}: {detail}", meta.name),
-    };
-    // A file that cannot be read is damage like a wrong checksum: both say which file.
-    let read = |ext: &str| {
-        fs::read(segment_file(dir, &meta.name, ext)).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => corrupt(format!("{}.{ext}: missing", meta.name)),
-            _ => corrupt(format!("{}.{ext}: {e}", meta.name)),
-        })
-    };
-    let doc_bytes = read("docs")?;
-    let vec_bytes = read("vec")?;
-    if blake3::hash(&doc_bytes).to_hex().as_str() != meta.docs_hash {
-        return Err(corrupt(format!("{}.docs: checksum mismatch", meta.name)));
-    }
+    let docs = read_documents(dir, meta)?;
+    let vec_bytes = read_file(dir, meta, "vec")?;
     if blake3::hash(&vec_bytes).to_hex().as_str() != meta.vec_hash {
-        return Err(corrupt(format!("{}.vec: checksum mismatch", meta.name)));
+        return Err(corrupt(
+            dir,
+            meta,
+            format!("{}.vec: checksum mismatch", meta.name),
+        ));
     }
-    let docs: Vec<Document> = match meta.format {
+    let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
+    check_header(&vec_bytes, vec_bytes.len(), dimension, chunks)
+        .map_err(|detail| corrupt(dir, meta, detail))?;
+    let vectors = vec_bytes[VEC_HEADER..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    Ok((docs, vectors))
+}
+
+/// Reads and verifies a segment's documents (`<name>.docs`).
+pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Document>, IndexError> {
+    let doc_bytes = read_file(dir, meta, "docs")?;
+    if blake3::hash(&doc_bytes).to_hex().as_str() != meta.docs_hash {
+        return Err(corrupt(
+            dir,
+            meta,
+            format!("{}.docs: checksum mismatch", meta.name),
+        ));
+    }
+    match meta.format {
         1 => v1::decode(&doc_bytes),
         FORMAT_VERSION => postcard::from_bytes(&doc_bytes).map_err(|e| e.to_string()),
         other => {
@@ -251,25 +273,46 @@ pub(crate) fn read_segment(
             })
         }
     }
-    .map_err(|e| corrupt(format!("decoding documents: {e}")))?;
-    if vec_bytes.len() < 16 || &vec_bytes[..8] != VEC_MAGIC {
-        return Err(corrupt("vectors file has no valid header".into()));
+    .map_err(|e| corrupt(dir, meta, format!("decoding documents: {e}")))
+}
+
+/// Damage in segment `meta`, described by `detail`.
+fn corrupt(dir: &Path, meta: &SegmentMeta, detail: String) -> IndexError {
+    IndexError::Corrupt {
+        dir: dir.to_path_buf(),
+        detail: format!("segment {}: {detail}", meta.name),
     }
-    let dim =
-        u32::from_le_bytes([vec_bytes[8], vec_bytes[9], vec_bytes[10], vec_bytes[11]]) as usize;
-    let rows =
-        u32::from_le_bytes([vec_bytes[12], vec_bytes[13], vec_bytes[14], vec_bytes[15]]) as usize;
-    let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
-    if dim != dimension || rows != chunks || vec_bytes.len() != 16 + rows * dim * 4 {
-        return Err(corrupt(format!(
-            "vectors file holds {rows}x{dim}, expected {chunks}x{dimension}"
-        )));
+}
+
+/// The bytes of a segment's file with extension `ext`. A file that cannot be read is
+/// damage like a wrong checksum: both say which file.
+fn read_file(dir: &Path, meta: &SegmentMeta, ext: &str) -> Result<Vec<u8>, IndexError> {
+    fs::read(segment_file(dir, &meta.name, ext)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => corrupt(dir, meta, format!("{}.{ext}: missing", meta.name)),
+        _ => corrupt(dir, meta, format!("{}.{ext}: {e}", meta.name)),
+    })
+}
+
+/// Checks a vectors file's header and length (`len` bytes) against the rows expected.
+pub(crate) fn check_header(
+    header: &[u8],
+    len: usize,
+    dimension: usize,
+    rows: usize,
+) -> Result<(), String> {
+    if len < VEC_HEADER || header.get(..8) != Some(VEC_MAGIC.as_slice()) {
+        return Err("vectors file has no valid header".into());
     }
-    let vectors = vec_bytes[16..]
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    Ok((docs, vectors))
+    let u32_at = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]) as usize
+    };
+    let (dim, found) = (u32_at(8), u32_at(12));
+    if dim != dimension || found != rows || len != VEC_HEADER + found * dim * 4 {
+        return Err(format!(
+            "vectors file holds {found}x{dim}, expected {rows}x{dimension}"
+        ));
+    }
+    Ok(())
 }
 
 /// Format 1: documents before chunks had a context. Frozen copies of the types as they
@@ -395,5 +438,24 @@ mod v1 {
             assert_eq!((d.chunks[0].tokens, d.chunks[0].context.clone()), (3, None));
             d.validate().unwrap();
         }
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn a_header_is_checked_against_the_rows_expected() {
+        let mut h = Vec::from(*VEC_MAGIC);
+        h.extend_from_slice(&3u32.to_le_bytes());
+        h.extend_from_slice(&2u32.to_le_bytes());
+        assert!(check_header(&h, 16 + 2 * 3 * 4, 3, 2).is_ok());
+        assert!(check_header(&h, 16 + 2 * 3 * 4 - 1, 3, 2).is_err());
+        assert!(check_header(&h, 16 + 2 * 3 * 4, 4, 2).is_err());
+        assert!(check_header(&h, 16 + 2 * 3 * 4, 3, 3).is_err());
+        assert!(check_header(&h[..10], 10, 3, 2).is_err());
+        h[0] = b'X';
+        assert!(check_header(&h, 16 + 2 * 3 * 4, 3, 2).is_err());
     }
 }

@@ -7,7 +7,8 @@ use excerpt_core::{ChunkKey, Document};
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
-use crate::segment::{read_segment, read_sentence_vectors};
+use crate::segment::{read_documents, read_sentence_vectors};
+use crate::vectors::SegmentVectors;
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
 /// An ANN search takes at least this many candidates per result asked for.
@@ -66,9 +67,13 @@ pub struct Snapshot {
     manifest: Manifest,
     docs: Vec<Arc<Document>>,
     by_id: HashMap<String, u32>,
-    /// `first_row[d]..first_row[d + 1]` are document `d`'s rows in `vectors`.
+    /// `first_row[d]..first_row[d + 1]` are document `d`'s rows in the snapshot's row
+    /// numbering (documents in id order, the numbering the ANN lists use).
     first_row: Vec<usize>,
-    vectors: Vec<f32>,
+    /// Per document, its segment (in `segments`) and its first row there.
+    doc_rows: Vec<(u32, usize)>,
+    /// Each segment's vectors, mapped from its file (empty for a segment left out).
+    segments: Vec<SegmentVectors>,
     /// Per document, its first row in `sentence_vectors` and its row count (0: none).
     sentence_rows: Vec<(usize, usize)>,
     sentence_vectors: Vec<f32>,
@@ -173,20 +178,30 @@ impl Snapshot {
         let dim = manifest.config.dimension;
         // doc, segment, row offset, sentence vectors
         let mut entries: Vec<(Document, usize, usize, Option<Vec<f32>>)> = Vec::new();
-        let mut seg_vectors: Vec<Vec<f32>> = Vec::new();
+        let mut segments: Vec<SegmentVectors> = Vec::new();
         let mut damage = Damage::default();
-        for (si, meta) in manifest.segments.iter().enumerate() {
-            let (docs, vectors) = match read_segment(dir, meta, dim) {
+        // Segments are read (documents decoded, vectors files checked and mapped) in
+        // parallel, then gathered in manifest order.
+        let read: Vec<_> = {
+            use rayon::prelude::*;
+            manifest
+                .segments
+                .par_iter()
+                .map(|meta| read_segment_in_place(dir, meta, dim))
+                .collect()
+        };
+        for (si, (meta, read)) in manifest.segments.iter().zip(read).enumerate() {
+            let (docs, vectors, sentences) = match read {
                 Ok(read) => read,
                 Err(e) => {
                     damage
                         .segments
                         .push(health::lost_of(dir, meta, health::describe(&e)));
-                    seg_vectors.push(Vec::new());
+                    segments.push(SegmentVectors::empty());
                     continue;
                 }
             };
-            let sentences = match read_sentence_vectors(dir, meta, &docs, dim) {
+            let sentences = match sentences {
                 Ok(s) => s,
                 Err(e) => {
                     damage.degraded.push(format!(
@@ -204,7 +219,7 @@ impl Snapshot {
                 }
                 row += n;
             }
-            seg_vectors.push(vectors);
+            segments.push(vectors);
         }
         // By id, then newest segment first: a document live in two segments (only
         // after a manifest was recovered) is read from the newest, as writers do.
@@ -219,7 +234,7 @@ impl Snapshot {
             });
         }
         let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
-        let mut vectors = Vec::with_capacity(total_rows * dim);
+        let mut doc_rows = Vec::with_capacity(entries.len());
         let mut first_row = Vec::with_capacity(entries.len() + 1);
         let mut docs = Vec::with_capacity(entries.len());
         let mut by_id = HashMap::with_capacity(entries.len());
@@ -231,20 +246,20 @@ impl Snapshot {
         drop(spans);
         let mut sentence_rows = Vec::with_capacity(entries.len());
         let mut sentence_vectors = Vec::new();
+        let mut rows = 0usize;
         for (i, (d, si, row, sv)) in entries.into_iter().enumerate() {
-            first_row.push(vectors.len() / dim.max(1));
+            first_row.push(rows);
             let n_sentences = sv.as_ref().map_or(0, |_| d.sentences.len());
             sentence_rows.push((sentence_vectors.len() / dim.max(1), n_sentences));
             if let Some(sv) = sv {
                 sentence_vectors.extend_from_slice(&sv);
             }
-            let n = d.chunks.len();
-            vectors.extend_from_slice(&seg_vectors[si][row * dim..(row + n) * dim]);
+            rows += d.chunks.len();
+            doc_rows.push((si as u32, row));
             by_id.insert(d.id.clone(), i as u32);
             docs.push(Arc::new(d));
         }
         first_row.push(total_rows);
-        drop(seg_vectors);
         let (bm25, bm25_in_ram) = match bm25_reader {
             Some(r) => (r, false),
             None => {
@@ -259,7 +274,8 @@ impl Snapshot {
             docs,
             by_id,
             first_row,
-            vectors,
+            doc_rows,
+            segments,
             sentence_rows,
             sentence_vectors,
             bm25,
@@ -307,20 +323,61 @@ impl Snapshot {
     }
     /// The vector of a chunk (unit length), if the key is valid.
     pub fn vector(&self, key: ChunkKey) -> Option<&[f32]> {
-        let d = key.doc as usize;
-        let row = self.first_row.get(d)? + key.ordinal as usize;
-        if row >= *self.first_row.get(d + 1)? {
-            return None;
-        }
         let dim = self.manifest.config.dimension;
-        self.vectors.get(row * dim..(row + 1) * dim)
+        let at = key.ordinal as usize * dim;
+        self.doc_vectors(key.doc)?.get(at..at + dim)
     }
     /// All chunk vectors of document `doc`, row-major.
     pub fn doc_vectors(&self, doc: u32) -> Option<&[f32]> {
         let d = doc as usize;
         let dim = self.manifest.config.dimension;
-        let (a, b) = (*self.first_row.get(d)?, *self.first_row.get(d + 1)?);
-        self.vectors.get(a * dim..b * dim)
+        let n = self.first_row.get(d + 1)? - self.first_row.get(d)?;
+        let &(segment, first) = self.doc_rows.get(d)?;
+        self.segments
+            .get(segment as usize)?
+            .rows()
+            .get(first * dim..(first + n) * dim)
+    }
+
+    /// The rows numbered `rows`, sorted, with their vectors (rows out of range are left
+    /// out).
+    fn rows_in_order(&self, mut rows: Vec<usize>) -> Vec<(usize, &[f32])> {
+        rows.sort_unstable();
+        let dim = self.manifest.config.dimension;
+        let mut out = Vec::with_capacity(rows.len());
+        let mut d = 0usize;
+        let mut vectors: &[f32] = &[];
+        for row in rows {
+            if row >= self.first_row[d + 1] || vectors.is_empty() {
+                // The owner: the last document starting at or before `row`, from `d` on.
+                d += self.first_row[d..].partition_point(|&r| r <= row) - 1;
+                if d + 1 >= self.first_row.len() {
+                    break;
+                }
+                vectors = self.doc_vectors(d as u32).unwrap_or_default();
+            }
+            let at = (row - self.first_row[d]) * dim;
+            if let Some(v) = vectors.get(at..at + dim) {
+                out.push((row, v));
+            }
+        }
+        out
+    }
+
+    /// The rows of the documents `docs` yields, with their numbers.
+    fn doc_rows_of<'a>(
+        &'a self,
+        docs: impl Iterator<Item = usize> + 'a,
+    ) -> impl Iterator<Item = (usize, &'a [f32])> + 'a {
+        let dim = self.manifest.config.dimension.max(1);
+        docs.flat_map(move |d| {
+            let first = self.first_row[d];
+            self.doc_vectors(d as u32)
+                .unwrap_or_default()
+                .chunks_exact(dim)
+                .enumerate()
+                .map(move |(i, v)| (first + i, v))
+        })
     }
 
     /// The vector of sentence `sentence` of document `doc`, when the document was
@@ -391,7 +448,8 @@ impl Snapshot {
             }
         };
         Some(
-            dense::top_k_dense(&self.vectors, dim, query, k, rows.into_iter())
+            // In row order, the rows are read front to back through the segment files.
+            dense::top_k_rows(query, k, self.rows_in_order(rows).into_iter())
                 .into_iter()
                 .map(|(row, s)| (self.key_of_row(row), s))
                 .collect(),
@@ -411,15 +469,8 @@ impl Snapshot {
         if query.len() != dim {
             return Vec::new();
         }
-        let rows: Box<dyn Iterator<Item = usize>> = match mask {
-            None => Box::new(0..self.chunk_count()),
-            Some(m) => Box::new(
-                (0..self.docs.len())
-                    .filter(|&d| m.allows(d as u32))
-                    .flat_map(|d| self.first_row[d]..self.first_row[d + 1]),
-            ),
-        };
-        dense::top_k_dense(&self.vectors, dim, query, k, rows)
+        let docs = (0..self.docs.len()).filter(|&d| mask.is_none_or(|m| m.allows(d as u32)));
+        dense::top_k_rows(query, k, self.doc_rows_of(docs))
             .into_iter()
             .map(|(row, s)| (self.key_of_row(row), s))
             .collect()
@@ -523,6 +574,27 @@ impl Snapshot {
             damage: self.damage.clone(),
         }
     }
+}
+
+/// A segment's documents, its mapped vectors and its sentence vectors (per document;
+/// their own result, as losing them only degrades the segment).
+type SegmentRead = (
+    Vec<Document>,
+    SegmentVectors,
+    Result<Vec<Option<Vec<f32>>>, IndexError>,
+);
+
+/// Reads segment `meta` for a snapshot: documents decoded, vectors mapped, both checked.
+fn read_segment_in_place(
+    dir: &Path,
+    meta: &crate::SegmentMeta,
+    dim: usize,
+) -> Result<SegmentRead, IndexError> {
+    let docs = read_documents(dir, meta)?;
+    let rows = docs.iter().map(|d| d.chunks.len()).sum();
+    let vectors = SegmentVectors::open(dir, meta, dim, rows)?;
+    let sentences = read_sentence_vectors(dir, meta, &docs, dim);
+    Ok((docs, vectors, sentences))
 }
 
 fn dir_size(dir: &Path) -> u64 {

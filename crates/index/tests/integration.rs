@@ -100,6 +100,88 @@ fn replace_and_delete_make_new_generations() {
     assert_eq!(files, 3);
     // Empty commit is a no-op.
     assert_eq!(w.commit().unwrap().generation, 2);
+    // The old snapshot's vectors are mapped from a file now removed: still its own.
+    assert_eq!(old.doc_vectors(0).unwrap(), vectors(&a, 0).as_slice());
+    assert_eq!(old.doc_vectors(1).unwrap(), vectors(&b, 0).as_slice());
+    let hits = old.dense_search_exact(&[1.0, 0.0, 0.0, 0.0], 1, None);
+    assert_eq!(hits, vec![(ChunkKey::new(0, 0), 1.0)]);
+}
+
+/// Vectors are read from the segment files they were written to (mapped): across
+/// segments, replacements and deletions, each live document's rows are the ones last
+/// put, and exact search over them ranks as a brute-force sort does.
+#[test]
+fn vectors_are_read_from_every_segment_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let mut seed = 17u64;
+    let mut noise = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+            })
+            .collect()
+    };
+    let mut expected = std::collections::BTreeMap::new();
+    // Per commit: documents put (id, text cut at `|`), then ids deleted.
+    type Commit<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let commits: [Commit; 3] = [
+        (&[("a", "1|2|3"), ("b", "4|5"), ("c", "6")], &[]),
+        (&[("b", "4|5|6|7"), ("d", "8|9")], &[]),
+        (&[("e", "10|11|12")], &["a"]),
+    ];
+    for (puts, deletes) in commits {
+        for (id, text) in puts {
+            let d = doc(id, text);
+            let v = noise(d.chunks.len() * DIM);
+            expected.insert(id.to_string(), v.clone());
+            w.put(d, v).unwrap();
+        }
+        for id in deletes {
+            assert!(w.delete(id));
+            expected.remove(*id);
+        }
+        w.commit().unwrap();
+    }
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert!(s.damage().is_empty());
+    let ids: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["b", "c", "d", "e"]);
+    let mut all = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let want = &expected[*id];
+        assert_eq!(s.doc_vectors(i as u32).unwrap(), want.as_slice(), "{id}");
+        for (o, row) in want.chunks_exact(DIM).enumerate() {
+            let key = ChunkKey::new(i as u32, o as u32);
+            assert_eq!(s.vector(key).unwrap(), row);
+            all.push((key, row));
+        }
+        assert!(s
+            .vector(ChunkKey::new(i as u32, (want.len() / DIM) as u32))
+            .is_none());
+    }
+    let query = noise(DIM);
+    let dot = |r: &[f32]| r.iter().zip(&query).map(|(x, y)| x * y).sum::<f32>();
+    let mut brute: Vec<(ChunkKey, f32)> = all.iter().map(|(k, r)| (*k, dot(r))).collect();
+    brute.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let got = s.dense_search_exact(&query, brute.len() + 3, None);
+    assert_eq!(got.len(), brute.len());
+    for (g, b) in got.iter().zip(&brute) {
+        assert_eq!(g.0, b.0);
+        assert!((g.1 - b.1).abs() < 1e-6);
+    }
+    // A mask keeps the rows of the documents it allows, in the same order.
+    let mask = DocMask(vec![false, true, false, true]);
+    let got = s.dense_search_exact(&query, 100, Some(&mask));
+    let want: Vec<ChunkKey> = brute
+        .iter()
+        .map(|b| b.0)
+        .filter(|k| k.doc == 1 || k.doc == 3)
+        .collect();
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), want);
 }
 
 #[test]
