@@ -212,7 +212,7 @@ fn document(d: usize, text: String, bounds: &[(usize, usize)]) -> Result<Documen
         source: None,
         metadata: Default::default(),
         hash: format!("{d}"),
-        text,
+        text: text.into(),
         sections: vec![],
         chunks,
         sentences,

@@ -112,6 +112,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         open_seconds,
         disk_mib: stats.disk_bytes as f64 / 1048576.0,
         rss_mib_after_open: rss,
+        rss_mib_after_searches: searches.rss_mib_after_searches,
         rss_mib_after_queries: rss_after_queries,
         dense: searches.dense,
         dense_exact: searches.dense_exact,

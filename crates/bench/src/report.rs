@@ -26,7 +26,11 @@ pub struct BenchReport {
     pub disk_mib: f64,
     /// Resident memory of the process after opening the snapshot (0 where unknown).
     pub rss_mib_after_open: f64,
-    /// Resident memory after every timed search and query (0 where unknown).
+    /// Resident memory after the dense (as queries run it) and BM25 searches, before
+    /// the exact scans map every vector (0 where unknown).
+    pub rss_mib_after_searches: f64,
+    /// Resident memory after every timed search, exact scans included, and every whole
+    /// query (0 where unknown).
     pub rss_mib_after_queries: f64,
     /// Dense search as queries run it: the ANN index when the collection has one.
     pub dense: Latency,
@@ -56,8 +60,13 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "disk         {:.1} MiB   RSS after open {:.0} MiB, after the queries {:.0} MiB",
-            self.disk_mib, self.rss_mib_after_open, self.rss_mib_after_queries
+            "disk         {:.1} MiB   RSS after open {:.0} MiB",
+            self.disk_mib, self.rss_mib_after_open
+        )?;
+        writeln!(
+            f,
+            "RSS          {:.0} MiB after the dense and BM25 searches, {:.0} MiB after the exact scans and whole queries",
+            self.rss_mib_after_searches, self.rss_mib_after_queries
         )?;
         writeln!(
             f,

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::{CharIndex, Error, TextRange};
+use crate::{CharIndex, Error, Text, TextRange};
 
 /// Index of a section in [`Document::sections`].
 pub type SectionId = u32;
@@ -163,7 +163,7 @@ pub struct Document {
     #[serde(with = "metadata_serde")]
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// The text every offset refers to.
-    pub text: String,
+    pub text: Text,
     /// Content hash of everything above and the chunker: unchanged hash, nothing to do.
     pub hash: String,
     /// Section tree in reading order.
@@ -176,6 +176,57 @@ pub struct Document {
     /// Page ranges for paged sources (PDF); empty otherwise.
     #[serde(default)]
     pub pages: Vec<TextRange>,
+}
+
+/// A [`Document`] as its serialised form reads, with the text's bytes borrowed from the
+/// input instead of copied (and not checked to be UTF-8: [`Text`] checks on first read).
+/// Its fields are [`Document`]'s, in the same order, so any serde format that encodes a
+/// string and a byte string alike (postcard, the index's segment files) decodes a
+/// `Document`'s encoding as this. The index decodes a segment's documents so and leaves
+/// each text in the mapped file, at the offset of the borrowed bytes.
+#[derive(Debug, Deserialize)]
+pub struct DocumentInPlace<'a> {
+    /// [`Document::id`].
+    pub id: String,
+    /// [`Document::title`].
+    pub title: String,
+    /// [`Document::source`].
+    pub source: Option<String>,
+    /// [`Document::metadata`].
+    #[serde(with = "metadata_serde")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// The bytes of [`Document::text`], borrowed from the input.
+    #[serde(borrow)]
+    pub text: &'a [u8],
+    /// [`Document::hash`].
+    pub hash: String,
+    /// [`Document::sections`].
+    pub sections: Vec<Section>,
+    /// [`Document::chunks`].
+    pub chunks: Vec<Chunk>,
+    /// [`Document::sentences`].
+    pub sentences: Vec<TextRange>,
+    /// [`Document::pages`].
+    #[serde(default)]
+    pub pages: Vec<TextRange>,
+}
+
+impl DocumentInPlace<'_> {
+    /// The document, with `text` standing for the borrowed bytes.
+    pub fn into_document(self, text: Text) -> Document {
+        Document {
+            id: self.id,
+            title: self.title,
+            source: self.source,
+            metadata: self.metadata,
+            text,
+            hash: self.hash,
+            sections: self.sections,
+            chunks: self.chunks,
+            sentences: self.sentences,
+            pages: self.pages,
+        }
+    }
 }
 
 impl Document {

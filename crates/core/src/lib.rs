@@ -3,6 +3,8 @@
 //! - [`Document`]: a source text with its [`Section`] tree, its partition into
 //!   [`Chunk`]s and its sentence ranges ([`TextRange`]). [`Document::validate`] checks the
 //!   invariant everything else relies on: chunks partition the text exactly.
+//! - [`Text`]: a document's text, owned or read in place from a shared buffer (the
+//!   index's memory-mapped segment files).
 //! - [`TextRange`]: a half-open range carried both as byte offsets (for slicing in Rust)
 //!   and character offsets (Unicode scalar values, what users and the eval format see).
 //! - [`Embedder`] and [`TokenCounter`]: the two model-facing traits.
@@ -10,7 +12,8 @@
 //! - [`ErrorKind`]: the one classification of errors (bad input, not found, conflict,
 //!   unavailable, internal) every library error reports and every front end maps.
 
-#![forbid(unsafe_code)]
+// One `unsafe` call, in `text` (a string slice of bytes already checked), allowed there.
+#![deny(unsafe_code)]
 
 mod document;
 mod embedder;
@@ -20,16 +23,19 @@ mod hash;
 mod offsets;
 mod query;
 mod rerank;
+mod text;
 mod vector;
 
 pub use document::{
     check_document_id, chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig,
-    Document, Section, SectionId, HEADER_SECTION_MAX_CHARS, HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
+    Document, DocumentInPlace, Section, SectionId, HEADER_SECTION_MAX_CHARS,
+    HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};
 pub use error::{Error, ErrorKind};
 pub use figures::trailing_figures;
 pub use hash::content_hash;
+pub use text::{SharedBytes, Text};
 
 /// Cosine similarity in f64; 0 when either vector is zero or the lengths differ.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {

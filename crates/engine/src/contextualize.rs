@@ -125,7 +125,7 @@ pub fn document_window(doc: &Document, idx: &CharIndex<'_>, chunk: &Chunk, limit
     let n = idx.char_len();
     let limit = limit.max(1);
     if n <= limit {
-        return doc.text.clone();
+        return doc.text.to_string();
     }
     let step = (limit / 2).max(1);
     let mid = (chunk.range.char_start + chunk.range.char_end) / 2;
@@ -134,7 +134,7 @@ pub fn document_window(doc: &Document, idx: &CharIndex<'_>, chunk: &Chunk, limit
     let end = start + limit;
     let (Some(a), Some(b)) = (idx.byte_offset(start), idx.byte_offset(end)) else {
         // Offsets come from the same text; fall back to the whole text rather than fail.
-        return doc.text.clone();
+        return doc.text.to_string();
     };
     let mut out = String::with_capacity(b - a + 12);
     if start > 0 {

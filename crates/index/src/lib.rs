@@ -8,7 +8,8 @@
 //! - BM25 ([`bm25`]): a tantivy index over chunk text (plus the chunk header), whose
 //!   commit payload is the manifest generation it matches.
 //! - [`Snapshot`]: an immutable reader view of one generation (documents in id order,
-//!   chunk vectors memory-mapped from the segment files, a BM25 searcher). Queries never see half an ingest.
+//!   chunk vectors and document texts memory-mapped from the segment files, a BM25
+//!   searcher). Queries never see half an ingest.
 //! - ANN ([`AnnOptions`], [`AnnStatus`]): for large collections, an IVF index (`ann/`)
 //!   that dense search uses instead of the exact scan; missing or corrupt files only
 //!   make search exact again.
@@ -20,7 +21,7 @@
 //! manifest in force; a BM25 index whose payload is not the manifest's generation is
 //! rebuilt from the segments (on disk by the next writer, in memory by a reader).
 
-// One `unsafe` block, in `vectors` (mapping a segment's vectors file), allowed there.
+// One `unsafe` call, in `in_place` (mapping a segment file), allowed there.
 #![deny(unsafe_code)]
 
 mod ann;
@@ -28,12 +29,12 @@ pub mod bm25;
 mod dense;
 mod error;
 mod health;
+mod in_place;
 mod kmeans;
 mod manifest;
 mod quiet;
 mod segment;
 mod snapshot;
-mod vectors;
 mod writer;
 
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};

@@ -51,17 +51,10 @@ pub(crate) fn write_segment(
     for x in vectors {
         vec_bytes.extend_from_slice(&x.to_le_bytes());
     }
-    write_durably(&seg_dir.join(format!("{name}.docs")), &doc_bytes)?;
-    // Readers map vectors files: one left here by a failed commit is removed rather
-    // than overwritten, so that the new one is a new file (crate::vectors).
-    let vec_path = seg_dir.join(format!("{name}.vec"));
-    match fs::remove_file(&vec_path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(IndexError::io("removing", &vec_path)(e))
-        }
-        _ => {}
-    }
-    write_durably(&vec_path, &vec_bytes)?;
+    // Readers map segment files: one left here by a failed commit is removed rather
+    // than overwritten, so that the new one is a new file (crate::in_place).
+    write_new_file(&seg_dir.join(format!("{name}.docs")), &doc_bytes)?;
+    write_new_file(&seg_dir.join(format!("{name}.vec")), &vec_bytes)?;
     let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let ids_hash = write_segment_ids(dir, name, &ids)?;
     Ok(SegmentMeta {
@@ -75,6 +68,17 @@ pub(crate) fn write_segment(
         svec_hash: None,
         ids_hash: Some(ids_hash),
     })
+}
+
+/// Writes `bytes` durably to `path` as a new file: one already there is removed first,
+/// not truncated, so that a reader which mapped it keeps reading what it checked.
+fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(IndexError::io("removing", path)(e))
+        }
+        _ => write_durably(path, bytes),
+    }
 }
 
 /// Path of a segment's file with extension `ext` (`docs`, `vec`, `svec`, `ids`).
@@ -252,19 +256,46 @@ pub(crate) fn read_segment(
     Ok((docs, vectors))
 }
 
-/// Reads and verifies a segment's documents (`<name>.docs`).
+/// Reads and verifies a segment's documents (`<name>.docs`), decoded into memory.
 pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Document>, IndexError> {
-    let doc_bytes = read_file(dir, meta, "docs")?;
-    if blake3::hash(&doc_bytes).to_hex().as_str() != meta.docs_hash {
+    let (bytes, _) = read_checked_documents(dir, meta)?;
+    decode_documents(dir, meta, &bytes)
+}
+
+/// The bytes of a segment's `.docs` file, checked against the manifest's BLAKE3, and the
+/// file they were read from.
+pub(crate) fn read_checked_documents(
+    dir: &Path,
+    meta: &SegmentMeta,
+) -> Result<(Vec<u8>, fs::File), IndexError> {
+    use std::io::Read;
+    let path = segment_file(dir, &meta.name, "docs");
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => corrupt(dir, meta, format!("{}.docs: missing", meta.name)),
+        _ => corrupt(dir, meta, format!("{}.docs: {e}", meta.name)),
+    };
+    let mut file = fs::File::open(&path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io)?;
+    if blake3::hash(&bytes).to_hex().as_str() != meta.docs_hash {
         return Err(corrupt(
             dir,
             meta,
             format!("{}.docs: checksum mismatch", meta.name),
         ));
     }
+    Ok((bytes, file))
+}
+
+/// Decodes a segment's checked `.docs` bytes in the segment's format.
+pub(crate) fn decode_documents(
+    dir: &Path,
+    meta: &SegmentMeta,
+    bytes: &[u8],
+) -> Result<Vec<Document>, IndexError> {
     match meta.format {
-        1 => v1::decode(&doc_bytes),
-        FORMAT_VERSION => postcard::from_bytes(&doc_bytes).map_err(|e| e.to_string()),
+        1 => v1::decode(bytes),
+        FORMAT_VERSION => postcard::from_bytes(bytes).map_err(|e| e.to_string()),
         other => {
             return Err(IndexError::Format {
                 dir: dir.to_path_buf(),
@@ -356,7 +387,7 @@ mod v1 {
                     title: d.title,
                     source: d.source,
                     metadata,
-                    text: d.text,
+                    text: d.text.into(),
                     hash: d.hash,
                     sections: d.sections,
                     chunks: d

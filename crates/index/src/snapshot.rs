@@ -7,8 +7,8 @@ use excerpt_core::{ChunkKey, Document};
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
-use crate::segment::{read_documents, read_sentence_vectors};
-use crate::vectors::SegmentVectors;
+use crate::in_place::{read_documents, SegmentVectors};
+use crate::segment::read_sentence_vectors;
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
 /// An ANN search takes at least this many candidates per result asked for.

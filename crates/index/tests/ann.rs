@@ -61,7 +61,7 @@ fn doc(id: &str) -> Document {
         source: None,
         metadata: Default::default(),
         hash: excerpt_core::content_hash(&[id.as_bytes()]),
-        text,
+        text: text.into(),
         sections: vec![],
         chunks,
         sentences,

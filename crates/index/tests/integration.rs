@@ -150,6 +150,13 @@ fn vectors_are_read_from_every_segment_as_written() {
     assert!(s.damage().is_empty());
     let ids: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids, ["b", "c", "d", "e"]);
+    // Texts are read in place from the mapped segment files, and equal what was put.
+    for d in s.documents() {
+        assert!(d.text.is_in_place(), "{}", d.id);
+        d.validate().unwrap();
+    }
+    assert_eq!(s.documents()[0].text, "4|5|6|7");
+    assert_eq!(s.documents()[3].text, "10|11|12");
     let mut all = Vec::new();
     for (i, id) in ids.iter().enumerate() {
         let want = &expected[*id];

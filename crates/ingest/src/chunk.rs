@@ -240,7 +240,7 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         title,
         source,
         metadata,
-        text,
+        text: text.into(),
         hash,
         sections,
         chunks,

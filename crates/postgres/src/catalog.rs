@@ -96,7 +96,7 @@ impl PgIndex {
             title: r.get(at + 1),
             source: r.get(at + 2),
             metadata: object(r.get(at + 3)),
-            text: r.get(at + 4),
+            text: r.get::<_, String>(at + 4).into(),
             hash: r.get(at + 5),
             sections: serde_json::from_str(json(6))
                 .map_err(|e| self.format_error("sections", e))?,

@@ -329,7 +329,7 @@ impl PgIndex {
                     &doc.title,
                     &doc.source,
                     &metadata,
-                    &doc.text,
+                    &doc.text.as_str(),
                     &doc.hash,
                     &sections,
                     &sentences,

@@ -63,7 +63,7 @@ fn document(id: &str, parts: &[&str], sections: bool, meta: serde_json::Value) -
         metadata: meta.as_object().cloned().unwrap_or_default(),
         sentences: chunks.iter().map(|c| c.range).collect(),
         hash: excerpt_core::content_hash(&[id.as_bytes(), text.as_bytes()]),
-        text,
+        text: text.into(),
         sections: secs,
         chunks,
         pages: vec![],

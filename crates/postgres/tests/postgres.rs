@@ -59,7 +59,7 @@ fn document(id: &str, parts: &[&str], meta: serde_json::Value) -> Document {
         source: None,
         metadata: meta.as_object().cloned().unwrap_or_default(),
         sentences: chunks.iter().map(|c| c.range).collect(),
-        text,
+        text: text.into(),
         hash,
         sections: vec![],
         chunks,

@@ -466,7 +466,7 @@ impl Engine {
         let doc = py
             .detach(move || engine.document(&doc_id))
             .map_err(|e| py_err(py, e))?;
-        Ok(doc.map(|d| d.text.clone()))
+        Ok(doc.map(|d| d.text.to_string()))
     }
 
     /// Removes documents by id; returns the ids that were removed.

@@ -175,7 +175,7 @@ mod tests {
             title: String::new(),
             source: None,
             metadata: meta.as_object().cloned().unwrap_or_default(),
-            text: String::new(),
+            text: Default::default(),
             hash: String::new(),
             sections: vec![],
             chunks: vec![],

@@ -537,7 +537,7 @@ pub(crate) async fn get_document(
                     parent: s.parent,
                 })
                 .collect(),
-            text: with_text.then(|| d.text.clone()),
+            text: with_text.then(|| d.text.to_string()),
         };
         Ok(Json(view))
     })

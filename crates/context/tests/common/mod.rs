@@ -94,7 +94,7 @@ pub fn build_doc(id: &str, title: &str, specs: &[ChunkSpec]) -> Document {
         title: title.to_string(),
         source: None,
         metadata: Default::default(),
-        text: text.clone(),
+        text: text.clone().into(),
         hash: String::new(),
         sections,
         chunks,

@@ -109,8 +109,11 @@ pub(super) fn ingest(
                     lost.join("; ")
                 )));
             }
-            let texts =
-                CorpusTexts::new(contents.documents().map(|d| (d.id.clone(), d.text.clone())));
+            let texts = CorpusTexts::new(
+                contents
+                    .documents()
+                    .map(|d| (d.id.clone(), d.text.to_string())),
+            );
             (expected.len(), texts)
         }
     };
