@@ -14,6 +14,7 @@
 
 // One `unsafe` call, in `text` (a string slice of bytes already checked), allowed there.
 #![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod document;
 mod embedder;

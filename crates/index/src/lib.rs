@@ -23,6 +23,7 @@
 
 // One `unsafe` call, in `in_place` (mapping a segment file), allowed there.
 #![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod ann;
 pub mod bm25;
