@@ -178,6 +178,50 @@ pub struct Document {
     pub pages: Vec<TextRange>,
 }
 
+// What `excerpt docs --json`, the HTTP server's `GET /v1/documents` and the engine's
+// listings print, whichever store the index is in (the PostgreSQL index counts it in
+// SQL, without reading the texts). The doc comment is the OpenAPI description.
+/// One line of a document listing.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DocumentSummary {
+    /// Document id.
+    pub id: String,
+    /// Display title.
+    pub title: String,
+    /// Where it came from (a path), if anywhere.
+    pub source: Option<String>,
+    /// Characters of text.
+    pub chars: usize,
+    /// Bytes of text (UTF-8).
+    pub bytes: usize,
+    /// Chunks.
+    pub chunks: usize,
+    /// Sections.
+    pub sections: usize,
+    /// Content hash.
+    pub hash: String,
+    /// Metadata.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+impl DocumentSummary {
+    /// The summary of one document.
+    pub fn of(d: &Document) -> DocumentSummary {
+        DocumentSummary {
+            id: d.id.clone(),
+            title: d.title.clone(),
+            source: d.source.clone(),
+            chars: d.text.chars().count(),
+            bytes: d.text.len(),
+            chunks: d.chunks.len(),
+            sections: d.sections.len(),
+            hash: d.hash.clone(),
+            metadata: d.metadata.clone(),
+        }
+    }
+}
+
 /// A [`Document`] as its serialised form reads, with the text's bytes borrowed from the
 /// input instead of copied (and not checked to be UTF-8: [`Text`] checks on first read).
 /// Its fields are [`Document`]'s, in the same order, so any serde format that encodes a

@@ -29,7 +29,7 @@ mod vector;
 
 pub use document::{
     check_document_id, chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig,
-    Document, DocumentInPlace, Section, SectionId, HEADER_SECTION_MAX_CHARS,
+    Document, DocumentInPlace, DocumentSummary, Section, SectionId, HEADER_SECTION_MAX_CHARS,
     HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
 };
 pub use embedder::{EmbedError, Embedder, RemoteEndpoint, TokenCounter};

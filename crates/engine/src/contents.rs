@@ -84,22 +84,6 @@ impl IndexContents {
     }
 }
 
-impl DocumentSummary {
-    fn of_listing(l: excerpt_postgres::DocumentListing) -> DocumentSummary {
-        DocumentSummary {
-            id: l.id,
-            title: l.title,
-            source: l.source,
-            chars: l.chars,
-            bytes: l.bytes,
-            chunks: l.chunks,
-            sections: l.sections,
-            hash: l.hash,
-            metadata: l.metadata,
-        }
-    }
-}
-
 impl Engine {
     /// Summaries of every committed document, in id order (on PostgreSQL counted in
     /// SQL, without reading the texts).
@@ -279,12 +263,7 @@ impl Catalog for PgCatalog {
     ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
         let all = self.0.list_documents(prefix)?;
         let total = all.len();
-        let page = all
-            .into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(DocumentSummary::of_listing)
-            .collect();
+        let page = all.into_iter().skip(offset).take(limit).collect();
         Ok((total, page))
     }
 

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use excerpt_context::{Context, StrategyConfig};
-use excerpt_core::Document;
+pub use excerpt_core::DocumentSummary;
 use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
 
 use crate::{EngineError, Mode, QueryRequest};
@@ -178,47 +178,6 @@ pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
         o.insert("query".into(), serde_json::Value::String(query.to_string()));
     }
     v
-}
-
-/// One line of a document listing.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DocumentSummary {
-    /// Document id.
-    pub id: String,
-    /// Display title.
-    pub title: String,
-    /// Where it came from (a path), if anywhere.
-    pub source: Option<String>,
-    /// Characters of text.
-    pub chars: usize,
-    /// Bytes of text (UTF-8).
-    pub bytes: usize,
-    /// Chunks.
-    pub chunks: usize,
-    /// Sections.
-    pub sections: usize,
-    /// Content hash.
-    pub hash: String,
-    /// Metadata.
-    pub metadata: serde_json::Map<String, serde_json::Value>,
-}
-
-impl DocumentSummary {
-    /// The summary of one document.
-    pub fn of(d: &Document) -> DocumentSummary {
-        DocumentSummary {
-            id: d.id.clone(),
-            title: d.title.clone(),
-            source: d.source.clone(),
-            chars: d.text.chars().count(),
-            bytes: d.text.len(),
-            chunks: d.chunks.len(),
-            sections: d.sections.len(),
-            hash: d.hash.clone(),
-            metadata: d.metadata.clone(),
-        }
-    }
 }
 
 /// Figures about the committed index.

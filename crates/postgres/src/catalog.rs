@@ -9,31 +9,10 @@ use excerpt_core::Document;
 use pgvector::Vector;
 use postgres::Row;
 
+use excerpt_core::DocumentSummary;
+
 use crate::error::PgError;
 use crate::index::PgIndex;
-
-/// One line of the document list, counted in SQL.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DocumentListing {
-    /// Document id.
-    pub id: String,
-    /// Display title.
-    pub title: String,
-    /// Where it came from (a path), if anywhere.
-    pub source: Option<String>,
-    /// Characters (Unicode scalar values) of text.
-    pub chars: usize,
-    /// Bytes of text (UTF-8).
-    pub bytes: usize,
-    /// Chunks.
-    pub chunks: usize,
-    /// Sections.
-    pub sections: usize,
-    /// Content hash.
-    pub hash: String,
-    /// Metadata.
-    pub metadata: serde_json::Map<String, serde_json::Value>,
-}
 
 /// Figures about a PostgreSQL index.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +89,7 @@ impl PgIndex {
     /// Summaries of the committed documents whose id starts with `prefix` (all with an
     /// empty one), in id order. Sizes and counts are computed in SQL: no text leaves
     /// the server.
-    pub fn list_documents(&self, prefix: &str) -> Result<Vec<DocumentListing>, PgError> {
+    pub fn list_documents(&self, prefix: &str) -> Result<Vec<DocumentSummary>, PgError> {
         crate::storable::check_text("prefix", prefix)?;
         let mut conn = self.conn()?;
         let rows = conn
@@ -127,7 +106,7 @@ impl PgIndex {
         let n = |r: &Row, i: usize| r.get::<_, i64>(i).max(0) as usize;
         Ok(rows
             .iter()
-            .map(|r| DocumentListing {
+            .map(|r| DocumentSummary {
                 id: r.get(0),
                 title: r.get(1),
                 source: r.get(2),

@@ -23,7 +23,7 @@ pub mod schema;
 mod search;
 mod storable;
 
-pub use catalog::{DocumentListing, DocumentWithVectors, PgStats};
+pub use catalog::{DocumentWithVectors, PgStats};
 pub use error::{redact, PgError};
 pub use index::{is_postgres_url, DocumentWrite, PgIndex, Replaced};
 pub use search::PgCorpus;
