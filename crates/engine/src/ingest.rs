@@ -216,45 +216,41 @@ impl Engine {
         }
         run.report.files = files.len();
         progress.files_found(files.len());
-        for (path, root) in files {
-            if run.interrupted() {
-                break;
-            }
-            let shown = path.display().to_string();
-            let pages_read = |done, total| progress.pages_read(&shown, done, total);
-            let loaded = match load_file_with_progress(&path, &root, &opts.load, &pages_read) {
-                Ok(l) => l,
-                Err(e) => {
-                    let p = Problem {
-                        path: shown.clone(),
-                        reason: e.to_string(),
-                    };
-                    if e.is_skip() {
-                        run.report.skipped.push(p)
-                    } else {
-                        run.report.failed.push(p)
+        // Files are read and parsed on a thread of their own, up to FILES_AHEAD ahead of
+        // the one being chunked and embedded, so that the encoder does not wait for a
+        // PDF's pages; documents still arrive in walk order.
+        let (sender, receiver) = std::sync::mpsc::sync_channel(FILES_AHEAD);
+        let cancel = opts.cancel.clone();
+        std::thread::scope(|scope| -> Result<(), EngineError> {
+            scope.spawn(move || {
+                for (path, root) in files {
+                    if cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                        break;
                     }
-                    progress.file_done(&shown);
-                    continue;
+                    let shown = path.display().to_string();
+                    let pages_read = |done, total| progress.pages_read(&shown, done, total);
+                    let loaded = load_file_with_progress(&path, &root, &opts.load, &pages_read);
+                    // The receiver is gone when the ingest stopped (cancelled, or failed).
+                    if sender.send((shown, loaded)).is_err() {
+                        break;
+                    }
                 }
-            };
-            for e in loaded.problems {
-                run.report.failed.push(Problem {
-                    path: shown.clone(),
-                    reason: e.to_string(),
-                });
+            });
+            // Dropped when this returns, which stops the reading thread at its next file.
+            let receiver = receiver;
+            loop {
+                if run.interrupted() {
+                    break;
+                }
+                let waiting = Instant::now();
+                let Ok((shown, loaded)) = receiver.recv() else {
+                    break;
+                };
+                run.report.wait_for_files_seconds += waiting.elapsed().as_secs_f64();
+                run.loaded(&shown, loaded)?;
             }
-            for w in loaded.warnings {
-                run.report.warnings.push(Problem {
-                    path: shown.clone(),
-                    reason: w,
-                });
-            }
-            for parsed in loaded.documents {
-                run.add(parsed, &shown)?;
-            }
-            progress.file_done(&shown);
-        }
+            Ok(())
+        })?;
         // An index this run created holds nothing to prune.
         if opts.prune && !run.interrupted() && run.new_index.is_none() {
             let gone: Vec<String> = self
@@ -448,7 +444,53 @@ struct Pipeline<'a> {
     new_index: Option<bool>,
 }
 
+/// Files read and parsed ahead of the one being embedded (each holds a whole file's
+/// documents in memory until its turn).
+const FILES_AHEAD: usize = 2;
+
 impl Pipeline<'_> {
+    /// Takes in one file's load: its problems and warnings go to the report, its
+    /// documents to [`Pipeline::add`].
+    fn loaded(
+        &mut self,
+        shown: &str,
+        loaded: Result<excerpt_ingest::Loaded, excerpt_ingest::IngestError>,
+    ) -> Result<(), EngineError> {
+        let loaded = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                let p = Problem {
+                    path: shown.to_string(),
+                    reason: e.to_string(),
+                };
+                if e.is_skip() {
+                    self.report.skipped.push(p)
+                } else {
+                    self.report.failed.push(p)
+                }
+                self.progress.file_done(shown);
+                return Ok(());
+            }
+        };
+        for e in loaded.problems {
+            self.report.failed.push(Problem {
+                path: shown.to_string(),
+                reason: e.to_string(),
+            });
+        }
+        for w in loaded.warnings {
+            self.report.warnings.push(Problem {
+                path: shown.to_string(),
+                reason: w,
+            });
+        }
+        for parsed in loaded.documents {
+            self.add(parsed, shown)?;
+        }
+        self.progress.file_done(shown);
+        Ok(())
+    }
+
     /// Whether the ingest was cancelled: no further file is read, and what is embedded
     /// by then is committed ([`IngestReport::interrupted`]).
     fn interrupted(&mut self) -> bool {

@@ -70,6 +70,10 @@ pub struct IngestReport {
     pub chunks_reused: usize,
     /// Seconds spent embedding chunks.
     pub embed_seconds: f64,
+    /// Seconds the embedding side waited for files to be read and parsed (they are read
+    /// on a thread of their own, ahead of it): with `seconds`, the encoder's idle share
+    /// while files remained.
+    pub wait_for_files_seconds: f64,
     /// Sentences embedded and stored (`sentence_vectors`).
     pub sentences_embedded: usize,
     /// Seconds spent embedding sentences.

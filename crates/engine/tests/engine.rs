@@ -890,3 +890,58 @@ fn hybrid_ranking_fuses_the_lists_each_search_gives_alone() {
     assert_eq!(hybrid, expected);
     assert_ne!(hybrid, dense, "BM25 moves the fused ranking in this corpus");
 }
+
+/// Files are read on a thread of their own, ahead of the embedding: they are still taken
+/// in walk order, one that fails to load is reported without stopping the rest, and the
+/// time the embedding waited for files is part of the run's time.
+#[test]
+fn files_read_ahead_are_taken_in_walk_order() {
+    use std::sync::Mutex;
+    #[derive(Default)]
+    struct Order(Mutex<Vec<String>>);
+    impl excerpt::IngestProgress for Order {
+        fn file_done(&self, path: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(path.rsplit('/').next().unwrap().to_string());
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let names = ["a.md", "b.md", "c.pdf", "d.md", "e.md", "f.md"];
+    for (i, name) in names.iter().enumerate() {
+        let body = if name.ends_with(".pdf") {
+            "not a PDF at all".to_string()
+        } else {
+            format!("# Note {i}\n\nThe {i}th note says the pump number {i} was replaced.\n")
+        };
+        write_file(&docs, name, &body);
+    }
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("idx")));
+    let order = Order::default();
+    let report = engine
+        .ingest(&[docs], &IngestOptions::default(), &order)
+        .unwrap();
+    assert_eq!(*order.0.lock().unwrap(), names);
+    assert_eq!((report.files, report.added), (6, 5));
+    // Skipped or failed (a file that is not what its extension says), named either way.
+    let problems: Vec<&str> = report
+        .skipped
+        .iter()
+        .chain(&report.failed)
+        .map(|p| p.path.as_str())
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].ends_with("c.pdf"));
+    assert!(report.wait_for_files_seconds >= 0.0);
+    assert!(report.wait_for_files_seconds <= report.seconds);
+    let ids: Vec<String> = engine
+        .documents()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ids, ["a.md", "b.md", "d.md", "e.md", "f.md"]);
+}
