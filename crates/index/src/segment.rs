@@ -275,7 +275,9 @@ pub(crate) fn read_checked_documents(
         _ => corrupt(dir, meta, format!("{}.docs: {e}", meta.name)),
     };
     let mut file = fs::File::open(&path).map_err(io)?;
-    let mut bytes = Vec::new();
+    // Sized once: growing by doubling would zero and copy the pages again.
+    let len = file.metadata().map_or(0, |m| m.len() as usize);
+    let mut bytes = Vec::with_capacity(len);
     file.read_to_end(&mut bytes).map_err(io)?;
     if blake3::hash(&bytes).to_hex().as_str() != meta.docs_hash {
         return Err(corrupt(
