@@ -99,7 +99,7 @@ impl SegmentVectors {
             Some(mapped) => {
                 // Searches read rows all over the mapping: ask for huge pages, as heap
                 // memory of this size gets (fewer TLB misses); a hint only.
-                #[cfg(unix)]
+                #[cfg(target_os = "linux")]
                 let _ = mapped.advise(memmap2::Advice::HugePage);
                 Ok(SegmentVectors::Mapped(mapped))
             }
