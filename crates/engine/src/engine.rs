@@ -320,18 +320,4 @@ impl Engine {
             }
         }
     }
-
-    /// Deletes documents by id; returns the ids that existed. One atomic commit. On a
-    /// damaged index, fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
-    pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok(pg.delete(ids)?);
-        }
-        let snap = self.snapshot()?;
-        let mut w =
-            excerpt_index::IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
-        let removed: Vec<String> = ids.iter().filter(|id| w.delete(id)).cloned().collect();
-        w.commit()?;
-        Ok(removed)
-    }
 }

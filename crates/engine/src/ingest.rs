@@ -166,7 +166,7 @@ impl Engine {
                 let mut pg = PgIndex::connect(url)?;
                 pg.ensure_config(&config)?;
                 self.forget_postgres();
-                Sink::Pg(pg)
+                Sink::Pg(Arc::new(pg))
             }
             None => Sink::Dir {
                 writer: IndexWriter::open(&self.options.index_dir, config.clone())?,
@@ -322,10 +322,47 @@ enum Sink {
         /// Vectors already in the index, by embedding-input key (built on first need).
         cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
     },
-    Pg(PgIndex),
+    Pg(Arc<PgIndex>),
+}
+
+impl Engine {
+    /// A writer to the index as it is (for removals): the directory's `IndexWriter` with
+    /// the committed config, or the PostgreSQL index. On a damaged directory index,
+    /// fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
+    fn existing_sink(&self) -> Result<Sink, EngineError> {
+        if let Some(pg) = self.postgres()? {
+            return Ok(Sink::Pg(pg));
+        }
+        let snap = self.snapshot()?;
+        let writer = IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
+        Ok(Sink::Dir {
+            writer,
+            cache: None,
+        })
+    }
+
+    /// Deletes documents by id; returns the ids that existed. One atomic commit. On a
+    /// damaged index, fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
+    pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
+        let mut sink = self.existing_sink()?;
+        let removed = sink.delete(ids)?;
+        sink.commit()?;
+        Ok(removed)
+    }
 }
 
 impl Sink {
+    /// Deletes (directory: stages the deletion of) the documents `ids`; returns those
+    /// that existed.
+    fn delete(&mut self, ids: &[String]) -> Result<Vec<String>, EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => {
+                Ok(ids.iter().filter(|id| writer.delete(id)).cloned().collect())
+            }
+            Sink::Pg(pg) => Ok(pg.delete(ids)?),
+        }
+    }
+
     fn committed_hash(&self, id: &str) -> Result<Option<String>, EngineError> {
         match self {
             Sink::Dir { writer, .. } => Ok(writer.committed_hash(id).map(str::to_string)),
@@ -580,16 +617,7 @@ impl Pipeline<'_> {
     /// Removes the documents `ids` (staged for the final commit of the directory
     /// index; deleted at once on PostgreSQL), listing them in the report.
     fn prune(&mut self, ids: Vec<String>) -> Result<(), EngineError> {
-        match &mut self.writer {
-            Sink::Dir { writer, .. } => {
-                for id in &ids {
-                    writer.delete(id);
-                }
-            }
-            Sink::Pg(pg) => {
-                pg.delete(&ids)?;
-            }
-        }
+        self.writer.delete(&ids)?;
         self.report.pruned = ids;
         Ok(())
     }
