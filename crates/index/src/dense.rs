@@ -38,22 +38,6 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
-/// The `k` rows of `matrix` (rows of `dim` floats) with the highest dot product with
-/// `query`, best first, ties by row ascending; only rows for which `keep(row)` is true.
-pub fn top_k_dense(
-    matrix: &[f32],
-    dim: usize,
-    query: &[f32],
-    k: usize,
-    rows: impl Iterator<Item = usize>,
-) -> Vec<(usize, f32)> {
-    if k == 0 || dim == 0 {
-        return Vec::new();
-    }
-    let rows = rows.map(|row| (row, &matrix[row * dim..(row + 1) * dim]));
-    top_k_rows(query, k.min(matrix.len() / dim), rows)
-}
-
 /// The `k` rows of `rows` (each a row number and its vector) with the highest dot
 /// product with `query`, best first, ties by row number ascending.
 pub fn top_k_rows<'a>(
@@ -93,7 +77,7 @@ mod tests {
         fn matches_full_sort(vals in proptest::collection::vec(-3i32..3, 0..60), k in 0usize..10) {
             // dim 1: the matrix is the scores themselves; many ties.
             let m: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
-            let got = top_k_dense(&m, 1, &[1.0], k, 0..m.len());
+            let got = top_k_rows(&[1.0], k, m.chunks_exact(1).enumerate());
             let mut all: Vec<(usize, f32)> = m.iter().copied().enumerate().collect();
             all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             all.truncate(k);

@@ -39,7 +39,7 @@ mod snapshot;
 mod writer;
 
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
-pub use dense::{top_k_dense, top_k_rows};
+pub use dense::top_k_rows;
 pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use manifest::{
