@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use excerpt_core::{ChunkKey, Document, TextRange};
+use excerpt_core::{ChunkKey, Document, SectionId, TextRange};
 
 use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece, PieceOrder};
 use crate::error::ContextError;
@@ -171,6 +171,9 @@ pub(crate) struct Selection<'a> {
     pub smallest_rejected: Option<usize>,
     /// How [`Selection::into_pieces`] orders the pieces.
     pub order: PieceOrder,
+    /// Largest gap, in characters, that an added range bridges to a run of the same
+    /// section (0: none; see [`Selection::try_add`]).
+    pub bridge: usize,
 }
 
 impl<'a> Selection<'a> {
@@ -184,6 +187,7 @@ impl<'a> Selection<'a> {
             rejected: 0,
             smallest_rejected: None,
             order: PieceOrder::Document,
+            bridge: 0,
         }
     }
 
@@ -198,6 +202,12 @@ impl<'a> Selection<'a> {
 
     /// Adds `range` of document `doc` (position `doc_idx`) if the merged result fits the
     /// budget; returns whether it was added. `hits` are hit chunk ordinals inside it.
+    ///
+    /// With [`Selection::bridge`] above 0, runs at most that many characters away, in
+    /// the same section (documents without headings have none), worth at least
+    /// [`LINE_JOIN_SHARE`] of the range or the range of them, are merged with it too,
+    /// the text between them included, so nearby selections of one explanation read as
+    /// one passage; when that does not fit, the range is added as without bridging.
     pub fn try_add(
         &mut self,
         doc_idx: u32,
@@ -210,6 +220,28 @@ impl<'a> Selection<'a> {
         if range.is_empty() || range.byte_end > doc.text.len() {
             return false;
         }
+        if self.bridge > 0 {
+            let (rejected, smallest) = (self.rejected, self.smallest_rejected);
+            if self.add(doc_idx, doc, range, score, relevance, hits, self.bridge) {
+                return true;
+            }
+            (self.rejected, self.smallest_rejected) = (rejected, smallest);
+        }
+        self.add(doc_idx, doc, range, score, relevance, hits, 0)
+    }
+
+    /// [`Selection::try_add`] with a given bridge.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        doc_idx: u32,
+        doc: &Document,
+        range: TextRange,
+        score: f32,
+        relevance: f32,
+        hits: &[u32],
+        bridge: usize,
+    ) -> bool {
         // In score order a run ends at a line break unless the text of the next line is
         // worth nearly as much (see the type's documentation).
         let by_score = self.order == PieceOrder::Score;
@@ -224,10 +256,44 @@ impl<'a> Selection<'a> {
             r.range.byte_end < range.byte_start
                 || (r.range.byte_end == range.byte_start && apart(range.byte_start, r.score))
         });
-        let hi = runs.partition_point(|r| {
+        let mut hi = runs.partition_point(|r| {
             r.range.byte_start < range.byte_end
                 || (r.range.byte_start == range.byte_end && !apart(range.byte_end, r.score))
         });
+        let mut lo = lo;
+        if bridge > 0 {
+            // Only runs worth about as much as the range: a weak line is not carried to
+            // the front of a strong passage (the rule of lines that touch).
+            let close = |run: f32| score.min(run) >= LINE_JOIN_SHARE * score.max(run);
+            let section = |byte: usize| section_at(doc, byte);
+            let mut start = runs[lo..hi].iter().fold(range, |c, r| c.cover(&r.range));
+            let end = start;
+            while lo > 0 {
+                let r = &runs[lo - 1].range;
+                if !close(runs[lo - 1].score)
+                    || start.char_start - r.char_end > bridge
+                    || section(start.byte_start)
+                        .is_none_or(|s| section(r.byte_end.saturating_sub(1)) != Some(s))
+                {
+                    break;
+                }
+                start = start.cover(r);
+                lo -= 1;
+            }
+            let mut end = end;
+            while hi < runs.len() {
+                let r = &runs[hi].range;
+                if !close(runs[hi].score)
+                    || r.char_start - end.char_end > bridge
+                    || section(r.byte_start)
+                        .is_none_or(|s| section(end.byte_end.saturating_sub(1)) != Some(s))
+                {
+                    break;
+                }
+                end = end.cover(r);
+                hi += 1;
+            }
+        }
         let mut cover = range;
         let mut old_tokens = 0;
         for r in &runs[lo..hi] {
@@ -309,6 +375,12 @@ impl<'a> Selection<'a> {
         groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         groups.into_iter().flat_map(|g| g.2).collect()
     }
+}
+
+/// The innermost section of the chunk holding byte `at` of `doc` (`None` outside any).
+fn section_at(doc: &Document, at: usize) -> Option<SectionId> {
+    let i = doc.chunks.partition_point(|c| c.range.byte_end <= at);
+    doc.chunks.get(i).and_then(|c| c.section)
 }
 
 fn make_piece(doc: &Document, r: Run) -> Piece {

@@ -700,7 +700,10 @@ fn auto_routes_by_query_form_and_document_structure() {
         "{:?}",
         ctx.notes
     );
-    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    assert_eq!(
+        ctx.pieces,
+        same_as("topk:unit=sentence,order=score,bridge=300", &r)
+    );
     assert_ne!(
         ctx.pieces,
         same_as("rse", &r),
@@ -713,7 +716,10 @@ fn auto_routes_by_query_form_and_document_structure() {
     let mut r = req(&c, &hits, 1000, None, None);
     r.query = "where is the setting";
     let ctx = assemble(&auto, &r).unwrap();
-    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    assert_eq!(
+        ctx.pieces,
+        same_as("topk:unit=sentence,order=score,bridge=300", &r)
+    );
     let with_sections = StrategyConfig::Auto(AutoParams {
         sections: true,
         ..Default::default()
@@ -724,7 +730,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     assert_eq!(ctx.pieces, same_as("section", &r));
     assert_ne!(
         ctx.pieces,
-        same_as("topk:unit=sentence,order=score", &r),
+        same_as("topk:unit=sentence,order=score,bridge=300", &r),
         "the test must tell routes apart"
     );
     // A passage question over documents with headings takes the sentence route too,
@@ -736,13 +742,16 @@ fn auto_routes_by_query_form_and_document_structure() {
         "{:?}",
         ctx.notes
     );
-    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
+    assert_eq!(
+        ctx.pieces,
+        same_as("topk:unit=sentence,order=score,bridge=300", &r)
+    );
     let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
     assert!(ctx.notes[0].ends_with(": rse"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("rse", &r));
     assert_ne!(
         ctx.pieces,
-        same_as("topk:unit=sentence,order=score", &r),
+        same_as("topk:unit=sentence,order=score,bridge=300", &r),
         "the test must tell routes apart"
     );
     // A request to explain or describe asks about a subject, not the course of a
@@ -796,7 +805,7 @@ fn auto_sends_pinpoint_questions_over_a_conversation_to_rse() {
     // Off, or over a document that is not a conversation, it takes the sentence route.
     let (off, notes) = pieces("auto:dialogue=false");
     assert!(notes[0].contains("pinpoint question: topk"), "{notes:?}");
-    assert_eq!(off, pieces("topk:unit=sentence,order=score").0);
+    assert_eq!(off, pieces("topk:unit=sentence,order=score,bridge=300").0);
     assert_ne!(got, off, "the test must tell routes apart");
 }
 
@@ -1024,6 +1033,66 @@ fn score_order_ranks_each_line_by_its_own_score() {
     let ctx = assemble(&cfg, &r).unwrap();
     check_invariants(&ctx, &c, &hits, 100, &WordTokens, true).unwrap();
     assert_eq!(ctx.pieces.len(), 1);
+}
+
+#[test]
+fn topk_sentences_bridge_short_gaps_inside_a_section_only() {
+    // Two matching lines of one section with a filler line between them, then another
+    // section whose matching line is as close: bridged, the first two read as one
+    // passage with the filler; the third stays apart, and so does everything in a
+    // document without headings.
+    let lines = [
+        "Zeta options are kept secret.\n",
+        "Filler words stay here.\n",
+        "Zeta options may be shared.\n",
+    ];
+    let other = ["More filler words.\n", "Zeta options are listed.\n"];
+    let headed = TestCorpus::new(vec![build_doc(
+        "guide.md",
+        "Guide",
+        &[sec(1, "Usage", &lines), sec(1, "Other", &other)],
+    )]);
+    let plain = TestCorpus::new(vec![build_doc(
+        "guide.txt",
+        "Guide",
+        &[chunk(&lines), chunk(&other)],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.9)];
+    let texts = |c: &TestCorpus, spec: &str| {
+        let mut r = req(c, &hits, 100, None, None);
+        r.query = "zeta options";
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, c, &hits, 100, &WordTokens, true).unwrap();
+        ctx.pieces
+            .iter()
+            .map(|p| p.text.clone())
+            .collect::<Vec<_>>()
+    };
+    let spec = "topk:unit=sentence,order=score,neighbours=0,feedback=0";
+    let bridged = texts(&headed, &format!("{spec},bridge=100"));
+    assert_eq!(bridged[0], lines.concat());
+    assert!(bridged.contains(&other[1].to_string()), "{bridged:?}");
+    assert!(bridged
+        .iter()
+        .all(|t| !t.contains("Zeta options are listed.\n") || t == other[1]));
+    // Off, or without sections, the matching lines come first, each alone.
+    for (c, spec) in [
+        (&headed, spec.to_string()),
+        (&plain, format!("{spec},bridge=100")),
+    ] {
+        let apart = texts(c, &spec);
+        assert!(
+            apart[..3].iter().all(|t| t.starts_with("Zeta options")),
+            "{apart:?}"
+        );
+    }
+    // A gap longer than the bridge is not bridged.
+    let short = texts(&headed, &format!("{spec},bridge=10"));
+    assert!(
+        short[..3].iter().all(|t| t.starts_with("Zeta options")),
+        "{short:?}"
+    );
 }
 
 #[test]
@@ -1464,7 +1533,10 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     assert!(first.end >= doc.chunks[2].range.char_end);
     // Off, the route's sentences alone.
     let off = run("auto:extent=false", &r);
-    assert_eq!(off.pieces, run("topk:unit=sentence,order=score", &r).pieces);
+    assert_eq!(
+        off.pieces,
+        run("topk:unit=sentence,order=score,bridge=300", &r).pieces
+    );
     // Under a budget the sentences compete for, the section is what changes: whole
     // "Intro" against its best line and the other section's better-matching line.
     let specs = [

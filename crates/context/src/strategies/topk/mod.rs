@@ -87,6 +87,11 @@ pub struct TopkParams {
     /// the index use besides the query's own, see [`crate::feedback_terms`]) added to its
     /// match with the query (default 1: as much as the query; 0 ignores them).
     pub feedback: f32,
+    /// With `unit = sentence`: a unit at most this many characters from one already taken
+    /// in the same section (documents without headings have none), and worth at least
+    /// 0.8 of it or it of the unit, is joined to it with the text between them, when that
+    /// fits the budget (default 0: units are taken alone; `auto` uses 300).
+    pub bridge: usize,
 }
 
 impl Default for TopkParams {
@@ -105,17 +110,20 @@ impl Default for TopkParams {
             lead_ins: true,
             lead_outs: true,
             feedback: 1.0,
+            bridge: 0,
         }
     }
 }
 
 impl TopkParams {
-    /// Sentence units offered best first (`topk:unit=sentence,order=score`): what `auto`
-    /// hands pinpoint questions.
+    /// Sentence units offered best first, bridging gaps of up to 300 characters within a
+    /// section (`topk:unit=sentence,order=score,bridge=300`): what `auto` hands pinpoint
+    /// questions.
     pub fn sentences() -> Self {
         TopkParams {
             unit: TopkUnit::Sentence,
             order: PieceOrder::Score,
+            bridge: 300,
             ..TopkParams::default()
         }
     }
@@ -151,7 +159,10 @@ impl Assembler for TopkParams {
         sel.order = self.order;
         match self.unit {
             TopkUnit::Chunk => topk(self, hits, req, sel, notes),
-            TopkUnit::Sentence => topk_sentences(self, hits, req, sel, notes),
+            TopkUnit::Sentence => {
+                sel.bridge = self.bridge;
+                topk_sentences(self, hits, req, sel, notes);
+            }
         }
         Ok(())
     }
