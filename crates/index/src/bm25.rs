@@ -12,6 +12,7 @@ use std::path::Path;
 use excerpt_core::{indexed_text, Document};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
@@ -97,6 +98,24 @@ pub fn build_in_ram<'a>(
     }
     w.commit()?;
     Ok((index, fields))
+}
+
+/// Writer memory budget of the on-disk BM25 index.
+const WRITER_MEMORY: usize = 64_000_000;
+
+/// A writer of the on-disk BM25 index. Its merge policy merges two segments of a
+/// size level as soon as they exist (tantivy's default waits for eight): every large
+/// segment costs a search its own pass of block-max WAND, so at 100k chunks one
+/// searched segment instead of ten cut BM25's p50 from 10-11 to 6-7 ms
+/// (docs/BENCHMARKS.md); a merge rewrites about 180k chunks a second, against the
+/// ~40 a second that embedding them costs, so the extra merging is not felt.
+/// Scores do not change: BM25's statistics are the searcher's, over every segment.
+pub fn writer(index: &Index) -> Result<tantivy::IndexWriter<TantivyDocument>, IndexError> {
+    let w = index.writer_with_num_threads(1, WRITER_MEMORY)?;
+    let mut policy = LogMergePolicy::default();
+    policy.set_min_num_segments(2);
+    w.set_merge_policy(Box::new(policy));
+    Ok(w)
 }
 
 /// The generation a BM25 index was committed for (its commit payload).

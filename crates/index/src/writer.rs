@@ -118,7 +118,7 @@ impl IndexWriter {
                     detail: format!("{} BM25 file(s) fail their checksum", damaged.len()),
                 });
             }
-            let tantivy = tindex.writer_with_num_threads(1, 64_000_000)?;
+            let tantivy = bm25::writer(&tindex)?;
             let generation = bm25::committed_generation(&tindex)?;
             Ok((tantivy, fields, generation))
         };
@@ -685,8 +685,7 @@ fn rebuild_bm25(
         fs::remove_dir_all(&bm25_dir).map_err(IndexError::io("removing", &bm25_dir))?;
     }
     let (tindex, fields) = bm25::open_or_create(&bm25_dir)?;
-    let mut tantivy: tantivy::IndexWriter<TantivyDocument> =
-        tindex.writer_with_num_threads(1, 64_000_000)?;
+    let mut tantivy = bm25::writer(&tindex)?;
     for d in live {
         bm25::add_document(&tantivy, fields, d, next.config.headers)?;
     }

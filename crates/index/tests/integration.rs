@@ -234,6 +234,27 @@ fn bad_documents_are_refused() {
 }
 
 #[test]
+fn bm25_segments_are_merged_two_at_a_time() {
+    // Ten commits of one document each: tantivy's default policy merges eight segments
+    // of a level and leaves three here; the index's policy merges pairs, so a search
+    // reads one or two segments. The searches find every document either way.
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    for i in 0..10 {
+        let d = doc(&format!("d{i}"), &format!("alpha|word{i}"));
+        w.put(d.clone(), vectors(&d, i)).unwrap();
+        w.commit().unwrap();
+    }
+    drop(w);
+    let bm25 = tantivy::Index::open_in_dir(dir.path().join("bm25")).unwrap();
+    let segments = bm25.searchable_segment_ids().unwrap().len();
+    assert!(segments <= 2, "{segments} BM25 segments");
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.bm25_search("alpha", 20, None).unwrap().len(), 10);
+    assert_eq!(s.bm25_search("word7", 20, None).unwrap().len(), 1);
+}
+
+#[test]
 fn bm25_ahead_of_manifest_is_rebuilt() {
     // A crash after the BM25 commit and before the manifest rename leaves BM25 one
     // generation ahead. Readers must see exactly the manifest's generation.
