@@ -1745,6 +1745,27 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         off.pieces,
         off.notes
     );
+    // A statement named by another of its names: the income statement, or the P&L, is
+    // the filing's "Statements of Operations".
+    for query in [
+        "what revenue does the income statement show",
+        "what revenue does the P&L show",
+    ] {
+        r.query = query;
+        let ctx = run("auto", &r);
+        assert!(
+            ctx.notes
+                .iter()
+                .any(|n| n.contains("names \"Consolidated Statements of Operations\"")),
+            "{query}: {:?}",
+            ctx.notes
+        );
+        assert!(
+            has(&ctx, "Revenue 3,991 5,506"),
+            "{query}: {:?}",
+            ctx.pieces
+        );
+    }
     // One word of a heading, numbers, or a missing word that is the section's own
     // subject ("Operations" is in one heading) name nothing.
     for query in [

@@ -57,6 +57,7 @@ use crate::selection::{chunk_span, Assembler, RHit, Selection};
 use crate::sentences::lexical::terms;
 use crate::strategies::rse::RseParams;
 use crate::strategies::section::SectionParams;
+use crate::strategies::statements::name_variants;
 use crate::strategies::topk::TopkParams;
 
 /// Parameters of [`Strategy::Auto`](crate::Strategy::Auto): the strategy each route
@@ -595,6 +596,25 @@ pub(crate) fn named_sections(query: &BTreeSet<String>, doc: &Document) -> Vec<(u
     out.into_iter().map(|(i, _, share)| (i, share)).collect()
 }
 
+/// [`named_sections`] of the query's terms, then of each of its `variants` (the same
+/// question with a financial statement it names called by another of its names,
+/// [`name_variants`]), without repeats, at most two.
+fn named_by_any(
+    query: &BTreeSet<String>,
+    variants: &[BTreeSet<String>],
+    doc: &Document,
+) -> Vec<(usize, f64)> {
+    let mut out = named_sections(query, doc);
+    for v in variants {
+        for (s, share) in named_sections(v, doc) {
+            if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
+                out.push((s, share));
+            }
+        }
+    }
+    out
+}
+
 /// Whether at least [`FIGURE_SHARE`] of the non-blank lines of `text` are rows of
 /// figures (two or more numeric cells at the end, [`excerpt_core::trailing_figures`]):
 /// a financial statement or a table of measurements, whose rows neither lexical search
@@ -627,6 +647,7 @@ fn with_named_sections(
     req: &AssembleRequest<'_>,
 ) -> (Vec<RHit>, usize, Option<String>) {
     let query: BTreeSet<String> = terms(req.query).into_iter().collect();
+    let variants = name_variants(req.query, &query);
     let mut docs: Vec<&RHit> = Vec::new();
     for h in hits {
         if docs.len() == p.structure_hits {
@@ -644,7 +665,7 @@ fn with_named_sections(
         let Some(doc) = req.corpus.document(best.key.doc) else {
             continue;
         };
-        for (s, share) in named_sections(&query, doc) {
+        for (s, share) in named_by_any(&query, &variants, doc) {
             let range = doc.sections[s].range;
             let inside: Vec<&excerpt_core::Chunk> = doc
                 .chunks

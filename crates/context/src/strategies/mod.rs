@@ -28,6 +28,7 @@ mod adjacent;
 mod auto;
 mod rse;
 mod section;
+mod statements;
 mod topk;
 mod window;
 
