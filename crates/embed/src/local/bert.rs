@@ -195,10 +195,13 @@ impl BertEncoder {
     /// Runs the encoder over unpadded sequences given as `(token ids, type ids)` and
     /// hands `read` the final token vectors of all sequences packed row after row:
     /// `(sum of lengths) * hidden` values, sequence by sequence (the buffer is reused
-    /// by later calls, so `read` copies out what it keeps).
+    /// by later calls, so `read` copies out what it keeps). With `half`, the layers'
+    /// weights are read in half precision ([`Epilogue::half`]: for a query, whose few
+    /// rows wait on the weights coming from memory rather than on the arithmetic).
     pub(crate) fn forward<T>(
         &self,
         seqs: &[(&[u32], &[u32])],
+        half: bool,
         read: impl FnOnce(&[f32]) -> T,
     ) -> Result<T, String> {
         let h = self.hidden;
@@ -226,7 +229,7 @@ impl BertEncoder {
         let simd = self.kernel.simd();
         layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, simd);
         for layer in &self.layers {
-            self.layer(layer, &offsets, x, qkv, ctx, inter);
+            self.layer(layer, &offsets, x, qkv, ctx, inter, half);
         }
         let result = read(x);
         if let Ok(mut pool) = self.scratch.lock() {
@@ -282,7 +285,9 @@ impl BertEncoder {
         Ok(())
     }
 
-    /// One encoder layer over the packed rows `x` (in place), with its scratch buffers.
+    /// One encoder layer over the packed rows `x` (in place), with its scratch buffers;
+    /// `half` as in [`BertEncoder::forward`].
+    #[allow(clippy::too_many_arguments)]
     fn layer(
         &self,
         layer: &Layer,
@@ -291,6 +296,7 @@ impl BertEncoder {
         qkv: &mut [f32],
         ctx: &mut [f32],
         inter: &mut [f32],
+        half: bool,
     ) {
         let h = self.hidden;
         let total = offsets[offsets.len() - 1];
@@ -299,6 +305,7 @@ impl BertEncoder {
         // Q, K and V (with their biases) in one product.
         let with_bias = |bias| Epilogue {
             bias: Some(bias),
+            half,
             ..Epilogue::STORE
         };
         matmul(
@@ -316,6 +323,7 @@ impl BertEncoder {
         let residual = |bias| Epilogue {
             accumulate: true,
             bias: Some(bias),
+            half,
             ..Epilogue::STORE
         };
         matmul(

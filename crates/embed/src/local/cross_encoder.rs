@@ -235,7 +235,7 @@ impl CrossEncoderReranker {
         };
         let logits = self
             .encoder
-            .forward(&seqs, head)
+            .forward(&seqs, false, head)
             .map_err(|e| inference_error("model forward pass failed", e))?;
         logits
             .iter()

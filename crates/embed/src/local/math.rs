@@ -51,6 +51,19 @@ pub(crate) fn has_avx2_fma() -> bool {
     }
 }
 
+/// Whether the CPU converts half-precision values in hardware (F16C), besides AVX2 and
+/// FMA: what the query products' f16 weights need ([`super::sgemm::Epilogue::half`]).
+pub(crate) fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx2_fma() && std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Sum of `xs` with 8 independent accumulators (vectorises; order differs from a
 /// sequential sum only by rounding).
 #[inline(always)]

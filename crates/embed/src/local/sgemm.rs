@@ -28,7 +28,9 @@
 
 use rayon::prelude::*;
 
-use super::math::{activate, has_avx2_fma, Activation};
+use std::sync::OnceLock;
+
+use super::math::{activate, has_avx2_fma, has_f16c, Activation};
 
 /// Rows of the register tile.
 const MR: usize = 6;
@@ -151,6 +153,9 @@ pub(crate) struct Packed {
     n: usize,
     k: usize,
     data: Vec<f32>,
+    /// `data` rounded to half precision (IEEE binary16 bits), made on first use by a
+    /// product that asks for it ([`Epilogue::half`]).
+    half: OnceLock<Vec<u16>>,
 }
 
 impl Packed {
@@ -162,6 +167,7 @@ impl Packed {
             n: 0,
             k: 0,
             data: Vec::new(),
+            half: OnceLock::new(),
         }
     }
 
@@ -232,7 +238,23 @@ impl Packed {
         }
     }
 
+    /// The packed values in half precision, for [`Kernel::Avx2`] on a CPU with F16C
+    /// (made once, then kept: half the memory of `data` again).
+    fn half(&self) -> Option<&[u16]> {
+        if self.kernel != Kernel::Avx2 || !has_f16c() {
+            return None;
+        }
+        let half = self.half.get_or_init(|| {
+            self.data
+                .iter()
+                .map(|&x| half::f16::from_f32(x).to_bits())
+                .collect()
+        });
+        Some(half)
+    }
+
     fn reset(&mut self, n: usize, k: usize) {
+        self.half = OnceLock::new();
         self.n = n;
         self.k = k;
         self.data.clear();
@@ -256,6 +278,11 @@ pub(crate) struct Epilogue<'a> {
     /// Multiplies row `i` of the product (before `C` and the bias are added) by
     /// `row_scale[i]` (`m` values).
     pub(crate) row_scale: Option<&'a [f32]>,
+    /// Read the weights rounded to half precision (converted back to f32 in registers;
+    /// the products still add in f32): half the bytes to bring from memory, which is
+    /// what a product of a query's few rows waits for. Only [`Kernel::Avx2`] on a CPU
+    /// with F16C has them; elsewhere the flag is ignored.
+    pub(crate) half: bool,
 }
 
 impl Epilogue<'_> {
@@ -265,6 +292,7 @@ impl Epilogue<'_> {
         bias: None,
         activation: None,
         row_scale: None,
+        half: false,
     };
 }
 
@@ -333,6 +361,7 @@ pub(crate) unsafe fn matmul_to(
     );
     let out = SendPtr(c);
     let panels = n.div_ceil(NR);
+    let half = if epilogue.half { w.half() } else { None };
     let block = |first_row: usize, columns: std::ops::Range<usize>| {
         let rows = MC.min(m - first_row);
         // SAFETY: `block_product`'s contract for rows first_row..first_row+rows and the
@@ -348,6 +377,7 @@ pub(crate) unsafe fn matmul_to(
                 lda,
                 rows,
                 w,
+                half,
                 columns,
                 out.get().add(first_row * ldc),
                 ldc,
@@ -513,19 +543,22 @@ impl SendPtr {
 }
 
 /// One block of at most `MC` rows, the columns of the panels `columns` (panel `q`
-/// holds columns `q · NR ..`), by the AVX2 kernel.
+/// holds columns `q · NR ..`), by the AVX2 kernel, reading `half` (the packed values
+/// in half precision) instead of `w`'s own when given.
 ///
 /// # Safety
 /// `a` must point at `rows` rows of `w.k` readable values (stride `lda`), `c` at
 /// `rows` rows of `w.n` writable values (stride `ldc`); the bias and row scales
 /// must cover `w.n` and `rows` values; `columns` lies within `0..ceil(w.n / NR)`;
-/// `w` is packed for [`Kernel::Avx2`] and the CPU has AVX2 and FMA.
+/// `w` is packed for [`Kernel::Avx2`] and the CPU has AVX2 and FMA; `half`, when
+/// given, is [`Packed::half`] of `w` (as long as `w.data`), and the CPU has F16C.
 #[allow(clippy::too_many_arguments)]
 unsafe fn block_product(
     a: *const f32,
     lda: usize,
     rows: usize,
     w: &Packed,
+    half: Option<&[u16]>,
     columns: std::ops::Range<usize>,
     c: *mut f32,
     ldc: usize,
@@ -552,6 +585,7 @@ unsafe fn block_product(
                 let tile = Tile {
                     kc,
                     b: w.data.as_ptr().add(q * k * NR + pc * NR),
+                    half: half.map_or(std::ptr::null(), |h| h.as_ptr().add(q * k * NR + pc * NR)),
                     nr: NR.min(n - col),
                     load_c: !first || epilogue.accumulate,
                     bias: match epilogue.bias {
@@ -575,7 +609,11 @@ unsafe fn block_product(
                         ldc,
                     };
                     #[cfg(target_arch = "x86_64")]
-                    kernel_avx2(&tile, strip);
+                    if tile.half.is_null() {
+                        kernel_avx2(&tile, strip);
+                    } else {
+                        kernel_avx2_f16(&tile, strip);
+                    }
                     #[cfg(not(target_arch = "x86_64"))]
                     unreachable!("no AVX2 kernel off x86-64 ({tile:p}, {strip:?})");
                 }
@@ -590,6 +628,8 @@ struct Tile {
     kc: usize,
     /// The packed panel at this block: `kc` groups of `NR` values.
     b: *const f32,
+    /// The same panel in half precision, or null (then `b` is read).
+    half: *const u16,
     /// Valid columns of the tile (`NR` except in the last panel).
     nr: usize,
     /// Add the tile to what `C` holds.
@@ -638,101 +678,126 @@ unsafe fn finish_row(tile: &Tile, acc: &mut [f32; NR], row: *mut f32) {
     }
 }
 
-/// The AVX2 + FMA register tile: 6 rows × 16 columns in twelve `ymm` accumulators,
-/// one broadcast of `A` and two loads of the panel per step of `k`.
-///
-/// # Safety
-/// `strip.rows` is at most `MR`; `strip.a` points at `strip.rows` rows of `tile.kc`
-/// readable values, `strip.c` at `strip.rows` rows of `tile.nr` writable values,
-/// `strip.scale` (unless null) at `strip.rows` row scales; `tile.b` at `tile.kc`
-/// groups of `NR` readable values, `tile.bias` (unless null) at `tile.nr` values.
-/// The CPU must support AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_avx2(tile: &Tile, strip: Strip) {
-    let Strip {
-        a,
-        lda,
-        rows: mr,
-        scale,
-        c,
-        ldc,
-    } = strip;
-    // SAFETY: every access is within the rows, groups and columns the caller's
-    // contract guarantees: missing rows (i >= mr) re-read row 0
-    // and are never stored, full 16-column loads and stores happen only when
-    // `tile.nr == NR`. The CPU has AVX2 and FMA (this function's contract).
-    unsafe {
-        use std::arch::x86_64::*;
-        // Rows past `mr` (which may not exist) read row 0 again; their sums are
-        // discarded.
-        let row = |i: usize| if i < mr { a.add(i * lda) } else { a };
-        let (a0, a1, a2, a3, a4, a5) = (row(0), row(1), row(2), row(3), row(4), row(5));
-        let z = _mm256_setzero_ps();
-        let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
-        let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
-        let mut b = tile.b;
-        for p in 0..tile.kc {
-            let b0 = _mm256_loadu_ps(b);
-            let b1 = _mm256_loadu_ps(b.add(8));
-            // One row of the tile: broadcast A[row][p], multiply-add both halves.
-            macro_rules! fma_row {
-                ($a:ident, $lo:ident, $hi:ident) => {
-                    let x = _mm256_broadcast_ss(&*$a.add(p));
-                    $lo = _mm256_fmadd_ps(x, b0, $lo);
-                    $hi = _mm256_fmadd_ps(x, b1, $hi);
-                };
+/// Defines an AVX2 + FMA register-tile kernel: `$start` is where it reads the panel
+/// (`kc` groups of `NR` values) and `$load` loads eight of them at `$p` as f32.
+macro_rules! avx2_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, |$tile:ident| $start:expr, |$p:ident| $load:expr) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name($tile: &Tile, strip: Strip) {
+            let tile = $tile;
+            let Strip {
+                a,
+                lda,
+                rows: mr,
+                scale,
+                c,
+                ldc,
+            } = strip;
+            // SAFETY: every access is within the rows, groups and columns the caller's
+            // contract guarantees: missing rows (i >= mr) re-read row 0
+            // and are never stored, full 16-column loads and stores happen only when
+            // `tile.nr == NR`. The CPU has AVX2 and FMA (this function's contract).
+            unsafe {
+                use std::arch::x86_64::*;
+                // Rows past `mr` (which may not exist) read row 0 again; their sums are
+                // discarded.
+                let row = |i: usize| if i < mr { a.add(i * lda) } else { a };
+                let (a0, a1, a2, a3, a4, a5) = (row(0), row(1), row(2), row(3), row(4), row(5));
+                let z = _mm256_setzero_ps();
+                let (mut c00, mut c01, mut c10, mut c11, mut c20, mut c21) = (z, z, z, z, z, z);
+                let (mut c30, mut c31, mut c40, mut c41, mut c50, mut c51) = (z, z, z, z, z, z);
+                let mut b = $start;
+                for p in 0..tile.kc {
+                    let b0 = { let $p = b; $load };
+                    let b1 = { let $p = b.add(8); $load };
+                    // One row of the tile: broadcast A[row][p], multiply-add both halves.
+                    macro_rules! fma_row {
+                        ($a:ident, $lo:ident, $hi:ident) => {
+                            let x = _mm256_broadcast_ss(&*$a.add(p));
+                            $lo = _mm256_fmadd_ps(x, b0, $lo);
+                            $hi = _mm256_fmadd_ps(x, b1, $hi);
+                        };
+                    }
+                    fma_row!(a0, c00, c01);
+                    fma_row!(a1, c10, c11);
+                    fma_row!(a2, c20, c21);
+                    fma_row!(a3, c30, c31);
+                    fma_row!(a4, c40, c41);
+                    fma_row!(a5, c50, c51);
+                    b = b.add(NR);
+                }
+                let sums = [
+                    (c00, c01),
+                    (c10, c11),
+                    (c20, c21),
+                    (c30, c31),
+                    (c40, c41),
+                    (c50, c51),
+                ];
+                for (i, &(lo, hi)) in sums.iter().enumerate().take(mr) {
+                    let out = c.add(i * ldc);
+                    let (lo, hi) = if scale.is_null() {
+                        (lo, hi)
+                    } else {
+                        let s = _mm256_set1_ps(*scale.add(i));
+                        (_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, s))
+                    };
+                    if tile.nr == NR {
+                        // Full-width tiles finish in registers.
+                        let (mut lo, mut hi) = (lo, hi);
+                        if tile.load_c {
+                            lo = _mm256_add_ps(lo, _mm256_loadu_ps(out));
+                            hi = _mm256_add_ps(hi, _mm256_loadu_ps(out.add(8)));
+                        }
+                        if !tile.bias.is_null() {
+                            lo = _mm256_add_ps(lo, _mm256_loadu_ps(tile.bias));
+                            hi = _mm256_add_ps(hi, _mm256_loadu_ps(tile.bias.add(8)));
+                        }
+                        if let Some(act) = tile.activation {
+                            lo = super::math::x86::activate8(lo, act);
+                            hi = super::math::x86::activate8(hi, act);
+                        }
+                        _mm256_storeu_ps(out, lo);
+                        _mm256_storeu_ps(out.add(8), hi);
+                    } else {
+                        let mut acc = [0f32; NR];
+                        _mm256_storeu_ps(acc.as_mut_ptr(), lo);
+                        _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
+                        finish_row(tile, &mut acc, out);
+                    }
+                }
             }
-            fma_row!(a0, c00, c01);
-            fma_row!(a1, c10, c11);
-            fma_row!(a2, c20, c21);
-            fma_row!(a3, c30, c31);
-            fma_row!(a4, c40, c41);
-            fma_row!(a5, c50, c51);
-            b = b.add(NR);
         }
-        let sums = [
-            (c00, c01),
-            (c10, c11),
-            (c20, c21),
-            (c30, c31),
-            (c40, c41),
-            (c50, c51),
-        ];
-        for (i, &(lo, hi)) in sums.iter().enumerate().take(mr) {
-            let out = c.add(i * ldc);
-            let (lo, hi) = if scale.is_null() {
-                (lo, hi)
-            } else {
-                let s = _mm256_set1_ps(*scale.add(i));
-                (_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, s))
-            };
-            if tile.nr == NR {
-                // Full-width tiles finish in registers.
-                let (mut lo, mut hi) = (lo, hi);
-                if tile.load_c {
-                    lo = _mm256_add_ps(lo, _mm256_loadu_ps(out));
-                    hi = _mm256_add_ps(hi, _mm256_loadu_ps(out.add(8)));
-                }
-                if !tile.bias.is_null() {
-                    lo = _mm256_add_ps(lo, _mm256_loadu_ps(tile.bias));
-                    hi = _mm256_add_ps(hi, _mm256_loadu_ps(tile.bias.add(8)));
-                }
-                if let Some(act) = tile.activation {
-                    lo = super::math::x86::activate8(lo, act);
-                    hi = super::math::x86::activate8(hi, act);
-                }
-                _mm256_storeu_ps(out, lo);
-                _mm256_storeu_ps(out.add(8), hi);
-            } else {
-                let mut acc = [0f32; NR];
-                _mm256_storeu_ps(acc.as_mut_ptr(), lo);
-                _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
-                finish_row(tile, &mut acc, out);
-            }
-        }
-    }
+    };
 }
+
+avx2_kernel!(
+    /// The AVX2 + FMA register tile: 6 rows × 16 columns in twelve `ymm` accumulators,
+    /// one broadcast of `A` and two loads of the panel per step of `k`.
+    ///
+    /// # Safety
+    /// `strip.rows` is at most `MR`; `strip.a` points at `strip.rows` rows of `tile.kc`
+    /// readable values, `strip.c` at `strip.rows` rows of `tile.nr` writable values,
+    /// `strip.scale` (unless null) at `strip.rows` row scales; `tile.b` at `tile.kc`
+    /// groups of `NR` readable values, `tile.bias` (unless null) at `tile.nr` values.
+    /// The CPU must support AVX2 and FMA.
+    kernel_avx2,
+    "avx2,fma",
+    |tile| tile.b,
+    |p| std::arch::x86_64::_mm256_loadu_ps(p)
+);
+
+avx2_kernel!(
+    /// [`kernel_avx2`] reading the panel in half precision (`tile.half`, which must
+    /// point at `tile.kc` groups of `NR` values; the CPU must support F16C too),
+    /// converted to f32 as it is loaded.
+    kernel_avx2_f16,
+    "avx2,fma,f16c",
+    |tile| tile.half,
+    |p| std::arch::x86_64::_mm256_cvtph_ps(std::arch::x86_64::_mm_loadu_si128(p.cast()))
+);
 
 #[cfg(test)]
 mod tests {
@@ -838,18 +903,21 @@ mod tests {
                     bias: Some(&bias[..n]),
                     activation: None,
                     row_scale: None,
+                    half: false,
                 },
                 Epilogue {
                     accumulate: false,
                     bias: Some(&bias[..n]),
                     activation: Some(Activation::GeluErf),
                     row_scale: Some(&scales[..m]),
+                    half: false,
                 },
                 Epilogue {
                     accumulate: true,
                     bias: None,
                     activation: Some(Activation::Relu),
                     row_scale: None,
+                    half: false,
                 },
                 Epilogue {
                     row_scale: Some(&scales[..m]),
@@ -860,6 +928,58 @@ mod tests {
                     check(kernel, m, n, k, ep, false);
                     check(kernel, m, n, k, ep, true);
                 }
+            }
+        }
+    }
+
+    /// With `half`, the AVX2 kernel reads the weights rounded to half precision: the
+    /// naive product of the rounded weights, on one thread or shared out by columns, in
+    /// one row block or several; without F16C (or on the `gemm` path) the flag is
+    /// ignored and the product is the f32 one.
+    #[test]
+    fn half_weights_give_the_product_of_the_rounded_weights() {
+        let bias = values(1536, 21);
+        for &(m, n, k) in &[(1, 17, 3), (7, 1152, 384), (12, 384, 1536), (97, 48, 600)] {
+            let ep = Epilogue {
+                accumulate: true,
+                bias: Some(&bias[..n]),
+                activation: Some(Activation::GeluErf),
+                row_scale: None,
+                half: true,
+            };
+            let a = values(m * k, 22);
+            let w = values(n * k, 23);
+            let rounded: Vec<f32> = w.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect();
+            assert!(rounded != w, "the rounding must change the weights");
+            let c0 = values(m * n, 24);
+            for kernel in kernels() {
+                let packed = Packed::from_rows(kernel, &w, k, n, k);
+                let halved = kernel == Kernel::Avx2 && has_f16c();
+                let want = naive(
+                    &a,
+                    k,
+                    m,
+                    if halved { &rounded } else { &w },
+                    n,
+                    k,
+                    &c0,
+                    n,
+                    ep,
+                );
+                for parallel in [false, true] {
+                    let mut c = c0.clone();
+                    matmul(&a, k, m, &packed, &mut c, n, ep, parallel);
+                    for (idx, (got, want)) in c.iter().zip(&want).enumerate() {
+                        let tol = 1e-5 * (k as f32).sqrt() * want.abs().max(1.0);
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "{kernel:?} half {halved}: m {m} n {n} k {k} at {idx}: {got} vs {want}"
+                        );
+                    }
+                }
+            }
+            if !has_f16c() {
+                eprintln!("no F16C on this CPU: the half-precision kernel was not run");
             }
         }
     }
@@ -885,6 +1005,7 @@ mod tests {
                 bias: Some(&bias[..n]),
                 activation: Some(Activation::GeluErf),
                 row_scale: None,
+                half: false,
             };
             for kernel in kernels() {
                 let a = values(m * k, 13);
@@ -960,6 +1081,7 @@ mod tests {
                     bias: Some(&bias[..n]),
                     activation: Some(Activation::GeluTanh),
                     row_scale: Some(&scales[..m]),
+                    half: false,
                 },
                 Epilogue {
                     row_scale: Some(&scales[..m]),

@@ -219,6 +219,36 @@ fn batches_equal_singles_and_keep_order() {
 }
 
 #[test]
+fn queries_read_half_precision_weights_within_a_hair_of_documents() {
+    // A query is embedded with the weights in half precision on a CPU with F16C
+    // (`embed_query`), a document in f32 (`embed`): the same text gives vectors within
+    // cosine 0.9999, not the same bits, and each matches the reference.
+    let e = embedder();
+    #[cfg(target_arch = "x86_64")]
+    let f16c = std::arch::is_x86_feature_detected!("f16c") && e.kernel() == "avx2";
+    #[cfg(not(target_arch = "x86_64"))]
+    let f16c = false;
+    let mut differ = 0;
+    for item in &reference().items {
+        let query = e.embed_query(&item.text).expect("embeds");
+        let doc = e.embed(&[item.text.as_str()]).expect("embeds").remove(0);
+        let c = cosine(&query, &doc);
+        assert!(c >= 0.9999, "query vs document: cosine {c}");
+        assert!(cosine(&query, &item.embedding) >= 0.999);
+        differ += usize::from(query != doc);
+    }
+    if f16c {
+        assert!(
+            differ > 0,
+            "the query path must read the half-precision weights"
+        );
+    } else {
+        assert_eq!(differ, 0, "without F16C queries take the f32 path");
+        eprintln!("no F16C (or not the avx2 kernel): the half-precision path was not run");
+    }
+}
+
+#[test]
 fn vectors_are_unit_length() {
     let texts = mixed_texts();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
