@@ -363,6 +363,23 @@ impl Sink {
         }
     }
 
+    /// Whether the backend can store `doc` (PostgreSQL refuses a NUL in text); the
+    /// reason when it cannot, which fails that document, not the run.
+    fn check_storable(&self, doc: &ParsedDocument) -> Result<(), String> {
+        match self {
+            Sink::Dir { .. } => Ok(()),
+            Sink::Pg(_) => storable_on_postgres(doc).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Whether [`Sink::put`] itself says if it added, updated or found a document
+    /// unchanged (PostgreSQL, where other processes may write the same document
+    /// meanwhile); otherwise the run counts it when it is queued, from the committed
+    /// hash.
+    fn counts_at_write(&self) -> bool {
+        matches!(self, Sink::Pg(_))
+    }
+
     fn committed_hash(&self, id: &str) -> Result<Option<String>, EngineError> {
         match self {
             Sink::Dir { writer, .. } => Ok(writer.committed_hash(id).map(str::to_string)),
@@ -456,6 +473,15 @@ impl Sink {
         match self {
             Sink::Dir { writer, .. } => writer.generation(),
             Sink::Pg(_) => 0,
+        }
+    }
+
+    /// Removes an index this run created and left empty (with its directory when
+    /// `remove_dir`); nothing on PostgreSQL, whose schema is not this run's to drop.
+    fn discard_new(self, remove_dir: bool) -> Result<(), EngineError> {
+        match self {
+            Sink::Dir { writer, .. } => Ok(writer.discard_uncommitted(remove_dir)?),
+            Sink::Pg(_) => Ok(()),
         }
     }
 
@@ -558,15 +584,12 @@ impl Pipeline<'_> {
             });
             return Ok(());
         }
-        // What PostgreSQL cannot store (a NUL) fails this document, not the run.
-        if let Sink::Pg(_) = self.writer {
-            if let Err(e) = storable_on_postgres(&parsed) {
-                self.report.failed.push(Problem {
-                    path: shown.to_string(),
-                    reason: e.to_string(),
-                });
-                return Ok(());
-            }
+        if let Err(reason) = self.writer.check_storable(&parsed) {
+            self.report.failed.push(Problem {
+                path: shown.to_string(),
+                reason,
+            });
+            return Ok(());
         }
         let config = &self.flush.config;
         let counter = self.flush.embedder.token_counter();
@@ -592,16 +615,11 @@ impl Pipeline<'_> {
                 self.report.unchanged += 1;
                 return Ok(());
             }
-            // On PostgreSQL other processes may write the same document meanwhile: the
-            // write itself says whether it added, updated or found it unchanged.
-            _ if matches!(self.writer, Sink::Pg(_)) => {}
+            _ if self.writer.counts_at_write() => {}
             Some(_) => self.report.updated += 1,
             None => self.report.added += 1,
         }
-        let counted = match self.writer {
-            Sink::Pg(_) => None,
-            Sink::Dir { .. } => Some(committed.is_none()),
-        };
+        let counted = (!self.writer.counts_at_write()).then_some(committed.is_none());
         self.batch.chunks += doc.chunks.len();
         self.progress.chunks_queued(doc.chunks.len());
         self.batch.docs.push(doc);
@@ -635,10 +653,10 @@ impl Pipeline<'_> {
         self.report.generation = self.writer.generation();
         self.report.documents = self.writer.document_count()?;
         self.report.seconds = self.started.elapsed().as_secs_f64();
-        if let (Some(dir_existed), Sink::Dir { writer, .. }) = (self.new_index, self.writer) {
+        if let Some(dir_existed) = self.new_index {
             if self.report.nothing_ingested() {
                 // No empty index left behind, its model and chunker fixed.
-                writer.discard_uncommitted(!dir_existed)?;
+                self.writer.discard_new(!dir_existed)?;
             }
         }
         Ok(self.report)
