@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use excerpt_embed::{resolve_model, Embedder, LocalEmbedder, TokenCounter};
+use excerpt_embed::{fma_peak_gflops, resolve_model, Embedder, LocalEmbedder, TokenCounter};
 
 /// Tokens per passage, roughly what the chunker produces.
 const PASSAGE_TOKENS: usize = 250;
@@ -113,19 +113,82 @@ pub fn run(allocator: &str) {
         eprintln!("{e}");
         std::process::exit(1);
     }
+    // The machine's peak, measured before and after the run (the CPU's clock moves).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let peaks = || (fma_peak_gflops(1), fma_peak_gflops(threads));
+    let before = peaks();
+    let flops: f64 = refs
+        .iter()
+        .map(|t| embedder.flops(embedder.tokens().count(t) + 2))
+        .sum();
     let t = Instant::now();
     match embedder.embed(&refs) {
         Ok(v) => {
             let secs = t.elapsed().as_secs_f64();
             println!(
-                "embedded {} passages in {secs:.2} s: {:.1} passages/s",
+                "embedded {} passages in {secs:.2} s: {:.1} passages/s, {:.0} GFLOP/s ({} kernel)",
                 v.len(),
-                v.len() as f64 / secs
+                v.len() as f64 / secs,
+                flops / secs / 1e9,
+                embedder.kernel()
             );
+            let after = peaks();
+            match (before, after) {
+                ((Some(b1), Some(bn)), (Some(a1), Some(an))) => {
+                    let peak = bn.max(an);
+                    println!(
+                        "AVX2 + FMA peak (measured): one core {:.0}-{:.0} GFLOP/s, {threads} threads {:.0}-{:.0} GFLOP/s; the encoder ran at {:.0} % of it",
+                        b1.min(a1),
+                        b1.max(a1),
+                        bn.min(an),
+                        peak,
+                        100.0 * flops / secs / 1e9 / peak
+                    );
+                }
+                _ => println!("no AVX2 + FMA on this CPU: no peak to compare with"),
+            }
         }
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);
         }
+    }
+    query_latency(&embedder, &texts);
+}
+
+/// p50 of embedding a query of 1, 11, 33 and 132 words (cut from the passages), with
+/// the weights in f32 (`EXCERPT_QUERY_F32=1`) and in half precision, interleaved.
+fn query_latency(embedder: &LocalEmbedder, texts: &[String]) {
+    let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
+    if words.is_empty() {
+        return;
+    }
+    for n in [1usize, 11, 33, 132] {
+        let query: String = words
+            .iter()
+            .cycle()
+            .take(n)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut times = [Vec::new(), Vec::new()];
+        for round in 0..60 {
+            let f32_path = round % 2 == 0;
+            std::env::set_var("EXCERPT_QUERY_F32", if f32_path { "1" } else { "0" });
+            let t = Instant::now();
+            if embedder.embed_query(&query).is_err() {
+                return;
+            }
+            if round >= 10 {
+                times[usize::from(!f32_path)].push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        std::env::remove_var("EXCERPT_QUERY_F32");
+        let p50 = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (f, h) = (p50(&mut times[0]), p50(&mut times[1]));
+        println!("query of {n:>3} words: p50 {f:.2} ms with f32 weights, {h:.2} ms with half-precision weights");
     }
 }

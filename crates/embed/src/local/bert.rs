@@ -192,6 +192,11 @@ impl BertEncoder {
         self.hidden
     }
 
+    /// Layers and the feed-forward width.
+    pub(crate) fn depth(&self) -> (usize, usize) {
+        (self.layers.len(), self.intermediate)
+    }
+
     /// Runs the encoder over unpadded sequences given as `(token ids, type ids)` and
     /// hands `read` the final token vectors of all sequences packed row after row:
     /// `(sum of lengths) * hidden` values, sequence by sequence (the buffer is reused

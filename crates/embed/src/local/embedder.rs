@@ -245,6 +245,13 @@ impl LocalEmbedder {
         self.encoder.kernel().name()
     }
 
+    /// Floating-point operations of one forward pass over `tokens` tokens (special
+    /// tokens included), as [`crate::encoder_flops`] counts them.
+    pub fn flops(&self, tokens: usize) -> f64 {
+        let (layers, intermediate) = self.encoder.depth();
+        crate::encoder_flops(layers, self.encoder.hidden_size(), intermediate, tokens)
+    }
+
     /// The batch size in use.
     pub fn batch_size(&self) -> usize {
         self.batch_size

@@ -9,7 +9,8 @@
 //! Below them, in layers: the model directory's files (`files.rs`), its
 //! `config.json` (`config.rs`), its `model.safetensors` (`weights.rs`) and tokenizer
 //! set-up (`tokenize.rs`); the encoder forward pass (`bert.rs`) over our matrix
-//! kernel (`sgemm.rs`) and element-wise kernels (`math.rs`). Only the three kernel
+//! kernel (`sgemm.rs`) and element-wise kernels (`math.rs`); the machine's measured
+//! FMA peak and a pass's arithmetic, for benchmarks (`peak.rs`). Only these four
 //! files hold unsafe code.
 
 mod bert;
@@ -19,6 +20,7 @@ mod embedder;
 mod files;
 mod location;
 mod math;
+mod peak;
 mod sgemm;
 mod tokenize;
 mod weights;
@@ -31,6 +33,7 @@ pub use location::{
 };
 #[cfg(feature = "hub")]
 pub use location::{download_model, fetch_default_model};
+pub use peak::{encoder_flops, fma_peak_gflops};
 pub use sgemm::KernelChoice;
 
 use excerpt_core::EmbedError;
