@@ -256,44 +256,15 @@ impl<'a> Selection<'a> {
             r.range.byte_end < range.byte_start
                 || (r.range.byte_end == range.byte_start && apart(range.byte_start, r.score))
         });
-        let mut hi = runs.partition_point(|r| {
+        let hi = runs.partition_point(|r| {
             r.range.byte_start < range.byte_end
                 || (r.range.byte_start == range.byte_end && !apart(range.byte_end, r.score))
         });
-        let mut lo = lo;
-        if bridge > 0 {
-            // Only runs worth about as much as the range: a weak line is not carried to
-            // the front of a strong passage (the rule of lines that touch).
-            let close = |run: f32| score.min(run) >= LINE_JOIN_SHARE * score.max(run);
-            let section = |byte: usize| section_at(doc, byte);
-            let mut start = runs[lo..hi].iter().fold(range, |c, r| c.cover(&r.range));
-            let end = start;
-            while lo > 0 {
-                let r = &runs[lo - 1].range;
-                if !close(runs[lo - 1].score)
-                    || start.char_start - r.char_end > bridge
-                    || section(start.byte_start)
-                        .is_none_or(|s| section(r.byte_end.saturating_sub(1)) != Some(s))
-                {
-                    break;
-                }
-                start = start.cover(r);
-                lo -= 1;
-            }
-            let mut end = end;
-            while hi < runs.len() {
-                let r = &runs[hi].range;
-                if !close(runs[hi].score)
-                    || r.char_start - end.char_end > bridge
-                    || section(r.byte_start)
-                        .is_none_or(|s| section(end.byte_end.saturating_sub(1)) != Some(s))
-                {
-                    break;
-                }
-                end = end.cover(r);
-                hi += 1;
-            }
-        }
+        let (lo, hi) = if bridge > 0 {
+            bridged(runs, doc, range, score, bridge, (lo, hi))
+        } else {
+            (lo, hi)
+        };
         let mut cover = range;
         let mut old_tokens = 0;
         for r in &runs[lo..hi] {
@@ -375,6 +346,46 @@ impl<'a> Selection<'a> {
         groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         groups.into_iter().flat_map(|g| g.2).collect()
     }
+}
+
+/// The runs `lo..hi` (those a range worth `score` overlaps or touches) widened over the
+/// runs [`Selection::bridge`] joins to it: at most `bridge` characters away, in the same
+/// section, and worth at least [`LINE_JOIN_SHARE`] of `score` or `score` of them, so a
+/// weak line is not carried to the front of a strong passage (the rule of lines that
+/// touch).
+fn bridged(
+    runs: &[Run],
+    doc: &Document,
+    range: TextRange,
+    score: f32,
+    bridge: usize,
+    (mut lo, mut hi): (usize, usize),
+) -> (usize, usize) {
+    let section = |byte: usize| section_at(doc, byte);
+    // Whether `run` joins the text `near`, lying before it (`before`) or after it.
+    let joins = |near: &TextRange, run: &Run, before: bool| {
+        let (a, b) = if before {
+            (&run.range, near)
+        } else {
+            (near, &run.range)
+        };
+        score.min(run.score) >= LINE_JOIN_SHARE * score.max(run.score)
+            && b.char_start - a.char_end <= bridge
+            && section(b.byte_start)
+                .is_some_and(|s| section(a.byte_end.saturating_sub(1)) == Some(s))
+    };
+    let cover = runs[lo..hi].iter().fold(range, |c, r| c.cover(&r.range));
+    let mut start = cover;
+    while lo > 0 && joins(&start, &runs[lo - 1], true) {
+        start = start.cover(&runs[lo - 1].range);
+        lo -= 1;
+    }
+    let mut end = cover;
+    while hi < runs.len() && joins(&end, &runs[hi], false) {
+        end = end.cover(&runs[hi].range);
+        hi += 1;
+    }
+    (lo, hi)
 }
 
 /// The innermost section of the chunk holding byte `at` of `doc` (`None` outside any).
