@@ -700,10 +700,7 @@ fn auto_routes_by_query_form_and_document_structure() {
         "{:?}",
         ctx.notes
     );
-    assert_eq!(
-        ctx.pieces,
-        same_as("topk:unit=sentence,order=score,bridge=300", &r)
-    );
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     assert_ne!(
         ctx.pieces,
         same_as("rse", &r),
@@ -716,10 +713,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     let mut r = req(&c, &hits, 1000, None, None);
     r.query = "where is the setting";
     let ctx = assemble(&auto, &r).unwrap();
-    assert_eq!(
-        ctx.pieces,
-        same_as("topk:unit=sentence,order=score,bridge=300", &r)
-    );
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     let with_sections = StrategyConfig::Auto(AutoParams {
         sections: true,
         ..Default::default()
@@ -730,7 +724,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     assert_eq!(ctx.pieces, same_as("section", &r));
     assert_ne!(
         ctx.pieces,
-        same_as("topk:unit=sentence,order=score,bridge=300", &r),
+        same_as("topk:unit=sentence,order=score", &r),
         "the test must tell routes apart"
     );
     // A passage question over documents with headings takes the sentence route too,
@@ -742,16 +736,13 @@ fn auto_routes_by_query_form_and_document_structure() {
         "{:?}",
         ctx.notes
     );
-    assert_eq!(
-        ctx.pieces,
-        same_as("topk:unit=sentence,order=score,bridge=300", &r)
-    );
+    assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
     assert!(ctx.notes[0].ends_with(": rse"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("rse", &r));
     assert_ne!(
         ctx.pieces,
-        same_as("topk:unit=sentence,order=score,bridge=300", &r),
+        same_as("topk:unit=sentence,order=score", &r),
         "the test must tell routes apart"
     );
     // A request to explain or describe asks about a subject, not the course of a
@@ -805,7 +796,7 @@ fn auto_sends_pinpoint_questions_over_a_conversation_to_rse() {
     // Off, or over a document that is not a conversation, it takes the sentence route.
     let (off, notes) = pieces("auto:dialogue=false");
     assert!(notes[0].contains("pinpoint question: topk"), "{notes:?}");
-    assert_eq!(off, pieces("topk:unit=sentence,order=score,bridge=300").0);
+    assert_eq!(off, pieces("topk:unit=sentence,order=score").0);
     assert_ne!(got, off, "the test must tell routes apart");
 }
 
@@ -1533,10 +1524,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     assert!(first.end >= doc.chunks[2].range.char_end);
     // Off, the route's sentences alone.
     let off = run("auto:extent=false", &r);
-    assert_eq!(
-        off.pieces,
-        run("topk:unit=sentence,order=score,bridge=300", &r).pieces
-    );
+    assert_eq!(off.pieces, run("topk:unit=sentence,order=score", &r).pieces);
     // Under a budget the sentences compete for, the section is what changes: whole
     // "Intro" against its best line and the other section's better-matching line.
     let specs = [

@@ -90,7 +90,8 @@ pub struct TopkParams {
     /// With `unit = sentence`: a unit at most this many characters from one already taken
     /// in the same section (documents without headings have none), and worth at least
     /// 0.8 of it or it of the unit, is joined to it with the text between them, when that
-    /// fits the budget (default 0: units are taken alone; `auto` uses 300).
+    /// fits the budget (default 0: units are taken alone; docs/EVAL.md measures 300,
+    /// which reads better on documentation and costs contracts with headings).
     pub bridge: usize,
 }
 
@@ -116,14 +117,12 @@ impl Default for TopkParams {
 }
 
 impl TopkParams {
-    /// Sentence units offered best first, bridging gaps of up to 300 characters within a
-    /// section (`topk:unit=sentence,order=score,bridge=300`): what `auto` hands pinpoint
-    /// questions.
+    /// Sentence units offered best first (`topk:unit=sentence,order=score`): what `auto`
+    /// hands pinpoint questions.
     pub fn sentences() -> Self {
         TopkParams {
             unit: TopkUnit::Sentence,
             order: PieceOrder::Score,
-            bridge: 300,
             ..TopkParams::default()
         }
     }
