@@ -547,7 +547,13 @@ const NAMED_GENERIC_DF: usize = 3;
 /// "Off-Balance Sheet Arrangements"; one that says "statement" alone names nothing.
 /// Numbers are no words of a name ("Dated as of May 26, 2023"). A heading whose
 /// matched terms a better one holds too is passed over.
-pub(crate) fn named_sections(query: &BTreeSet<String>, doc: &Document) -> Vec<(usize, f64)> {
+///
+/// `queries` are the question's term sets: its own, then its variants (the same question
+/// with a financial statement it names called by another of its names,
+/// [`name_variants`]); each names up to two headings, the first query's come first, and
+/// at most two are returned, without repeats. The document's heading terms and their
+/// rarity are read once for all of them.
+pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> Vec<(usize, f64)> {
     let headings: Vec<BTreeSet<String>> = doc
         .sections
         .iter()
@@ -566,6 +572,25 @@ pub(crate) fn named_sections(query: &BTreeSet<String>, doc: &Document) -> Vec<(u
     }
     let n = headings.len() as f64;
     let weight = |t: &str| (1.0 + n / df.get(t).copied().unwrap_or(1) as f64).ln();
+    let mut out: Vec<(usize, f64)> = Vec::new();
+    for query in queries {
+        for (s, share) in named_by(query, &headings, &df, &weight) {
+            if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
+                out.push((s, share));
+            }
+        }
+    }
+    out
+}
+
+/// The headings (term sets `headings`, document frequencies `df`, term weights
+/// `weight`) that `query` names, best first, at most two: [`named_sections`]' rule.
+fn named_by(
+    query: &BTreeSet<String>,
+    headings: &[BTreeSet<String>],
+    df: &HashMap<&str, usize>,
+    weight: &dyn Fn(&str) -> f64,
+) -> Vec<(usize, f64)> {
     let mut named: Vec<(f64, usize, BTreeSet<&String>, f64)> = Vec::new();
     for (i, h) in headings.iter().enumerate() {
         let matched: BTreeSet<&String> = h.iter().filter(|t| query.contains(*t)).collect();
@@ -594,25 +619,6 @@ pub(crate) fn named_sections(query: &BTreeSet<String>, doc: &Document) -> Vec<(u
         }
     }
     out.into_iter().map(|(i, _, share)| (i, share)).collect()
-}
-
-/// [`named_sections`] of the query's terms, then of each of its `variants` (the same
-/// question with a financial statement it names called by another of its names,
-/// [`name_variants`]), without repeats, at most two.
-fn named_by_any(
-    query: &BTreeSet<String>,
-    variants: &[BTreeSet<String>],
-    doc: &Document,
-) -> Vec<(usize, f64)> {
-    let mut out = named_sections(query, doc);
-    for v in variants {
-        for (s, share) in named_sections(v, doc) {
-            if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
-                out.push((s, share));
-            }
-        }
-    }
-    out
 }
 
 /// Whether at least [`FIGURE_SHARE`] of the non-blank lines of `text` are rows of
@@ -648,6 +654,7 @@ fn with_named_sections(
 ) -> (Vec<RHit>, usize, Option<String>) {
     let query: BTreeSet<String> = terms(req.query).into_iter().collect();
     let variants = name_variants(req.query, &query);
+    let queries: Vec<&BTreeSet<String>> = std::iter::once(&query).chain(&variants).collect();
     let mut docs: Vec<&RHit> = Vec::new();
     for h in hits {
         if docs.len() == p.structure_hits {
@@ -665,7 +672,7 @@ fn with_named_sections(
         let Some(doc) = req.corpus.document(best.key.doc) else {
             continue;
         };
-        for (s, share) in named_by_any(&query, &variants, doc) {
+        for (s, share) in named_sections(&queries, doc) {
             let range = doc.sections[s].range;
             let inside: Vec<&excerpt_core::Chunk> = doc
                 .chunks
