@@ -460,6 +460,9 @@ pub struct EvalArgs {
     /// in the index get them).
     #[arg(long)]
     pub sentence_vectors: bool,
+    /// Sentence vectors by late chunking (see `excerpt ingest --help`).
+    #[arg(long)]
+    pub late_chunking: bool,
     /// Also write OUT/export.jsonl and OUT/export.md: for every question, strategy and
     /// budget, the context with its token count, coherence and recall (whole, and within
     /// budget × 4 characters as score_context.py --budget-chars counts it), and at the
@@ -561,6 +564,12 @@ pub struct IngestArgs {
     /// dimension 384).
     #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
     pub sentence_vectors: bool,
+    /// Store sentence vectors (implies --sentence-vectors) pooled from the token vectors
+    /// of each chunk's own forward pass ("late chunking"): each sentence is read in the
+    /// context of its chunk and header, and ingest runs one forward pass per chunk
+    /// instead of one per sentence. Needs a local model.
+    #[arg(long)]
+    pub late_chunking: bool,
     /// Make the index mirror the given paths: documents whose source file lies under one
     /// of them and no longer exists are removed in the same commit, and listed. A file
     /// that exists but cannot be read this time is kept.

@@ -25,6 +25,31 @@ pub trait Embedder: Send + Sync {
     fn token_counter(&self) -> Option<&dyn TokenCounter> {
         None
     }
+
+    /// Late chunking: runs each text through the model as [`Embedder::embed`] does and,
+    /// for each of its byte spans (`spans[i]` for `texts[i]`), adds up the final vectors
+    /// of the tokens that overlap the span (special tokens and tokens cut by truncation
+    /// excepted). The vectors come from the whole text's forward pass, so a span's
+    /// vector reads its words in the context of the text around them. `None` when the
+    /// embedder has no token vectors to give (a remote endpoint).
+    fn pool_spans(
+        &self,
+        texts: &[&str],
+        spans: &[Vec<(usize, usize)>],
+    ) -> Result<Option<Vec<Vec<SpanPool>>>, EmbedError> {
+        let _ = (texts, spans);
+        Ok(None)
+    }
+}
+
+/// The token vectors of one span added up ([`Embedder::pool_spans`]): divide by `tokens`
+/// for their mean, or add the pools of one span's pieces from several texts first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanPool {
+    /// The sum of the tokens' final vectors (the model's dimension).
+    pub sum: Vec<f32>,
+    /// How many tokens were added (0: the span holds no token, `sum` is zeros).
+    pub tokens: u32,
 }
 
 /// Counts tokens of a model's tokenizer.

@@ -56,4 +56,4 @@ pub use remote::{
     DEFAULT_RERANK_BATCH_SIZE,
 };
 
-pub use excerpt_core::{EmbedError, Embedder, RemoteEndpoint, Reranker, TokenCounter};
+pub use excerpt_core::{EmbedError, Embedder, RemoteEndpoint, Reranker, SpanPool, TokenCounter};

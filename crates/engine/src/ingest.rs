@@ -43,6 +43,10 @@ pub struct IngestOptions {
     /// so the `window` strategy reads them instead of embedding sentences at query time
     /// (more ingest time and index size; see docs/EVAL.md for the trade-off).
     pub sentence_vectors: bool,
+    /// With `sentence_vectors`: pool each sentence's vector from the token vectors of the
+    /// chunk that holds it (late chunking: one forward pass per chunk, its header
+    /// included, instead of one per sentence; needs a local model).
+    pub late_chunking: bool,
     /// Make the index mirror the ingested paths ([`Engine::ingest`] only): a document
     /// whose recorded source file lies under one of the paths and no longer exists is
     /// removed in the same commit, and listed in [`IngestReport::pruned`]. A file that
@@ -60,6 +64,7 @@ impl Default for IngestOptions {
             cancel: None,
             contextualize: None,
             sentence_vectors: false,
+            late_chunking: false,
             prune: false,
         }
     }
@@ -75,6 +80,10 @@ struct Batch {
     chunks: usize,
 }
 
+/// Why an ingest with late chunking is refused before it starts.
+const LATE_CHUNKING_NEEDS_TOKENS: &str = "late chunking needs the token vectors of a local \
+     model, and this embedder is a remote endpoint (ingest without --late-chunking)";
+
 impl Engine {
     /// The index config an ingest writes with: the existing index's, checked against the
     /// options, or a new one from the options. An index with chunk contexts needs the
@@ -84,6 +93,9 @@ impl Engine {
         embedder: &dyn Embedder,
         opts: &IngestOptions,
     ) -> Result<IndexConfig, EngineError> {
+        if opts.sentence_vectors && opts.late_chunking && embedder.pool_spans(&[], &[])?.is_none() {
+            return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
+        }
         let existing = match self.postgres()? {
             Some(pg) => pg.config().cloned(),
             None => Manifest::load(&self.options.index_dir)?.map(|m| m.config),
@@ -720,6 +732,95 @@ impl Flush<'_> {
             .collect())
     }
 
+    /// Late chunking: one vector per sentence of each document, concatenated per
+    /// document, each the mean of the final token vectors of the sentence's tokens in
+    /// the forward pass of its chunk's indexed text (header included), normalised; a
+    /// sentence split over two chunks pools its tokens from both. A sentence no token
+    /// reached (cut off by the model's sequence limit) gets a zero vector: cosine 0.
+    fn pool_sentences(
+        &self,
+        docs: &[Document],
+        report: &mut IngestReport,
+    ) -> Result<Vec<Vec<f32>>, EngineError> {
+        let t = Instant::now();
+        let dim = self.config.dimension;
+        let headers = self.config.headers;
+        // Per chunk: its indexed text, the spans of its sentences in that text, and
+        // which (document, sentence) each span is.
+        let mut texts: Vec<String> = Vec::new();
+        let mut spans: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut owners: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (di, d) in docs.iter().enumerate() {
+            for c in &d.chunks {
+                let text = indexed_text(d, c, headers);
+                let (start, end) = (c.range.byte_start, c.range.byte_end);
+                let prefix = text.len() - (end - start);
+                let first = d.sentences.partition_point(|r| r.byte_end <= start);
+                let (mut sp, mut idx) = (Vec::new(), Vec::new());
+                for (i, r) in d.sentences.iter().enumerate().skip(first) {
+                    if r.byte_start >= end {
+                        break;
+                    }
+                    let a = r.byte_start.max(start) - start + prefix;
+                    let b = r.byte_end.min(end) - start + prefix;
+                    sp.push((a, b));
+                    idx.push(i);
+                }
+                texts.push(text);
+                spans.push(sp);
+                owners.push((di, idx));
+            }
+        }
+        let mut sums: Vec<Vec<(Vec<f32>, u32)>> = docs
+            .iter()
+            .map(|d| vec![(vec![0f32; dim], 0u32); d.sentences.len()])
+            .collect();
+        let group = self.opts.embed_batch.max(1);
+        for ((ts, sps), own) in texts
+            .chunks(group)
+            .zip(spans.chunks(group))
+            .zip(owners.chunks(group))
+        {
+            let refs: Vec<&str> = ts.iter().map(String::as_str).collect();
+            let Some(pools) = self.embedder.pool_spans(&refs, sps)? else {
+                return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
+            };
+            let fits = pools.len() == refs.len()
+                && pools
+                    .iter()
+                    .zip(sps)
+                    .all(|(p, s)| p.len() == s.len() && p.iter().all(|x| x.sum.len() == dim));
+            if !fits {
+                return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
+                    message: "embedder returned pools of the wrong shape for late chunking".into(),
+                }));
+            }
+            for (chunk_pools, (di, idx)) in pools.into_iter().zip(own) {
+                for (p, &i) in chunk_pools.into_iter().zip(idx) {
+                    let (sum, n) = &mut sums[*di][i];
+                    sum.iter_mut().zip(&p.sum).for_each(|(a, b)| *a += b);
+                    *n += p.tokens;
+                }
+            }
+        }
+        let out = sums
+            .into_iter()
+            .map(|doc| {
+                report.sentences_embedded += doc.len();
+                doc.into_iter()
+                    .flat_map(|(mut v, n)| {
+                        if n > 0 {
+                            excerpt_core::normalize(&mut v);
+                        }
+                        v
+                    })
+                    .collect()
+            })
+            .collect();
+        report.sentence_embed_seconds += t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+
     /// Embeds one group of texts (unless the ingest was cancelled), checking the
     /// embedder returned one vector of the index's dimension per text.
     fn embed_group(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
@@ -802,7 +903,11 @@ impl Flush<'_> {
                 report.left_out.extend(docs.into_iter().map(|d| d.id));
                 return Ok(());
             }
-            self.embed_sentences(&docs, report)?
+            if self.opts.late_chunking {
+                self.pool_sentences(&docs, report)?
+            } else {
+                self.embed_sentences(&docs, report)?
+            }
         } else {
             Vec::new()
         }

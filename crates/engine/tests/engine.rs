@@ -480,6 +480,133 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
     assert_eq!(spans(&a), spans(&b));
 }
 
+/// Late chunking stores one vector per sentence, pooled from the forward pass of the
+/// chunk that holds it: unit length, read in its chunk's context (so not the vector of
+/// the sentence embedded alone, but close to it), and the sentence route reads them.
+#[test]
+fn late_chunking_pools_sentence_vectors_from_their_chunks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(
+        &docs,
+        "garden.md",
+        "# Garden\n\nTomatoes need full sun. They need water every morning in summer. \
+         Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
+         Rakes hang on the left wall. The mower is serviced in March.\n",
+    );
+    let engine_at = |name: &str| {
+        let mut opts = EngineOptions::new(tmp.path().join(name));
+        opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });
+        Engine::new(opts)
+    };
+    let ingest = |engine: &Engine, late_chunking: bool| {
+        let opts = IngestOptions {
+            sentence_vectors: true,
+            late_chunking,
+            ..IngestOptions::default()
+        };
+        engine
+            .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+            .unwrap()
+    };
+    let late = engine_at("late");
+    let report = ingest(&late, true);
+    let alone = engine_at("alone");
+    ingest(&alone, false);
+    let (a, b) = (late.snapshot().unwrap(), alone.snapshot().unwrap());
+    let doc = &a.documents()[0];
+    assert!(doc.chunks.len() >= 2, "{} chunk(s)", doc.chunks.len());
+    assert_eq!(report.sentences_embedded, doc.sentences.len());
+    assert_eq!(a.stats().sentence_vectors, doc.sentences.len());
+    let mut differ = 0;
+    for i in 0..doc.sentences.len() {
+        let v = a.sentence_vector(0, i).expect("a vector per sentence");
+        let w = b.sentence_vector(0, i).expect("a vector per sentence");
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "sentence {i}: norm {norm}");
+        let cos = excerpt_core::cosine(v, w);
+        assert!(
+            cos > 0.5,
+            "sentence {i}: cosine {cos} to the sentence alone"
+        );
+        differ += usize::from(cos < 0.999);
+    }
+    assert!(
+        differ > 0,
+        "late vectors equal the sentences embedded alone"
+    );
+
+    let mut req = QueryRequest::new("how often do tomatoes need watering?");
+    req.strategy = "topk:unit=sentence,order=score,dense_min_terms=0"
+        .parse()
+        .unwrap();
+    req.budget = 40;
+    let ctx = late.query(&req).unwrap();
+    assert!(
+        ctx.notes
+            .iter()
+            .any(|n| n.contains("sentence similarity from stored sentence vectors")),
+        "{:?}",
+        ctx.notes
+    );
+    assert!(ctx.pieces[0].text.contains("water"), "{:?}", ctx.pieces);
+    // Only for queries of enough distinct terms: by default 14, which this short
+    // question is far from; it has at least 2 ("tomato", "water").
+    for (strategy, read) in [
+        ("topk:unit=sentence,order=score", false),
+        ("topk:unit=sentence,order=score,dense_min_terms=2", true),
+        ("topk:unit=sentence,order=score,dense_min_terms=7", false),
+    ] {
+        req.strategy = strategy.parse().unwrap();
+        let ctx = late.query(&req).unwrap();
+        let noted = ctx
+            .notes
+            .iter()
+            .any(|n| n.contains("sentence similarity from stored sentence vectors"));
+        assert_eq!(noted, read, "{strategy}: {:?}", ctx.notes);
+    }
+}
+
+/// Late chunking needs token vectors, which a remote embedding endpoint does not give:
+/// the ingest says so and writes nothing.
+#[test]
+fn late_chunking_is_refused_with_a_remote_embedder() {
+    async fn embed(Json(body): Json<Value>) -> Json<Value> {
+        let vectors = body["input"]
+            .as_array()
+            .map(|xs| {
+                xs.iter()
+                    .map(|t| {
+                        let n = t.as_str().unwrap_or("").len() as f32;
+                        vec![1.0, n, n.sqrt(), 2.0]
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Json(openai::embeddings("fake", vectors, false))
+    }
+    let server = FakeServer::start(Router::new().route(openai::EMBEDDINGS_PATH, post(embed)));
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(&docs, "a.txt", "One sentence here. Another one there.\n");
+    let mut opts = EngineOptions::new(tmp.path().join("idx"));
+    opts.embedder = excerpt::EmbedderSpec::Remote(excerpt::RemoteConfig::new(server.url(), "fake"));
+    let engine = Engine::new(opts);
+    let ingest = IngestOptions {
+        sentence_vectors: true,
+        late_chunking: true,
+        ..IngestOptions::default()
+    };
+    let err = engine
+        .ingest(std::slice::from_ref(&docs), &ingest, &NoProgress)
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
+    assert!(err.to_string().contains("late chunking"), "{err}");
+    assert!(!tmp.path().join("idx").join("manifest.json").exists());
+}
+
 /// A reader in one engine (as in another process) keeps answering while a writer in
 /// another engine commits over and over: opening the latest snapshot in the middle of a
 /// commit retries instead of failing.

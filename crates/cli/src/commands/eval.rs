@@ -31,7 +31,8 @@ pub(super) fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.candidates = a.candidates;
     opts.quiet = g.quiet;
     opts.answer = answer_config(g, &a.answer);
-    opts.sentence_vectors = a.sentence_vectors;
+    opts.sentence_vectors = a.sentence_vectors || a.late_chunking;
+    opts.late_chunking = a.late_chunking;
     opts.export = a.export;
     let json = a.output.is_json()?;
     let bar = progress(g, excerpt::IngestOptions::default().commit_every_chunks);

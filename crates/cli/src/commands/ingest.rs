@@ -33,7 +33,8 @@ pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         },
         commit_every_chunks: a.commit_every.max(1),
         contextualize: contextualize_options(g, &a.contextualize),
-        sentence_vectors: a.sentence_vectors,
+        sentence_vectors: a.sentence_vectors || a.late_chunking,
+        late_chunking: a.late_chunking,
         prune: a.prune,
         cancel: Some(interrupt_flag()),
         ..IngestOptions::default()

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use excerpt_core::{normalize, EmbedError, Embedder, TokenCounter};
+use excerpt_core::{normalize, EmbedError, Embedder, SpanPool, TokenCounter};
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -14,7 +14,7 @@ use super::config::{BertConfig, ModelFamily};
 use super::files::{load_error, model_id, read_json_opt, require_file, ModelKind};
 use super::inference_error;
 use super::sgemm::KernelChoice;
-use super::tokenize::{batch_longest_padding, encode_unpadded};
+use super::tokenize::{batch_longest_padding, encode_unpadded, encode_with_offsets};
 use super::weights::Weights;
 
 /// Texts embedded per forward pass unless [`LocalEmbedder::with_batch_size`] says
@@ -318,6 +318,37 @@ impl LocalEmbedder {
     }
 }
 
+/// The tokens of one input that overlap each byte span, added up (see
+/// [`Embedder::pool_spans`]): `rows` is the input's final token vectors, `offsets` each
+/// token's byte range (`None`: a special token).
+fn pool_rows(
+    rows: &[f32],
+    h: usize,
+    offsets: &[Option<(usize, usize)>],
+    spans: &[(usize, usize)],
+) -> Vec<SpanPool> {
+    spans
+        .iter()
+        .map(|&(start, end)| {
+            let mut pool = SpanPool {
+                sum: vec![0f32; h],
+                tokens: 0,
+            };
+            for (row, o) in rows.chunks_exact(h).zip(offsets) {
+                if let Some((a, b)) = *o {
+                    // Overlap: a token inside the span, or one the span cuts (an
+                    // empty span holds none).
+                    if a < end && b > start && start < end {
+                        pool.sum.iter_mut().zip(row).for_each(|(s, x)| *s += x);
+                        pool.tokens += 1;
+                    }
+                }
+            }
+            pool
+        })
+        .collect()
+}
+
 /// The tokenizer used for embedding: truncation to `max_seq_length`, padding to the
 /// batch's longest sequence (overriding whatever `tokenizer.json` ships, e.g. fixed 128).
 fn embedding_tokenizer(
@@ -387,6 +418,48 @@ impl Embedder for LocalEmbedder {
 
     fn token_counter(&self) -> Option<&dyn TokenCounter> {
         Some(&self.counter)
+    }
+
+    /// Token vectors in f32, as [`Embedder::embed`] computes them, `batch_size` texts
+    /// per forward pass.
+    fn pool_spans(
+        &self,
+        texts: &[&str],
+        spans: &[Vec<(usize, usize)>],
+    ) -> Result<Option<Vec<Vec<SpanPool>>>, EmbedError> {
+        if spans.len() != texts.len() {
+            return Err(inference_error(
+                "late chunking failed",
+                "one list of spans per text is needed",
+            ));
+        }
+        let h = self.encoder.hidden_size();
+        let mut out: Vec<Vec<SpanPool>> = Vec::with_capacity(texts.len());
+        for (group, group_spans) in texts
+            .chunks(self.batch_size.max(1))
+            .zip(spans.chunks(self.batch_size.max(1)))
+        {
+            let encoded = encode_with_offsets(&self.tokenizer, group.to_vec())?;
+            let seqs: Vec<(&[u32], &[u32])> = encoded
+                .iter()
+                .map(|e| (e.ids.as_slice(), e.types.as_slice()))
+                .collect();
+            let pools = self
+                .encoder
+                .forward(&seqs, false, |hidden| {
+                    let mut start = 0;
+                    let mut pools = Vec::with_capacity(encoded.len());
+                    for (e, sp) in encoded.iter().zip(group_spans) {
+                        let rows = &hidden[start * h..(start + e.ids.len()) * h];
+                        start += e.ids.len();
+                        pools.push(pool_rows(rows, h, &e.offsets, sp));
+                    }
+                    pools
+                })
+                .map_err(|e| inference_error("model forward pass failed", e))?;
+            out.extend(pools);
+        }
+        Ok(Some(out))
     }
 }
 

@@ -59,3 +59,55 @@ where
         })
         .collect())
 }
+
+/// One encoded input without padding, with each token's byte range in the input
+/// (`None` for the special tokens the tokenizer added).
+pub(crate) struct WithOffsets {
+    pub ids: Vec<u32>,
+    pub types: Vec<u32>,
+    pub offsets: Vec<Option<(usize, usize)>>,
+}
+
+/// As [`encode_unpadded`], keeping where each token came from (byte offsets), for
+/// pooling token vectors over spans of the input.
+pub(crate) fn encode_with_offsets(
+    tokenizer: &Tokenizer,
+    inputs: Vec<&str>,
+) -> Result<Vec<WithOffsets>, EmbedError> {
+    let n = inputs.len();
+    let encodings = tokenizer
+        .encode_batch(inputs, true)
+        .map_err(|e| inference_error("tokenization failed", e))?;
+    if encodings.len() != n {
+        return Err(inference_error(
+            "tokenization failed",
+            "wrong number of encodings",
+        ));
+    }
+    Ok(encodings
+        .iter()
+        .map(|e| {
+            let mut out = WithOffsets {
+                ids: Vec::new(),
+                types: Vec::new(),
+                offsets: Vec::new(),
+            };
+            let rows = e
+                .get_ids()
+                .iter()
+                .zip(e.get_type_ids())
+                .zip(e.get_offsets())
+                .zip(e.get_special_tokens_mask())
+                .zip(e.get_attention_mask());
+            for ((((&id, &ty), &(a, b)), &special), &mask) in rows {
+                if mask == 0 {
+                    continue;
+                }
+                out.ids.push(id);
+                out.types.push(ty);
+                out.offsets.push((special == 0).then_some((a, b)));
+            }
+            out
+        })
+        .collect())
+}

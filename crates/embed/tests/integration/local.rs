@@ -293,6 +293,56 @@ fn token_spans_are_byte_ranges() {
 }
 
 #[test]
+fn spans_pool_the_tokens_of_the_whole_text_forward_pass() {
+    let m = embedder();
+    let counter = m.token_counter().expect("counter");
+    let a = "The tenant pays the rent on the first day of every month. Late payment costs a fee.";
+    let b = "Invoices are due within thirty days. Late payment costs a fee.";
+    let late = "Late payment costs a fee.";
+    let (sa, sb) = (a.find(late).unwrap(), b.find(late).unwrap());
+    let spans = vec![
+        vec![(0, sa), (sa, a.len())],
+        vec![(sb, b.len())],
+        vec![(0, late.len())],
+    ];
+    let pools = m
+        .pool_spans(&[a, b, late], &spans)
+        .expect("pools")
+        .expect("a local model has token vectors");
+    assert_eq!(pools.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1, 1]);
+    // Each span holds its own tokens, special tokens left out.
+    assert_eq!(pools[0][0].tokens as usize, counter.count(&a[..sa]));
+    assert_eq!(pools[0][1].tokens as usize, counter.count(late));
+    assert_eq!(pools[2][0].tokens as usize, counter.count(late));
+    let mean = |p: &excerpt_embed::SpanPool| -> Vec<f32> {
+        p.sum.iter().map(|x| x / p.tokens as f32).collect()
+    };
+    // The same sentence reads differently in another text (the vectors come from the
+    // whole text's pass), but still more like itself than like the other sentence.
+    let (in_a, in_b, alone) = (mean(&pools[0][1]), mean(&pools[1][0]), mean(&pools[2][0]));
+    assert!(cosine(&in_a, &in_b) < 0.999, "{}", cosine(&in_a, &in_b));
+    assert!(cosine(&in_a, &alone) > cosine(&in_a, &mean(&pools[0][0])));
+    // Deterministic, whatever else is in the batch.
+    let again = m
+        .pool_spans(&[a], &spans[..1])
+        .expect("pools")
+        .expect("token vectors");
+    for (x, y) in again[0][1].sum.iter().zip(&pools[0][1].sum) {
+        assert!((x - y).abs() < 1e-5);
+    }
+    // A span past the text, or an empty one, holds no token.
+    let none = m
+        .pool_spans(&[late], &[vec![(late.len(), late.len() + 5), (3, 3)]])
+        .expect("pools")
+        .expect("token vectors");
+    assert!(none[0]
+        .iter()
+        .all(|p| p.tokens == 0 && p.sum.iter().all(|x| *x == 0.0)));
+    // One list of spans per text.
+    assert!(m.pool_spans(&[a, b], &spans[..1]).is_err());
+}
+
+#[test]
 fn load_errors_name_the_missing_file() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let err = LocalEmbedder::load(tmp.path()).expect_err("empty dir fails");

@@ -49,6 +49,8 @@ pub struct EvalOptions {
     /// Ingest with sentence vectors ([`excerpt::IngestOptions::sentence_vectors`]), for
     /// `window`. Documents already in the index are not re-ingested: use a fresh index.
     pub sentence_vectors: bool,
+    /// Sentence vectors by late chunking ([`excerpt::IngestOptions::late_chunking`]).
+    pub late_chunking: bool,
     /// Also write `export.jsonl` and `export.md`: per question, strategy and budget, the
     /// context with its tokens, coherence and recall (default false).
     pub export: bool,
@@ -75,6 +77,7 @@ impl EvalOptions {
             quiet: false,
             answer: None,
             sentence_vectors: false,
+            late_chunking: false,
             export: false,
         }
     }
@@ -108,6 +111,7 @@ impl EvalOptions {
     pub(super) fn ingest_options(&self) -> IngestOptions {
         IngestOptions {
             sentence_vectors: self.sentence_vectors,
+            late_chunking: self.late_chunking,
             ..IngestOptions::default()
         }
     }

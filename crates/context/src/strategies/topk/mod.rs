@@ -62,6 +62,13 @@ pub struct TopkParams {
     /// With `unit = sentence` and stored sentence vectors: weight of the sentence's
     /// similarity against its lexical score, in [0, 1] (default 0.5).
     pub dense_weight: f32,
+    /// With `unit = sentence` and stored sentence vectors: their similarity counts only
+    /// for a query of at least this many distinct terms (function words aside; default
+    /// 14, 0: every query). A question of many terms asks several things at once, and
+    /// the words of its answer are spread over sentences that each match a few of them;
+    /// for a short question the stems rank sentences better than the model's similarity
+    /// does (docs/EVAL.md, late chunking).
+    pub dense_min_terms: usize,
     /// With `unit = sentence`: sentences are cut into clauses (after semicolons, before
     /// enumerators such as `(a)`), none shorter than this many characters; 0 keeps whole
     /// sentences (default 0).
@@ -105,6 +112,7 @@ impl Default for TopkParams {
             lexical_floor: 0.5,
             rank_decay: 30.0,
             dense_weight: 0.5,
+            dense_min_terms: 14,
             clause_chars: 0,
             neighbours: 0.15,
             heading_terms: true,
@@ -183,6 +191,7 @@ fn topk_sentences(
     let scoring = SentenceScoring {
         floor: p.lexical_floor,
         dense_weight: p.dense_weight,
+        dense_min_terms: p.dense_min_terms,
         clause_chars: p.clause_chars,
         neighbour_weight: p.neighbours,
         heading_terms: p.heading_terms,

@@ -1,7 +1,7 @@
 //! `topk`'s sentence route: the sentences (and blocks kept whole) of the best retrieved
 //! chunks, each valued by its chunk's relevance and its own match with the query.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use excerpt_core::{ChunkKey, Document, TextRange};
 
@@ -19,6 +19,8 @@ pub(crate) struct SentenceScoring {
     pub floor: f32,
     /// Weight of stored sentence similarity against the lexical score.
     pub dense_weight: f32,
+    /// Stored sentence similarity counts only for queries of this many distinct terms.
+    pub dense_min_terms: usize,
     /// Sentences are cut into clauses of at least this many characters (0: whole).
     pub clause_chars: usize,
     /// Weight of the match of the sentences just before and after on the same line.
@@ -87,6 +89,31 @@ fn divide_by_max(xs: &mut [f32]) {
     }
 }
 
+/// The cosine to the query vector `q` of a candidate's stored sentence vectors: its
+/// sentence's, or for a unit of several sentences (a table, a code block) their sum's.
+/// `None` when a vector is missing or of another dimension.
+fn unit_similarity(req: &AssembleRequest<'_>, c: &SentenceHit, q: &[f32]) -> Option<f32> {
+    let doc = req.corpus.document(c.doc)?;
+    let mut sum: Option<Vec<f32>> = None;
+    let mut i = c.sentence;
+    loop {
+        let v = req
+            .corpus
+            .sentence_vector(c.doc, i)
+            .filter(|v| v.len() == q.len())?;
+        match &mut sum {
+            None => sum = Some(v.to_vec()),
+            Some(s) => s.iter_mut().zip(v).for_each(|(a, b)| *a += b),
+        }
+        i += 1;
+        match doc.sentences.get(i) {
+            Some(r) if r.byte_start < c.range.byte_end => {}
+            _ => break,
+        }
+    }
+    sum.map(|s| cosine(&s, q))
+}
+
 /// One sentence of a retrieved chunk, valued for sentence-level `topk`.
 #[derive(Debug, Clone)]
 pub(crate) struct SentenceHit {
@@ -129,6 +156,7 @@ pub(crate) fn best_sentences(
     let SentenceScoring {
         floor,
         dense_weight,
+        dense_min_terms,
         clause_chars,
         neighbour_weight,
         heading_terms,
@@ -139,7 +167,8 @@ pub(crate) fn best_sentences(
         chunk_rel.entry(k).or_insert(r);
     }
     let (mut cands, texts) = candidates(req, &chunk_rel, clause_chars, heading_terms);
-    let mut s = lexical_scores(&terms(req.query), &texts);
+    let query_terms = terms(req.query);
+    let mut s = lexical_scores(&query_terms, &texts);
     if feedback_weight > 0.0 && !req.feedback.is_empty() {
         s = with_feedback(req.feedback, &texts, &s, feedback_weight);
         notes.push(format!(
@@ -152,15 +181,14 @@ pub(crate) fn best_sentences(
                 .join(" ")
         ));
     }
-    if let Some(q) = req.query_vector {
+    let distinct: BTreeSet<&String> = query_terms.iter().collect();
+    if let Some(q) = req
+        .query_vector
+        .filter(|_| distinct.len() >= dense_min_terms)
+    {
         let sims: Vec<f32> = cands
             .iter()
-            .map_while(|c| {
-                req.corpus
-                    .sentence_vector(c.doc, c.sentence)
-                    .filter(|v| v.len() == q.len())
-                    .map(|v| cosine(v, q))
-            })
+            .map_while(|c| unit_similarity(req, c, q))
             .collect();
         if sims.len() == cands.len() && !sims.is_empty() {
             for (x, d) in s.iter_mut().zip(min_max_scaled(&sims)) {
