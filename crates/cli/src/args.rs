@@ -565,9 +565,11 @@ pub struct IngestArgs {
     #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
     pub sentence_vectors: bool,
     /// Store sentence vectors (implies --sentence-vectors) pooled from the token vectors
-    /// of each chunk's own forward pass ("late chunking"): each sentence is read in the
-    /// context of its chunk and header, and ingest runs one forward pass per chunk
-    /// instead of one per sentence. Needs a local model.
+    /// of the forward pass that embeds each chunk ("late chunking"): each sentence is
+    /// read in the context of its chunk and header, at no extra model work. The sentence
+    /// route of `auto` then weighs a sentence's meaning for questions of 14 terms or
+    /// more (long, many-part questions); the index grows by 1.5 KB per sentence. Needs a
+    /// local model.
     #[arg(long)]
     pub late_chunking: bool,
     /// Make the index mirror the given paths: documents whose source file lies under one

@@ -26,20 +26,30 @@ pub trait Embedder: Send + Sync {
         None
     }
 
-    /// Late chunking: runs each text through the model as [`Embedder::embed`] does and,
-    /// for each of its byte spans (`spans[i]` for `texts[i]`), adds up the final vectors
-    /// of the tokens that overlap the span (special tokens and tokens cut by truncation
-    /// excepted). The vectors come from the whole text's forward pass, so a span's
-    /// vector reads its words in the context of the text around them. `None` when the
-    /// embedder has no token vectors to give (a remote endpoint).
+    /// Late chunking: runs each text through the model as [`Embedder::embed`] does,
+    /// giving its vector as `embed` would, and for each of its byte spans (`spans[i]`
+    /// for `texts[i]`) the final vectors of the tokens that overlap the span added up
+    /// (special tokens and tokens cut by truncation excepted). The vectors come from the
+    /// whole text's forward pass, so a span's vector reads its words in the context of
+    /// the text around them, and the text's own vector costs no second pass. `None` when
+    /// the embedder has no token vectors to give (a remote endpoint).
     fn pool_spans(
         &self,
         texts: &[&str],
         spans: &[Vec<(usize, usize)>],
-    ) -> Result<Option<Vec<Vec<SpanPool>>>, EmbedError> {
+    ) -> Result<Option<Vec<Pooled>>, EmbedError> {
         let _ = (texts, spans);
         Ok(None)
     }
+}
+
+/// One text's vector and its spans' pools ([`Embedder::pool_spans`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pooled {
+    /// The text's vector, as [`Embedder::embed`] gives it.
+    pub vector: Vec<f32>,
+    /// One pool per span asked for, in order.
+    pub spans: Vec<SpanPool>,
 }
 
 /// The token vectors of one span added up ([`Embedder::pool_spans`]): divide by `tokens`

@@ -32,7 +32,7 @@ pub use document::{
     Document, DocumentInPlace, DocumentSummary, Section, SectionId, HEADER_SECTION_MAX_CHARS,
     HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
 };
-pub use embedder::{EmbedError, Embedder, RemoteEndpoint, SpanPool, TokenCounter};
+pub use embedder::{EmbedError, Embedder, Pooled, RemoteEndpoint, SpanPool, TokenCounter};
 pub use error::{Error, ErrorKind};
 pub use figures::trailing_figures;
 pub use hash::content_hash;

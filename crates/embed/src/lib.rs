@@ -56,4 +56,6 @@ pub use remote::{
     DEFAULT_RERANK_BATCH_SIZE,
 };
 
-pub use excerpt_core::{EmbedError, Embedder, RemoteEndpoint, Reranker, SpanPool, TokenCounter};
+pub use excerpt_core::{
+    EmbedError, Embedder, Pooled, RemoteEndpoint, Reranker, SpanPool, TokenCounter,
+};

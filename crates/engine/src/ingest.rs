@@ -732,16 +732,19 @@ impl Flush<'_> {
             .collect())
     }
 
-    /// Late chunking: one vector per sentence of each document, concatenated per
-    /// document, each the mean of the final token vectors of the sentence's tokens in
-    /// the forward pass of its chunk's indexed text (header included), normalised; a
-    /// sentence split over two chunks pools its tokens from both. A sentence no token
-    /// reached (cut off by the model's sequence limit) gets a zero vector: cosine 0.
+    /// Late chunking, one forward pass per chunk of each document (its indexed text,
+    /// header included) giving, per document, the vector of each chunk (as embedding
+    /// gives it) and one vector per sentence, concatenated: the mean of the final token
+    /// vectors of the sentence's tokens, normalised; a sentence split over two chunks
+    /// pools its tokens from both. A sentence no token reached (cut off by the model's
+    /// sequence limit) gets a zero vector: cosine 0. `None` when the ingest was
+    /// cancelled between two groups.
+    #[allow(clippy::type_complexity)]
     fn pool_sentences(
         &self,
         docs: &[Document],
         report: &mut IngestReport,
-    ) -> Result<Vec<Vec<f32>>, EngineError> {
+    ) -> Result<Option<(Vec<Vec<Vec<f32>>>, Vec<Vec<f32>>)>, EngineError> {
         let t = Instant::now();
         let dim = self.config.dimension;
         let headers = self.config.headers;
@@ -775,35 +778,44 @@ impl Flush<'_> {
             .iter()
             .map(|d| vec![(vec![0f32; dim], 0u32); d.sentences.len()])
             .collect();
+        let mut chunk_vectors: Vec<Vec<Vec<f32>>> = docs
+            .iter()
+            .map(|d| Vec::with_capacity(d.chunks.len()))
+            .collect();
         let group = self.opts.embed_batch.max(1);
         for ((ts, sps), own) in texts
             .chunks(group)
             .zip(spans.chunks(group))
             .zip(owners.chunks(group))
         {
+            if self.cancelled() {
+                return Ok(None);
+            }
             let refs: Vec<&str> = ts.iter().map(String::as_str).collect();
             let Some(pools) = self.embedder.pool_spans(&refs, sps)? else {
                 return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
             };
             let fits = pools.len() == refs.len()
-                && pools
-                    .iter()
-                    .zip(sps)
-                    .all(|(p, s)| p.len() == s.len() && p.iter().all(|x| x.sum.len() == dim));
+                && pools.iter().zip(sps).all(|(p, s)| {
+                    p.vector.len() == dim
+                        && p.spans.len() == s.len()
+                        && p.spans.iter().all(|x| x.sum.len() == dim)
+                });
             if !fits {
                 return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
                     message: "embedder returned pools of the wrong shape for late chunking".into(),
                 }));
             }
-            for (chunk_pools, (di, idx)) in pools.into_iter().zip(own) {
-                for (p, &i) in chunk_pools.into_iter().zip(idx) {
+            for (pooled, (di, idx)) in pools.into_iter().zip(own) {
+                chunk_vectors[*di].push(pooled.vector);
+                for (p, &i) in pooled.spans.into_iter().zip(idx) {
                     let (sum, n) = &mut sums[*di][i];
                     sum.iter_mut().zip(&p.sum).for_each(|(a, b)| *a += b);
                     *n += p.tokens;
                 }
             }
         }
-        let out = sums
+        let sentences = sums
             .into_iter()
             .map(|doc| {
                 report.sentences_embedded += doc.len();
@@ -817,8 +829,8 @@ impl Flush<'_> {
                     .collect()
             })
             .collect();
-        report.sentence_embed_seconds += t.elapsed().as_secs_f64();
-        Ok(out)
+        report.embed_seconds += t.elapsed().as_secs_f64();
+        Ok(Some((chunk_vectors, sentences)))
     }
 
     /// Embeds one group of texts (unless the ingest was cancelled), checking the
@@ -884,7 +896,36 @@ impl Flush<'_> {
         }
         report.chunks_reused += reused;
         progress.chunks_done(reused);
-        let vectors = self.embed_texts(&todo, report, progress)?;
+        let late = self.opts.sentence_vectors && self.opts.late_chunking;
+        let mut late_sentences: Option<Vec<Vec<f32>>> = None;
+        let vectors = if late {
+            // One pass gives the chunks' vectors and their sentences' pools.
+            let Some((chunk_vectors, sentences)) = self.pool_sentences(&batch.docs, report)? else {
+                // Interrupted: sentence vectors are all or nothing, so is the batch.
+                report.interrupted = true;
+                report.left_out.extend(batch.docs.into_iter().map(|d| d.id));
+                return Ok(());
+            };
+            let mut by_key: HashMap<&str, &Vec<f32>> = HashMap::new();
+            for (doc_inputs, doc_vectors) in inputs.iter().zip(&chunk_vectors) {
+                for ((k, _), v) in doc_inputs.iter().zip(doc_vectors) {
+                    by_key.entry(k.as_str()).or_insert(v);
+                }
+            }
+            let fresh_vectors: Option<Vec<Vec<f32>>> = todo
+                .iter()
+                .map(|(k, _)| by_key.get(k).map(|v| (*v).clone()))
+                .collect();
+            let fresh_vectors = fresh_vectors.ok_or_else(|| {
+                EngineError::Internal("late chunking gave no vector for a chunk".into())
+            })?;
+            report.chunks_embedded += fresh_vectors.len();
+            progress.chunks_done(fresh_vectors.len());
+            late_sentences = Some(sentences);
+            fresh_vectors
+        } else {
+            self.embed_texts(&todo, report, progress)?
+        };
         let complete = |chunks: &Vec<(String, String)>| {
             chunks.iter().all(|(k, _)| {
                 stored.contains_key(k) || fresh.get(k.as_str()).is_some_and(|&i| i < vectors.len())
@@ -895,7 +936,15 @@ impl Flush<'_> {
         if docs.is_empty() {
             return Ok(());
         }
-        let mut sentence_vectors = if self.opts.sentence_vectors {
+        let mut sentence_vectors = if let Some(sentences) = late_sentences {
+            // Every chunk had its vector from the pass, so every document was kept.
+            if sentences.len() != docs.len() {
+                return Err(EngineError::Internal(
+                    "late chunking lost track of a document".into(),
+                ));
+            }
+            sentences
+        } else if self.opts.sentence_vectors {
             if self.cancelled() {
                 // Sentence vectors are all or nothing per document: an interrupted batch
                 // that still needs them commits nothing more.
@@ -903,11 +952,7 @@ impl Flush<'_> {
                 report.left_out.extend(docs.into_iter().map(|d| d.id));
                 return Ok(());
             }
-            if self.opts.late_chunking {
-                self.pool_sentences(&docs, report)?
-            } else {
-                self.embed_sentences(&docs, report)?
-            }
+            self.embed_sentences(&docs, report)?
         } else {
             Vec::new()
         }

@@ -536,6 +536,12 @@ fn late_chunking_pools_sentence_vectors_from_their_chunks() {
         differ > 0,
         "late vectors equal the sentences embedded alone"
     );
+    // The chunks' vectors come from the same pass, and equal embedding's.
+    let (va, vb) = (a.doc_vectors(0).unwrap(), b.doc_vectors(0).unwrap());
+    assert_eq!(va.len(), vb.len());
+    for (x, y) in va.chunks(384).zip(vb.chunks(384)) {
+        assert!(excerpt_core::cosine(x, y) > 0.99999);
+    }
 
     let mut req = QueryRequest::new("how often do tomatoes need watering?");
     req.strategy = "topk:unit=sentence,order=score,dense_min_terms=0"

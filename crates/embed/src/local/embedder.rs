@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use excerpt_core::{normalize, EmbedError, Embedder, SpanPool, TokenCounter};
+use excerpt_core::{normalize, EmbedError, Embedder, Pooled, SpanPool, TokenCounter};
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -290,23 +290,7 @@ impl LocalEmbedder {
             for (ids, _) in &seqs {
                 let rows = &hidden[start * h..(start + ids.len()) * h];
                 start += ids.len();
-                let mut v = vec![0f32; h];
-                match pooling {
-                    Pooling::Cls => {
-                        if let Some(first) = rows.chunks_exact(h).next() {
-                            v.copy_from_slice(first);
-                        }
-                    }
-                    Pooling::Mean => {
-                        for row in rows.chunks_exact(h) {
-                            v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
-                        }
-                        let count = ids.len().max(1) as f32;
-                        v.iter_mut().for_each(|a| *a /= count);
-                    }
-                }
-                normalize(&mut v);
-                out.push(v);
+                out.push(pool_sequence(rows, h, pooling));
             }
             out
         };
@@ -316,6 +300,28 @@ impl LocalEmbedder {
             .map_err(|e| inference_error("model forward pass failed", e))?;
         Ok(out)
     }
+}
+
+/// One sequence's vector from its final token vectors `rows` (`h` values each), pooled
+/// as the model says and normalised.
+fn pool_sequence(rows: &[f32], h: usize, pooling: Pooling) -> Vec<f32> {
+    let mut v = vec![0f32; h];
+    match pooling {
+        Pooling::Cls => {
+            if let Some(first) = rows.chunks_exact(h).next() {
+                v.copy_from_slice(first);
+            }
+        }
+        Pooling::Mean => {
+            for row in rows.chunks_exact(h) {
+                v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+            }
+            let count = (rows.len() / h).max(1) as f32;
+            v.iter_mut().for_each(|a| *a /= count);
+        }
+    }
+    normalize(&mut v);
+    v
 }
 
 /// The tokens of one input that overlap each byte span, added up (see
@@ -426,7 +432,7 @@ impl Embedder for LocalEmbedder {
         &self,
         texts: &[&str],
         spans: &[Vec<(usize, usize)>],
-    ) -> Result<Option<Vec<Vec<SpanPool>>>, EmbedError> {
+    ) -> Result<Option<Vec<Pooled>>, EmbedError> {
         if spans.len() != texts.len() {
             return Err(inference_error(
                 "late chunking failed",
@@ -434,7 +440,8 @@ impl Embedder for LocalEmbedder {
             ));
         }
         let h = self.encoder.hidden_size();
-        let mut out: Vec<Vec<SpanPool>> = Vec::with_capacity(texts.len());
+        let pooling = self.pooling;
+        let mut out: Vec<Pooled> = Vec::with_capacity(texts.len());
         for (group, group_spans) in texts
             .chunks(self.batch_size.max(1))
             .zip(spans.chunks(self.batch_size.max(1)))
@@ -452,7 +459,10 @@ impl Embedder for LocalEmbedder {
                     for (e, sp) in encoded.iter().zip(group_spans) {
                         let rows = &hidden[start * h..(start + e.ids.len()) * h];
                         start += e.ids.len();
-                        pools.push(pool_rows(rows, h, &e.offsets, sp));
+                        pools.push(Pooled {
+                            vector: pool_sequence(rows, h, pooling),
+                            spans: pool_rows(rows, h, &e.offsets, sp),
+                        });
                     }
                     pools
                 })

@@ -309,7 +309,14 @@ fn spans_pool_the_tokens_of_the_whole_text_forward_pass() {
         .pool_spans(&[a, b, late], &spans)
         .expect("pools")
         .expect("a local model has token vectors");
-    assert_eq!(pools.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1, 1]);
+    let lens: Vec<usize> = pools.iter().map(|p| p.spans.len()).collect();
+    assert_eq!(lens, [2, 1, 1]);
+    // Each text's own vector is the one embedding gives, from the same pass.
+    let embedded = m.embed(&[a, b, late]).expect("embeds");
+    for (p, e) in pools.iter().zip(&embedded) {
+        assert!(cosine(&p.vector, e) > 0.99999, "{}", cosine(&p.vector, e));
+    }
+    let pools: Vec<Vec<excerpt_embed::SpanPool>> = pools.into_iter().map(|p| p.spans).collect();
     // Each span holds its own tokens, special tokens left out.
     assert_eq!(pools[0][0].tokens as usize, counter.count(&a[..sa]));
     assert_eq!(pools[0][1].tokens as usize, counter.count(late));
@@ -327,7 +334,7 @@ fn spans_pool_the_tokens_of_the_whole_text_forward_pass() {
         .pool_spans(&[a], &spans[..1])
         .expect("pools")
         .expect("token vectors");
-    for (x, y) in again[0][1].sum.iter().zip(&pools[0][1].sum) {
+    for (x, y) in again[0].spans[1].sum.iter().zip(&pools[0][1].sum) {
         assert!((x - y).abs() < 1e-5);
     }
     // A span past the text, or an empty one, holds no token.
@@ -336,6 +343,7 @@ fn spans_pool_the_tokens_of_the_whole_text_forward_pass() {
         .expect("pools")
         .expect("token vectors");
     assert!(none[0]
+        .spans
         .iter()
         .all(|p| p.tokens == 0 && p.sum.iter().all(|x| *x == 0.0)));
     // One list of spans per text.
