@@ -390,6 +390,11 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     );
 }
 
+/// A page of two paragraphs, split into several chunks at 24 tokens.
+const GARDEN: &str = "# Garden\n\nTomatoes need full sun. They need water every morning in \
+    summer. Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
+    Rakes hang on the left wall. The mower is serviced in March.\n";
+
 /// `ingest --sentence-vectors` stores one vector per sentence; `window` then reads them
 /// instead of embedding, and returns the same context as an index without them (which
 /// embeds the same sentences at query time).
@@ -398,13 +403,7 @@ fn window_reads_sentence_vectors_stored_at_ingest() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write_file(
-        &docs,
-        "garden.md",
-        "# Garden\n\nTomatoes need full sun. They need water every morning in summer. \
-         Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
-         Rakes hang on the left wall. The mower is serviced in March.\n",
-    );
+    write_file(&docs, "garden.md", GARDEN);
     write_file(
         &docs,
         "kitchen.md",
@@ -488,13 +487,7 @@ fn late_chunking_pools_sentence_vectors_from_their_chunks() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    write_file(
-        &docs,
-        "garden.md",
-        "# Garden\n\nTomatoes need full sun. They need water every morning in summer. \
-         Stake the plants when they reach knee height.\n\nThe shed holds the tools. \
-         Rakes hang on the left wall. The mower is serviced in March.\n",
-    );
+    write_file(&docs, "garden.md", GARDEN);
     let engine_at = |name: &str| {
         let mut opts = EngineOptions::new(tmp.path().join(name));
         opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });

@@ -34,17 +34,7 @@ pub(crate) fn encode_unpadded<'s, E>(
 where
     E: Into<tokenizers::EncodeInput<'s>> + Send,
 {
-    let n = inputs.len();
-    let encodings = tokenizer
-        .encode_batch_fast(inputs, true)
-        .map_err(|e| inference_error("tokenization failed", e))?;
-    if encodings.len() != n {
-        return Err(inference_error(
-            "tokenization failed",
-            "wrong number of encodings",
-        ));
-    }
-    Ok(encodings
+    Ok(encode_checked(tokenizer, inputs, false)?
         .iter()
         .map(|e| {
             let keep = e.get_attention_mask();
@@ -74,17 +64,7 @@ pub(crate) fn encode_with_offsets(
     tokenizer: &Tokenizer,
     inputs: Vec<&str>,
 ) -> Result<Vec<WithOffsets>, EmbedError> {
-    let n = inputs.len();
-    let encodings = tokenizer
-        .encode_batch(inputs, true)
-        .map_err(|e| inference_error("tokenization failed", e))?;
-    if encodings.len() != n {
-        return Err(inference_error(
-            "tokenization failed",
-            "wrong number of encodings",
-        ));
-    }
-    Ok(encodings
+    Ok(encode_checked(tokenizer, inputs, true)?
         .iter()
         .map(|e| {
             let mut out = WithOffsets {
@@ -110,4 +90,30 @@ pub(crate) fn encode_with_offsets(
             out
         })
         .collect())
+}
+
+/// Encodes a batch with special tokens, checking one encoding came back per input; byte
+/// offsets are tracked only with `offsets` (the fast path skips them).
+fn encode_checked<'s, E>(
+    tokenizer: &Tokenizer,
+    inputs: Vec<E>,
+    offsets: bool,
+) -> Result<Vec<tokenizers::Encoding>, EmbedError>
+where
+    E: Into<tokenizers::EncodeInput<'s>> + Send,
+{
+    let n = inputs.len();
+    let encodings = if offsets {
+        tokenizer.encode_batch(inputs, true)
+    } else {
+        tokenizer.encode_batch_fast(inputs, true)
+    }
+    .map_err(|e| inference_error("tokenization failed", e))?;
+    if encodings.len() != n {
+        return Err(inference_error(
+            "tokenization failed",
+            "wrong number of encodings",
+        ));
+    }
+    Ok(encodings)
 }
