@@ -733,7 +733,7 @@ impl Flush<'_> {
     }
 
     /// Late chunking, one forward pass per chunk of each document (its indexed text,
-    /// header included) giving, per document, the vector of each chunk (as embedding
+    /// header included, from `inputs` as [`Flush::chunk_inputs`] made them) giving, per document, the vector of each chunk (as embedding
     /// gives it) and one vector per sentence, concatenated: the mean of the final token
     /// vectors of the sentence's tokens, normalised; a sentence split over two chunks
     /// pools its tokens from both. A sentence no token reached (cut off by the model's
@@ -743,19 +743,18 @@ impl Flush<'_> {
     fn pool_sentences(
         &self,
         docs: &[Document],
+        inputs: &[ChunkInputs],
         report: &mut IngestReport,
     ) -> Result<Option<(Vec<Vec<Vec<f32>>>, Vec<Vec<f32>>)>, EngineError> {
         let t = Instant::now();
         let dim = self.config.dimension;
-        let headers = self.config.headers;
         // Per chunk: its indexed text, the spans of its sentences in that text, and
         // which (document, sentence) each span is.
-        let mut texts: Vec<String> = Vec::new();
+        let mut texts: Vec<&str> = Vec::new();
         let mut spans: Vec<Vec<(usize, usize)>> = Vec::new();
         let mut owners: Vec<(usize, Vec<usize>)> = Vec::new();
-        for (di, d) in docs.iter().enumerate() {
-            for c in &d.chunks {
-                let text = indexed_text(d, c, headers);
+        for (di, (d, doc_inputs)) in docs.iter().zip(inputs).enumerate() {
+            for (c, (_, text)) in d.chunks.iter().zip(doc_inputs) {
                 let (start, end) = (c.range.byte_start, c.range.byte_end);
                 let prefix = text.len() - (end - start);
                 let first = d.sentences.partition_point(|r| r.byte_end <= start);
@@ -791,11 +790,10 @@ impl Flush<'_> {
             if self.cancelled() {
                 return Ok(None);
             }
-            let refs: Vec<&str> = ts.iter().map(String::as_str).collect();
-            let Some(pools) = self.embedder.pool_spans(&refs, sps)? else {
+            let Some(pools) = self.embedder.pool_spans(ts, sps)? else {
                 return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
             };
-            let fits = pools.len() == refs.len()
+            let fits = pools.len() == ts.len()
                 && pools.iter().zip(sps).all(|(p, s)| {
                     p.vector.len() == dim
                         && p.spans.len() == s.len()
@@ -900,7 +898,9 @@ impl Flush<'_> {
         let mut late_sentences: Option<Vec<Vec<f32>>> = None;
         let vectors = if late {
             // One pass gives the chunks' vectors and their sentences' pools.
-            let Some((chunk_vectors, sentences)) = self.pool_sentences(&batch.docs, report)? else {
+            let Some((chunk_vectors, sentences)) =
+                self.pool_sentences(&batch.docs, &inputs, report)?
+            else {
                 // Interrupted: sentence vectors are all or nothing, so is the batch.
                 report.interrupted = true;
                 report.left_out.extend(batch.docs.into_iter().map(|d| d.id));
