@@ -2,6 +2,8 @@
 //! [`Hit`]s, read access to the collection ([`Corpus`]), and where a query's time went
 //! ([`Timings`]).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{ChunkKey, Document};
@@ -45,8 +47,9 @@ pub trait Corpus: Sync {
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]>;
     /// The unit vector of sentence `sentence` ([`Document::sentences`] index) of a
     /// document, when vectors of sentences were stored at ingest; `window` embeds the
-    /// sentences this returns `None` for. Default: none stored.
-    fn sentence_vector(&self, _doc: u32, _sentence: usize) -> Option<&[f32]> {
+    /// sentences this returns `None` for. Borrowed where the store keeps them as `f32`,
+    /// decoded where it keeps them smaller. Default: none stored.
+    fn sentence_vector(&self, _doc: u32, _sentence: usize) -> Option<Cow<'_, [f32]>> {
         None
     }
 }

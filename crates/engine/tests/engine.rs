@@ -517,8 +517,9 @@ fn late_chunking_pools_sentence_vectors_from_their_chunks() {
         let v = a.sentence_vector(0, i).expect("a vector per sentence");
         let w = b.sentence_vector(0, i).expect("a vector per sentence");
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-4, "sentence {i}: norm {norm}");
-        let cos = excerpt_core::cosine(v, w);
+        // Stored at 8 bits a component: a unit vector's norm moves by about 1e-3.
+        assert!((norm - 1.0).abs() < 1e-2, "sentence {i}: norm {norm}");
+        let cos = excerpt_core::cosine(&v, &w);
         assert!(
             cos > 0.5,
             "sentence {i}: cosine {cos} to the sentence alone"

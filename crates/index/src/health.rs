@@ -554,7 +554,7 @@ fn check_segment(
                 .as_ref()
                 .is_none_or(|h| check_hash(&segment_file(dir, &meta.name, "svec"), h).is_none());
             if svec_sound {
-                if let Err(e) = segment::read_sentence_vectors(dir, meta, &docs, dim) {
+                if let Err(e) = crate::svec::read_sentence_vectors(dir, meta, &docs, dim) {
                     report.problems.push(format!(
                         "{} (its documents are read without sentence vectors)",
                         describe(&e)

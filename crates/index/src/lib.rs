@@ -36,6 +36,7 @@ mod manifest;
 mod quiet;
 mod segment;
 mod snapshot;
+mod svec;
 mod writer;
 
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
@@ -47,4 +48,5 @@ pub use manifest::{
     MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
+pub use svec::SentenceRows;
 pub use writer::{check_config, CommitStats, IndexWriter, RepairReport};

@@ -1,9 +1,6 @@
 //! Segment files: `<name>.docs` (postcard-encoded documents) and `<name>.vec` (a
 //! header `EXVEC001`, dimension and row count as little-endian u32, then rows of
-//! little-endian f32). Optionally `<name>.svec`, sentence vectors (`excerpt ingest
-//! --sentence-vectors`): a header `EXSVEC01`, dimension and document count as u32, one
-//! u32 per document (its number of rows: 0, or one per sentence), then the rows of every
-//! document in segment order, all little-endian.
+//! little-endian f32). Optionally `<name>.svec`, sentence vectors ([`crate::svec`]).
 //!
 //! Alongside, `<name>.ids`: the segment's document ids in segment order as a JSON array,
 //! so that the documents of a segment whose other files are lost can still be named
@@ -26,7 +23,6 @@ use crate::{IndexError, SegmentMeta, FORMAT_VERSION};
 const VEC_MAGIC: &[u8; 8] = b"EXVEC001";
 /// Bytes before the first row of a `.vec` file: magic, dimension, row count.
 pub(crate) const VEC_HEADER: usize = 16;
-const SVEC_MAGIC: &[u8; 8] = b"EXSVEC01";
 
 /// Writes a segment's two files durably and returns its manifest entry.
 pub(crate) fn write_segment(
@@ -116,109 +112,6 @@ pub(crate) fn read_segment_ids(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Str
         return Err(format!("{}.ids: checksum mismatch", meta.name));
     }
     serde_json::from_slice(&bytes).map_err(|e| format!("{}.ids: {e}", meta.name))
-}
-
-/// Writes the sentence-vector file of a segment durably when any document has sentence
-/// vectors (`sentences[i]` belongs to `docs[i]`: one row per sentence, or `None`), and
-/// returns its checksum for [`SegmentMeta::svec_hash`].
-pub(crate) fn write_sentence_vectors(
-    dir: &Path,
-    name: &str,
-    docs: &[Document],
-    sentences: &[Option<Vec<f32>>],
-    dimension: usize,
-) -> Result<Option<String>, IndexError> {
-    if sentences.iter().all(Option::is_none) {
-        return Ok(None);
-    }
-    let rows: usize = sentences.iter().flatten().map(|v| v.len()).sum::<usize>() / dimension.max(1);
-    let mut bytes = Vec::with_capacity(16 + docs.len() * 4 + rows * dimension * 4);
-    bytes.extend_from_slice(SVEC_MAGIC);
-    bytes.extend_from_slice(&(dimension as u32).to_le_bytes());
-    bytes.extend_from_slice(&(docs.len() as u32).to_le_bytes());
-    for (d, s) in docs.iter().zip(sentences) {
-        let n = if s.is_some() { d.sentences.len() } else { 0 };
-        bytes.extend_from_slice(&(n as u32).to_le_bytes());
-    }
-    for x in sentences.iter().flatten().flatten() {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    let path = dir.join("segments").join(format!("{name}.svec"));
-    write_durably(&path, &bytes)?;
-    Ok(Some(blake3::hash(&bytes).to_hex().to_string()))
-}
-
-/// Reads and verifies a segment's sentence vectors: per document of the segment (in
-/// segment order, `docs` of [`read_segment`]) its rows, or `None` when it has none (or
-/// the segment has no sentence file).
-pub(crate) fn read_sentence_vectors(
-    dir: &Path,
-    meta: &SegmentMeta,
-    docs: &[Document],
-    dimension: usize,
-) -> Result<Vec<Option<Vec<f32>>>, IndexError> {
-    let Some(hash) = &meta.svec_hash else {
-        return Ok(vec![None; docs.len()]);
-    };
-    let corrupt = |detail: String| IndexError::Corrupt {
-        dir: dir.to_path_buf(),
-        detail: format!("segment {}: sentence vectors: {detail}", meta.name),
-    };
-    let path = segment_file(dir, &meta.name, "svec");
-    let bytes = fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => corrupt(format!("{}.svec: missing", meta.name)),
-        _ => corrupt(format!("{}.svec: {e}", meta.name)),
-    })?;
-    if blake3::hash(&bytes).to_hex().as_str() != hash {
-        return Err(corrupt("checksum mismatch".into()));
-    }
-    let u32_at = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
-    if bytes.len() < 16 || &bytes[..8] != SVEC_MAGIC {
-        return Err(corrupt("no valid header".into()));
-    }
-    let (dim, n_docs) = (u32_at(8).unwrap_or(0), u32_at(12).unwrap_or(0));
-    if dim != dimension || n_docs != docs.len() {
-        return Err(corrupt(format!(
-            "holds {n_docs} documents of dimension {dim}, expected {} of {dimension}",
-            docs.len()
-        )));
-    }
-    let mut counts = Vec::with_capacity(n_docs);
-    for (i, d) in docs.iter().enumerate() {
-        let n = u32_at(16 + 4 * i).ok_or_else(|| corrupt("truncated".into()))?;
-        if n != 0 && n != d.sentences.len() {
-            return Err(corrupt(format!(
-                "{n} rows for document {} of {} sentences",
-                d.id,
-                d.sentences.len()
-            )));
-        }
-        counts.push(n);
-    }
-    let mut at = 16 + 4 * n_docs;
-    let total: usize = counts.iter().sum();
-    if bytes.len() != at + total * dim * 4 {
-        return Err(corrupt(format!("size does not match {total} rows")));
-    }
-    let mut out = Vec::with_capacity(n_docs);
-    for n in counts {
-        if n == 0 {
-            out.push(None);
-            continue;
-        }
-        let end = at + n * dim * 4;
-        out.push(Some(
-            bytes[at..end]
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        ));
-        at = end;
-    }
-    Ok(out)
 }
 
 /// The vector length a `.vec` file's header records, when it has a valid header.

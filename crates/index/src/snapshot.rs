@@ -8,7 +8,7 @@ use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
 use crate::in_place::{read_documents, SegmentVectors};
-use crate::segment::read_sentence_vectors;
+use crate::svec::{read_sentence_vectors, SentenceRows};
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
 /// An ANN search takes at least this many candidates per result asked for.
@@ -76,7 +76,7 @@ pub struct Snapshot {
     segments: Vec<SegmentVectors>,
     /// Per document, its first row in `sentence_vectors` and its row count (0: none).
     sentence_rows: Vec<(usize, usize)>,
-    sentence_vectors: Vec<f32>,
+    sentence_vectors: SentenceRows,
     bm25: Bm25Reader,
     bm25_in_ram: bool,
     /// An in-memory BM25 index built from the segments the first time the one on disk
@@ -177,7 +177,7 @@ impl Snapshot {
     ) -> Result<Snapshot, IndexError> {
         let dim = manifest.config.dimension;
         // doc, segment, row offset, sentence vectors
-        let mut entries: Vec<(Document, usize, usize, Option<Vec<f32>>)> = Vec::new();
+        let mut entries: Vec<(Document, usize, usize, Option<SentenceRows>)> = Vec::new();
         let mut segments: Vec<SegmentVectors> = Vec::new();
         let mut damage = Damage::default();
         // Segments are read (documents decoded, vectors files checked and mapped) in
@@ -245,14 +245,14 @@ impl Snapshot {
         let (ann, ann_status) = IvfIndex::load(dir, &manifest, &spans);
         drop(spans);
         let mut sentence_rows = Vec::with_capacity(entries.len());
-        let mut sentence_vectors = Vec::new();
+        let mut sentence_vectors = SentenceRows::new(dim);
         let mut rows = 0usize;
         for (i, (d, si, row, sv)) in entries.into_iter().enumerate() {
             first_row.push(rows);
             let n_sentences = sv.as_ref().map_or(0, |_| d.sentences.len());
-            sentence_rows.push((sentence_vectors.len() / dim.max(1), n_sentences));
+            sentence_rows.push((sentence_vectors.len(), n_sentences));
             if let Some(sv) = sv {
-                sentence_vectors.extend_from_slice(&sv);
+                sentence_vectors.append(&sv);
             }
             rows += d.chunks.len();
             doc_rows.push((si as u32, row));
@@ -381,15 +381,13 @@ impl Snapshot {
     }
 
     /// The vector of sentence `sentence` of document `doc`, when the document was
-    /// ingested with sentence vectors.
-    pub fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+    /// ingested with sentence vectors: read back from its 8-bit row ([`SentenceRows`]).
+    pub fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<Vec<f32>> {
         let &(first, n) = self.sentence_rows.get(doc as usize)?;
         if sentence >= n {
             return None;
         }
-        let dim = self.manifest.config.dimension;
-        let row = first + sentence;
-        self.sentence_vectors.get(row * dim..(row + 1) * dim)
+        self.sentence_vectors.row(first + sentence)
     }
 
     /// Whether dense search uses the ANN index, and if not, why.
@@ -570,7 +568,7 @@ impl Snapshot {
                 || self.bm25_rebuilt.get().is_some_and(Option::is_some),
             ann: self.ann_status.clone(),
             sentence_vector_documents: self.sentence_rows.iter().filter(|r| r.1 > 0).count(),
-            sentence_vectors: self.sentence_vectors.len() / self.manifest.config.dimension.max(1),
+            sentence_vectors: self.sentence_vectors.len(),
             damage: self.damage.clone(),
         }
     }
@@ -581,7 +579,7 @@ impl Snapshot {
 type SegmentRead = (
     Vec<Document>,
     SegmentVectors,
-    Result<Vec<Option<Vec<f32>>>, IndexError>,
+    Result<Vec<Option<SentenceRows>>, IndexError>,
 );
 
 /// Reads segment `meta` for a snapshot: documents decoded, vectors mapped, both checked.

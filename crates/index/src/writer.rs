@@ -10,9 +10,9 @@ use crate::bm25::{self, Bm25Reader, Fields};
 use crate::health::{self, SegmentDamage};
 use crate::manifest::sync_dir;
 use crate::segment::{
-    read_segment, read_segment_ids, read_sentence_vectors, segment_file, write_segment,
-    write_segment_ids, write_sentence_vectors,
+    read_segment, read_segment_ids, segment_file, write_segment, write_segment_ids,
 };
+use crate::svec::{read_sentence_vectors, write_sentence_vectors};
 use crate::{IndexConfig, IndexError, Manifest, SegmentMeta, Snapshot, FORMAT_VERSION};
 
 /// What a commit did.

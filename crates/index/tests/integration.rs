@@ -360,9 +360,9 @@ fn sentence_vectors_round_trip_per_document() {
     let snap = Snapshot::open(dir.path()).unwrap();
     let (ia, ib) = (snap.doc_index("a").unwrap(), snap.doc_index("b").unwrap());
     for i in 0..3 {
-        assert_eq!(
-            snap.sentence_vector(ia, i).unwrap(),
-            &sa[i * DIM..(i + 1) * DIM]
+        assert_near(
+            &snap.sentence_vector(ia, i).unwrap(),
+            &sa[i * DIM..(i + 1) * DIM],
         );
     }
     assert_eq!(snap.sentence_vector(ia, 3), None);
@@ -380,8 +380,37 @@ fn sentence_vectors_round_trip_per_document() {
     let snap = Snapshot::open(dir.path()).unwrap();
     assert!(snap.doc_index("a").is_none());
     let ib = snap.doc_index("b").unwrap();
-    assert_eq!(snap.sentence_vector(ib, 1).unwrap(), &sb[DIM..2 * DIM]);
+    assert_near(&snap.sentence_vector(ib, 1).unwrap(), &sb[DIM..2 * DIM]);
     assert_eq!(snap.stats().sentence_vectors, 2);
+
+    // A sentence file of f32 rows (before 8-bit rows) is read too: rewritten here in
+    // that layout, with the manifest's checksum to match, the rows read back the same.
+    let svec = newest_segment_file(dir.path(), "svec");
+    let mut old = b"EXSVEC01".to_vec();
+    for n in [DIM as u32, 1, 2] {
+        old.extend_from_slice(&n.to_le_bytes());
+    }
+    for x in &sb {
+        old.extend_from_slice(&x.to_le_bytes());
+    }
+    let new_hash = blake3::hash(&std::fs::read(&svec).unwrap())
+        .to_hex()
+        .to_string();
+    let old_hash = blake3::hash(&old).to_hex().to_string();
+    std::fs::write(&svec, &old).unwrap();
+    let manifest = dir.path().join("MANIFEST.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains(&new_hash));
+    std::fs::write(&manifest, text.replace(&new_hash, &old_hash)).unwrap();
+    let old_snap = Snapshot::open(dir.path()).unwrap();
+    assert!(
+        old_snap.damage().degraded.is_empty(),
+        "{:?}",
+        old_snap.damage()
+    );
+    for i in 0..2 {
+        assert_eq!(old_snap.sentence_vector(ib, i), snap.sentence_vector(ib, i));
+    }
 
     // A damaged sentence file is reported, not read: its documents are read without.
     flip_last_byte(dir.path(), "svec");
@@ -389,6 +418,33 @@ fn sentence_vectors_round_trip_per_document() {
     assert_eq!(snap.damage().degraded.len(), 1, "{:?}", snap.damage());
     assert!(snap.damage().lost_documents().is_empty());
     assert_eq!(snap.sentence_vector(snap.doc_index("b").unwrap(), 1), None);
+}
+
+/// Asserts that a row read back from 8 bits is within half a step of what was stored
+/// (a step: the row's largest magnitude over 127).
+fn assert_near(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    let step = want.iter().fold(0.0f32, |m, x| m.max(x.abs())) / 127.0;
+    for (a, b) in got.iter().zip(want) {
+        assert!(
+            (a - b).abs() <= step / 2.0 + 1e-6,
+            "{got:?} against {want:?}"
+        );
+    }
+}
+
+/// The segment file with extension `ext` of the newest segment that has one.
+fn newest_segment_file(index: &std::path::Path, ext: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(index.join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+        .pop()
+        .unwrap_or_else(|| panic!("no .{ext} segment file"))
 }
 
 /// Flips every bit of the last byte of the first segment file with extension `ext`.

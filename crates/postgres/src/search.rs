@@ -17,6 +17,7 @@
 //!   superset); the allowed documents are passed to both searches.
 //! - Keys: [`ChunkKey::doc`] is the document's `pk`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -118,9 +119,10 @@ impl Corpus for PgCorpus {
         let i = key.ordinal as usize;
         v.get(i * self.dim..(i + 1) * self.dim)
     }
-    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<Cow<'_, [f32]>> {
         let sv = self.docs.get(&doc)?.1.as_ref()?;
         sv.get(sentence * self.dim..(sentence + 1) * self.dim)
+            .map(Cow::Borrowed)
     }
 }
 

@@ -8,6 +8,7 @@
 //! committed state as the searches. Keys index that corpus, so fusion, reranking and
 //! every strategy run unchanged on either store.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -160,8 +161,8 @@ impl Corpus for SnapshotCorpus {
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
         self.0.vector(key)
     }
-    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
-        self.0.sentence_vector(doc, sentence)
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<Cow<'_, [f32]>> {
+        self.0.sentence_vector(doc, sentence).map(Cow::Owned)
     }
 }
 

@@ -24,6 +24,7 @@
 //! Without an embedder the strategy falls back to `adjacent` with `±fallback_window`
 //! chunks (decay 0.8, hits first) and says so in a note.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -171,7 +172,7 @@ fn grow<'v>(
     seed: usize,
     len: usize,
     query: &[f32],
-    vec_of: impl Fn(usize) -> Option<&'v [f32]>,
+    vec_of: impl Fn(usize) -> Option<Cow<'v, [f32]>>,
 ) -> (usize, usize) {
     let accept = |edge: usize, nb: usize| -> bool {
         if p.expand == WindowExpand::Fixed {
@@ -180,7 +181,8 @@ fn grow<'v>(
         let (Some(ve), Some(vn)) = (vec_of(edge), vec_of(nb)) else {
             return false;
         };
-        cosine(vn, ve) >= p.threshold && p.query_threshold.is_none_or(|qt| cosine(vn, query) >= qt)
+        cosine(&vn, &ve) >= p.threshold
+            && p.query_threshold.is_none_or(|qt| cosine(&vn, query) >= qt)
     };
     let mut left = seed;
     for _ in 0..p.max_expand {
@@ -324,7 +326,7 @@ impl WaveVectors {
                             });
                         }
                         self.vectors.insert(key, self.store.len());
-                        self.store.push(v.to_vec());
+                        self.store.push(v.into_owned());
                         self.stored += 1;
                         continue;
                     }
@@ -414,7 +416,7 @@ fn expand(
         }
     }
     let (left, right) = grow(p, seed, doc.sentences.len(), query, |i| {
-        vecs.get(d, i).map(Vec::as_slice)
+        vecs.get(d, i).map(|v| Cow::Borrowed(v.as_slice()))
     });
     let range = doc.sentences[left].cover(&doc.sentences[right]);
     sel.try_add(d, doc, range, h.score, h.relevance, &[h.key.ordinal]);
@@ -458,7 +460,7 @@ fn sentence_seeded(
         };
         for i in 0..doc.sentences.len() {
             match req.corpus.sentence_vector(d, i) {
-                Some(v) if v.len() == query.len() => seeds.push((cosine(v, &query), d, i)),
+                Some(v) if v.len() == query.len() => seeds.push((cosine(&v, &query), d, i)),
                 Some(v) => {
                     return Err(ContextError::DimensionMismatch {
                         what: "stored sentence vector",

@@ -3,6 +3,7 @@
 //! the integration tests of other crates).
 #![allow(dead_code)]
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -153,10 +154,10 @@ impl Corpus for TestCorpus {
     fn chunk_vector(&self, key: ChunkKey) -> Option<&[f32]> {
         self.vectors.get(&key).map(Vec::as_slice)
     }
-    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<&[f32]> {
+    fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<Cow<'_, [f32]>> {
         self.sentence_vectors
             .get(&(doc, sentence))
-            .map(Vec::as_slice)
+            .map(|v| Cow::Borrowed(v.as_slice()))
     }
 }
 

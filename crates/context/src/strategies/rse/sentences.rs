@@ -181,7 +181,7 @@ fn unit_matches(
         for &(di, i) in pool_index.keys() {
             let d = &docs[di].0;
             match req.corpus.sentence_vector(*d, i) {
-                Some(v) if v.len() == q.len() => sims.push(cosine(v, q)),
+                Some(v) if v.len() == q.len() => sims.push(cosine(&v, q)),
                 _ => break,
             }
         }

@@ -102,8 +102,8 @@ fn unit_similarity(req: &AssembleRequest<'_>, c: &SentenceHit, q: &[f32]) -> Opt
             .sentence_vector(c.doc, i)
             .filter(|v| v.len() == q.len())?;
         match &mut sum {
-            None => sum = Some(v.to_vec()),
-            Some(s) => s.iter_mut().zip(v).for_each(|(a, b)| *a += b),
+            None => sum = Some(v.into_owned()),
+            Some(s) => s.iter_mut().zip(v.iter()).for_each(|(a, b)| *a += b),
         }
         i += 1;
         match doc.sentences.get(i) {
