@@ -1,16 +1,15 @@
 //! What the committed index holds, whichever store it is in: the document list, one
 //! document by id, statistics, and [`IndexContents`] (every document with its chunk
-//! vectors, for evaluation runs), through one [`Catalog`] per backend: the embedded index answers from its snapshot,
-//! PostgreSQL with SQL (`excerpt_postgres`'s listings).
+//! vectors, for evaluation runs), through the backend's [`Catalog`]: the embedded index
+//! answers from its snapshot, PostgreSQL with SQL (`excerpt_postgres`'s listings).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use excerpt_core::Document;
 use excerpt_index::{IndexConfig, Snapshot};
-use excerpt_postgres::PgIndex;
 
+use crate::backend::Catalog;
 use crate::spec::{DocumentSummary, IndexStats};
 use crate::{Engine, EngineError};
 
@@ -41,6 +40,28 @@ impl std::fmt::Debug for IndexContents {
 }
 
 impl IndexContents {
+    /// The contents of an index directory's snapshot.
+    pub(crate) fn of_snapshot(snap: Arc<Snapshot>) -> Self {
+        IndexContents {
+            config: snap.config().clone(),
+            source: Source::Snapshot(snap),
+        }
+    }
+
+    /// Documents loaded into memory, each with its chunk vectors (row-major), in id
+    /// order.
+    pub(crate) fn loaded(config: IndexConfig, docs: Vec<(Document, Vec<f32>)>) -> Self {
+        let by_id = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.0.id.clone(), i))
+            .collect();
+        IndexContents {
+            config,
+            source: Source::Loaded { docs, by_id },
+        }
+    }
+
     /// The index's config (model, dimension, chunker, headers).
     pub fn config(&self) -> &IndexConfig {
         &self.config
@@ -134,191 +155,7 @@ impl Engine {
         self.catalog()?.contents()
     }
 
-    /// The catalog of the backend this engine's index is in: the one place the reads
-    /// of this module ask which backend that is.
     fn catalog(&self) -> Result<Box<dyn Catalog>, EngineError> {
-        Ok(match self.postgres()? {
-            Some(pg) => Box::new(PgCatalog(pg)),
-            None => Box::new(DirCatalog {
-                snap: self.snapshot()?,
-                dir: self.options.index_dir.clone(),
-            }),
-        })
-    }
-}
-
-/// What a backend tells about its committed index: the reads behind the engine's
-/// listings, one implementation per backend.
-trait Catalog {
-    /// The documents whose id starts with `prefix`, in id order: their number and the
-    /// summaries of `limit` of them from `offset`.
-    fn page(
-        &self,
-        prefix: &str,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(usize, Vec<DocumentSummary>), EngineError>;
-    /// The committed document `id`, whole.
-    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError>;
-    /// Whether there is a document `id`.
-    fn has_document(&self, id: &str) -> Result<bool, EngineError>;
-    /// The committed generation and the number of documents.
-    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError>;
-    /// Statistics of the committed index.
-    fn stats(&self) -> Result<IndexStats, EngineError>;
-    /// Every committed document with its chunk vectors.
-    fn contents(&self) -> Result<IndexContents, EngineError>;
-}
-
-/// An index directory's catalog: its snapshot, read in memory.
-struct DirCatalog {
-    snap: Arc<Snapshot>,
-    dir: PathBuf,
-}
-
-impl Catalog for DirCatalog {
-    fn page(
-        &self,
-        prefix: &str,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
-        let matching: Vec<_> = self
-            .snap
-            .documents()
-            .iter()
-            .filter(|d| d.id.starts_with(prefix))
-            .collect();
-        let page = matching
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .map(|d| DocumentSummary::of(d))
-            .collect();
-        Ok((matching.len(), page))
-    }
-
-    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
-        let snap = &self.snap;
-        Ok(snap.doc_index(id).and_then(|i| snap.doc(i)).cloned())
-    }
-
-    fn has_document(&self, id: &str) -> Result<bool, EngineError> {
-        Ok(self.snap.doc_index(id).is_some())
-    }
-
-    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
-        Ok((self.snap.manifest().generation, self.snap.documents().len()))
-    }
-
-    fn stats(&self) -> Result<IndexStats, EngineError> {
-        let s = self.snap.stats();
-        let cfg = self.snap.config();
-        Ok(IndexStats {
-            generation: s.generation,
-            documents: s.documents,
-            chunks: s.chunks,
-            text_bytes: s.text_bytes,
-            segments: s.segments,
-            disk_bytes: s.disk_bytes,
-            sentence_vectors: s.sentence_vectors,
-            sentence_vector_documents: s.sentence_vector_documents,
-            damaged: !s.damage.is_empty(),
-            damage: s.damage.problems(),
-            unavailable_documents: s.damage.lost_documents(),
-            unavailable_unnamed: s.damage.lost_unnamed(),
-            ..described(self.dir.clone(), cfg)
-        })
-    }
-
-    fn contents(&self) -> Result<IndexContents, EngineError> {
-        Ok(IndexContents {
-            config: self.snap.config().clone(),
-            source: Source::Snapshot(self.snap.clone()),
-        })
-    }
-}
-
-/// A PostgreSQL index's catalog: listings counted in SQL.
-struct PgCatalog(Arc<PgIndex>);
-
-impl PgCatalog {
-    /// The index's config; none before the first ingest.
-    fn config(&self) -> Result<&IndexConfig, EngineError> {
-        let pg = &self.0;
-        Ok(pg
-            .config()
-            .ok_or_else(|| excerpt_postgres::PgError::NoIndex {
-                url: pg.url().to_string(),
-            })?)
-    }
-}
-
-impl Catalog for PgCatalog {
-    fn page(
-        &self,
-        prefix: &str,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
-        let all = self.0.list_documents(prefix)?;
-        let total = all.len();
-        let page = all.into_iter().skip(offset).take(limit).collect();
-        Ok((total, page))
-    }
-
-    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
-        Ok(self.0.document(id)?.map(Arc::new))
-    }
-
-    fn has_document(&self, id: &str) -> Result<bool, EngineError> {
-        Ok(self.0.committed_hash(id)?.is_some())
-    }
-
-    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
-        Ok((0, self.0.document_count()?))
-    }
-
-    fn stats(&self) -> Result<IndexStats, EngineError> {
-        let pg = &self.0;
-        let s = pg.stats()?;
-        let cfg = self.config()?;
-        // No generations, segments or damage (zeros and empty lists).
-        Ok(IndexStats {
-            documents: s.documents,
-            chunks: s.chunks,
-            text_bytes: s.text_bytes,
-            disk_bytes: s.disk_bytes,
-            sentence_vectors: s.sentence_vectors,
-            sentence_vector_documents: s.sentence_vector_documents,
-            ..described(pg.url().into(), cfg)
-        })
-    }
-
-    fn contents(&self) -> Result<IndexContents, EngineError> {
-        let config = self.config()?.clone();
-        let docs = self.0.all_documents()?;
-        let by_id = docs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.0.id.clone(), i))
-            .collect();
-        Ok(IndexContents {
-            config,
-            source: Source::Loaded { docs, by_id },
-        })
-    }
-}
-
-/// The stats fields an index's config decides (model, dimension, chunker, headers), at
-/// `index`; every count zero.
-fn described(index: std::path::PathBuf, cfg: &excerpt_index::IndexConfig) -> IndexStats {
-    IndexStats {
-        index,
-        model: cfg.model_id.clone(),
-        dimension: cfg.dimension,
-        chunker: cfg.chunker.to_string(),
-        headers: cfg.headers,
-        ..IndexStats::default()
+        self.backend.catalog()
     }
 }

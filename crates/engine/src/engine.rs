@@ -7,18 +7,14 @@ use excerpt_embed::{
     resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder,
     RerankConfig,
 };
-use excerpt_index::{AnnOptions, IndexConfig, IndexWriter, RepairReport, Snapshot, VerifyReport};
-use excerpt_postgres::PgIndex;
-use excerpt_retrieve::{SnapshotStore, Store};
+use excerpt_index::{IndexConfig, RepairReport, Snapshot, VerifyReport};
 
+use crate::backend::{self, Backend, OpenStore};
 use crate::memo::VectorMemo;
 use crate::EngineError;
 
 /// Query-time sentence vectors the engine keeps (about 1.5 KiB each at 384 dimensions).
 const SENTENCE_MEMO_CAPACITY: usize = 16_384;
-
-/// A store to query, and the embedded index's snapshot behind it (`None` on PostgreSQL).
-pub type OpenStore = (Arc<dyn Store>, Option<Arc<Snapshot>>);
 
 /// Which embedding model to use.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +86,8 @@ pub struct Engine {
     embedder: OnceLock<Arc<dyn Embedder>>,
     llm_tokens: OnceLock<Arc<TiktokenCounter>>,
     reranker: OnceLock<Arc<dyn Reranker>>,
-    snapshot: Mutex<Option<Arc<Snapshot>>>,
-    /// The PostgreSQL index, connected on first use (when `index_dir` is a URL).
-    postgres: Mutex<Option<Arc<PgIndex>>>,
+    /// Where the index lives, chosen once from `options.index_dir`.
+    pub(crate) backend: Box<dyn Backend>,
     /// Sentence vectors embedded at query time (`window`), reused across queries.
     pub(crate) sentence_memo: Mutex<VectorMemo>,
 }
@@ -109,12 +104,11 @@ impl Engine {
     /// An engine over `options.index_dir` (nothing is read yet).
     pub fn new(options: EngineOptions) -> Engine {
         Engine {
+            backend: backend::open(&options),
             options,
             embedder: OnceLock::new(),
             llm_tokens: OnceLock::new(),
             reranker: OnceLock::new(),
-            snapshot: Mutex::new(None),
-            postgres: Mutex::new(None),
             sentence_memo: Mutex::new(VectorMemo::new(SENTENCE_MEMO_CAPACITY)),
         }
     }
@@ -167,45 +161,10 @@ impl Engine {
             .filter(|s| excerpt_postgres::is_postgres_url(s))
     }
 
-    /// The PostgreSQL index (connected on first call, and again while it has no config
-    /// yet, so a query sees the first ingest of another process); `None` when the index
-    /// is a directory.
-    pub(crate) fn postgres(&self) -> Result<Option<Arc<PgIndex>>, EngineError> {
-        let Some(url) = self.postgres_url() else {
-            return Ok(None);
-        };
-        let mut guard = self.postgres.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pg) = guard.as_ref().filter(|pg| pg.config().is_some()) {
-            return Ok(Some(pg.clone()));
-        }
-        let mut pg = PgIndex::connect(url)?;
-        if let Some(ef) = self.options.hnsw_ef_search {
-            pg.set_ef_search(ef);
-        }
-        let pg = Arc::new(pg);
-        *guard = Some(pg.clone());
-        Ok(Some(pg))
-    }
-
-    /// Forgets the cached PostgreSQL connection (after a write changed its config).
-    pub(crate) fn forget_postgres(&self) {
-        *self.postgres.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The store queries read: the PostgreSQL index, or the latest snapshot of the
-    /// index directory (returned too, for its damage warnings).
+    /// The store queries read: the latest committed state of the index, with what it
+    /// may be missing (damage warnings of an index directory, one line each).
     pub fn store(&self) -> Result<OpenStore, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            if pg.config().is_none() {
-                return Err(excerpt_postgres::PgError::NoIndex {
-                    url: pg.url().to_string(),
-                }
-                .into());
-            }
-            return Ok((pg, None));
-        }
-        let snapshot = self.snapshot()?;
-        Ok((Arc::new(SnapshotStore(snapshot.clone())), Some(snapshot)))
+        self.backend.store()
     }
 
     /// The LLM token counter budgets are measured with, loaded on first call.
@@ -224,48 +183,14 @@ impl Engine {
     /// ([`EngineError::Unsupported`]): [`Engine::documents`], [`Engine::document`],
     /// [`Engine::stats`] and [`Engine::contents`] read either store.
     pub fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
-        if let Some(url) = self.postgres_url() {
-            return Err(EngineError::Unsupported(format!(
-                "this reads the files of an index directory; the index at {} is in PostgreSQL",
-                excerpt_postgres::redact(url)
-            )));
-        }
-        let current = match excerpt_index::Manifest::load(&self.options.index_dir) {
-            Ok(Some(m)) => Some(m.generation),
-            // No index, or a damaged one: the snapshot says which (and recovers what it
-            // can of a damaged one).
-            Ok(None) | Err(excerpt_index::IndexError::Corrupt { .. }) => None,
-            Err(e) => return Err(e.into()),
-        };
-        let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let (Some(s), Some(current)) = (guard.as_ref(), current) {
-            if s.manifest().generation == current && s.damage().manifest.is_none() {
-                return Ok(s.clone());
-            }
-        }
-        let s = Arc::new(self.open_latest(current.unwrap_or(0))?);
-        *guard = Some(s.clone());
-        Ok(s)
-    }
-
-    /// [`EngineError::Unsupported`] for `verify`/`repair` (`what`) on a PostgreSQL
-    /// index: the database checks and repairs its own storage.
-    fn no_checks_on_postgres(&self, what: &str) -> Result<(), EngineError> {
-        match self.postgres_url() {
-            Some(url) => Err(EngineError::Unsupported(format!(
-                "`{what}` works on the files of an index directory; the index at {} is in PostgreSQL, which checks its own storage (use pg_amcheck, and the database's backups to restore)",
-                excerpt_postgres::redact(url)
-            ))),
-            None => Ok(()),
-        }
+        self.backend.snapshot()
     }
 
     /// Checks every file of the index ([`excerpt_index::verify`]): what is damaged and
     /// which documents cannot be read. Damage is in the report, not an error. A
     /// PostgreSQL index is [`EngineError::Unsupported`] (the database checks itself).
     pub fn verify(&self) -> Result<VerifyReport, EngineError> {
-        self.no_checks_on_postgres("verify")?;
-        Ok(excerpt_index::verify(&self.options.index_dir)?)
+        self.backend.verify()
     }
 
     /// Repairs the index ([`IndexWriter::repair`]): drops what cannot be read (naming
@@ -274,7 +199,6 @@ impl Engine {
     /// the segments are read with this engine's model, chunker and headers (the model
     /// is loaded only then). A PostgreSQL index is [`EngineError::Unsupported`].
     pub fn repair(&self) -> Result<RepairReport, EngineError> {
-        self.no_checks_on_postgres("repair")?;
         let fallback = || -> Option<IndexConfig> {
             let embedder = self.embedder().ok()?;
             Some(IndexConfig {
@@ -285,39 +209,6 @@ impl Engine {
                 contextualizer: None,
             })
         };
-        let report =
-            IndexWriter::repair(&self.options.index_dir, &fallback, &AnnOptions::default())?;
-        // The cached snapshot names files the repair may have moved away.
-        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        Ok(report)
-    }
-
-    /// Opens the latest generation. A writer in another thread or process may commit
-    /// while the segments of `generation` are read, and its BM25 merges collect files
-    /// a reader has just seen named: such failures are retried (immediately while the
-    /// generation moves, after a short pause for a BM25 file that went away), and
-    /// reported only when they persist (then the damage is real).
-    fn open_latest(&self, mut generation: u64) -> Result<Snapshot, EngineError> {
-        let dir = &self.options.index_dir;
-        let mut attempts = 0;
-        loop {
-            match Snapshot::open(dir) {
-                Ok(s) => return Ok(s),
-                Err(e) => {
-                    attempts += 1;
-                    let now = excerpt_index::Manifest::load(dir)
-                        .ok()
-                        .flatten()
-                        .map(|m| m.generation);
-                    match now {
-                        Some(g) if g != generation && attempts < 8 => generation = g,
-                        Some(_) if e.is_transient() && attempts < 8 => {
-                            std::thread::sleep(std::time::Duration::from_millis(5 << attempts));
-                        }
-                        _ => return Err(e.into()),
-                    }
-                }
-            }
-        }
+        self.backend.repair(&fallback)
     }
 }

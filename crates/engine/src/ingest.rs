@@ -4,14 +4,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use excerpt_core::{content_hash, indexed_text, ChunkKey, Document, Embedder};
-use excerpt_index::{IndexConfig, IndexWriter, Manifest, Snapshot};
+use excerpt_core::{content_hash, indexed_text, Document, Embedder};
+use excerpt_index::IndexConfig;
 use excerpt_ingest::{
     chunk, load_file_with_progress, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem,
     WalkOptions,
 };
-use excerpt_postgres::{DocumentWrite, PgIndex, Replaced};
 
+use crate::backend::{Sink, Written};
 use crate::contextualize::{ContextualizeOptions, Contextualizer};
 use crate::report::{IngestProgress, IngestReport, Problem};
 use crate::{Engine, EngineError};
@@ -96,16 +96,10 @@ impl Engine {
         if opts.sentence_vectors && opts.late_chunking && embedder.pool_spans(&[], &[])?.is_none() {
             return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
         }
-        let existing = match self.postgres()? {
-            Some(pg) => pg.config().cloned(),
-            None => Manifest::load(&self.options.index_dir)?.map(|m| m.config),
-        };
+        let existing = self.backend.committed_config()?;
         let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
         if let Some(existing) = &existing {
-            let dir = match self.postgres_url() {
-                Some(url) => excerpt_postgres::redact(url),
-                None => self.options.index_dir.display().to_string(),
-            };
+            let dir = self.backend.shown();
             match (&existing.contextualizer, &contextualizer) {
                 (Some(e), None) => {
                     return Err(EngineError::ContextsRequired {
@@ -150,12 +144,7 @@ impl Engine {
     /// `$EXCERPT_HOME/pg-indexes/<hash of the URL without its password>` on this
     /// machine (the contexts themselves are stored with the chunks in the database).
     pub fn context_cache_home(&self) -> PathBuf {
-        match self.postgres_url() {
-            Some(url) => excerpt_embed::default_home()
-                .join("pg-indexes")
-                .join(content_hash(&[excerpt_postgres::redact(url).as_bytes()])),
-            None => self.options.index_dir.clone(),
-        }
+        self.backend.context_cache_home()
     }
 
     /// Opens the writer and everything one ingest run needs.
@@ -167,24 +156,10 @@ impl Engine {
         let started = Instant::now();
         let embedder = self.embedder()?;
         let config = self.ingest_config(embedder.as_ref(), opts)?;
-        // A directory index this run creates (and whether its directory was there):
-        // removed again when nothing could be ingested.
-        let dir = &self.options.index_dir;
-        let new_index = (self.postgres_url().is_none()
-            && !dir.join(excerpt_index::MANIFEST_FILE).exists())
-        .then(|| dir.exists());
-        let writer = match self.postgres_url() {
-            Some(url) => {
-                let mut pg = PgIndex::connect(url)?;
-                pg.ensure_config(&config)?;
-                self.forget_postgres();
-                Sink::Pg(Arc::new(pg))
-            }
-            None => Sink::Dir {
-                writer: IndexWriter::open(&self.options.index_dir, config.clone())?,
-                cache: None,
-            },
-        };
+        // An index this run creates (and whether its directory was there): removed
+        // again when nothing could be ingested.
+        let new_index = self.backend.creates_index();
+        let writer = self.backend.open_sink(&config)?;
         let contextualizer = match &opts.contextualize {
             Some(c) => Some(Contextualizer::new(c, &self.context_cache_home())?),
             None => None,
@@ -283,10 +258,7 @@ impl Engine {
     /// (such a document fails alone); a caller that refuses a whole request for one bad
     /// document checks first.
     pub fn check_storable(&self, doc: &ParsedDocument) -> Result<(), EngineError> {
-        if self.postgres_url().is_some() {
-            storable_on_postgres(doc)?;
-        }
-        Ok(())
+        self.backend.check_storable(doc)
     }
 
     /// Ingests documents already loaded in memory (e.g. with
@@ -310,205 +282,21 @@ impl Engine {
         }
         run.finish()
     }
-}
-
-/// Refuses a document PostgreSQL cannot store (a NUL in its id, title, source, text
-/// or metadata), naming the document and the field.
-fn storable_on_postgres(doc: &ParsedDocument) -> Result<(), excerpt_postgres::PgError> {
-    excerpt_postgres::check_document(
-        &doc.id,
-        &doc.title,
-        doc.source.as_deref(),
-        &doc.text,
-        &doc.metadata,
-    )
-}
-
-/// Where an ingest writes: the embedded index's writer (staging documents until a
-/// commit), or the PostgreSQL index (one transaction per document). One per ingest run,
-/// so the size of the directory variant does not matter.
-#[allow(clippy::large_enum_variant)]
-enum Sink {
-    Dir {
-        writer: IndexWriter,
-        /// Vectors already in the index, by embedding-input key (built on first need).
-        cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
-    },
-    Pg(Arc<PgIndex>),
-}
-
-impl Engine {
-    /// A writer to the index as it is (for removals): the directory's `IndexWriter` with
-    /// the committed config, or the PostgreSQL index. On a damaged directory index,
-    /// fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
-    fn existing_sink(&self) -> Result<Sink, EngineError> {
-        if let Some(pg) = self.postgres()? {
-            return Ok(Sink::Pg(pg));
-        }
-        let snap = self.snapshot()?;
-        let writer = IndexWriter::open(&self.options.index_dir, snap.config().clone())?;
-        Ok(Sink::Dir {
-            writer,
-            cache: None,
-        })
-    }
 
     /// Deletes documents by id; returns the ids that existed. One atomic commit. On a
     /// damaged index, fails with [`excerpt_index::IndexError::Corrupt`] (repair first).
     pub fn remove(&self, ids: &[String]) -> Result<Vec<String>, EngineError> {
-        let mut sink = self.existing_sink()?;
+        let mut sink = self.backend.existing_sink()?;
         let removed = sink.delete(ids)?;
         sink.commit()?;
         Ok(removed)
     }
 }
 
-impl Sink {
-    /// Deletes (directory: stages the deletion of) the documents `ids`; returns those
-    /// that existed.
-    fn delete(&mut self, ids: &[String]) -> Result<Vec<String>, EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => {
-                Ok(ids.iter().filter(|id| writer.delete(id)).cloned().collect())
-            }
-            Sink::Pg(pg) => Ok(pg.delete(ids)?),
-        }
-    }
-
-    /// Whether the backend can store `doc` (PostgreSQL refuses a NUL in text); the
-    /// reason when it cannot, which fails that document, not the run.
-    fn check_storable(&self, doc: &ParsedDocument) -> Result<(), String> {
-        match self {
-            Sink::Dir { .. } => Ok(()),
-            Sink::Pg(_) => storable_on_postgres(doc).map_err(|e| e.to_string()),
-        }
-    }
-
-    /// Whether [`Sink::put`] itself says if it added, updated or found a document
-    /// unchanged (PostgreSQL, where other processes may write the same document
-    /// meanwhile); otherwise the run counts it when it is queued, from the committed
-    /// hash.
-    fn counts_at_write(&self) -> bool {
-        matches!(self, Sink::Pg(_))
-    }
-
-    fn committed_hash(&self, id: &str) -> Result<Option<String>, EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => Ok(writer.committed_hash(id).map(str::to_string)),
-            Sink::Pg(pg) => Ok(pg.committed_hash(id)?),
-        }
-    }
-
-    /// Committed vectors for the embedding-input keys `keys` (those found).
-    fn stored_vectors(
-        &mut self,
-        keys: &[&String],
-        key_of: &dyn Fn(&str) -> String,
-        headers: bool,
-    ) -> Result<HashMap<String, Vec<f32>>, EngineError> {
-        match self {
-            Sink::Dir { writer, cache } => {
-                if cache.is_none() {
-                    let snap = Arc::new(writer.snapshot()?);
-                    let mut map = HashMap::new();
-                    for (d, doc) in snap.documents().iter().enumerate() {
-                        for c in &doc.chunks {
-                            let k = key_of(&indexed_text(doc, c, headers));
-                            map.entry(k).or_insert(ChunkKey::new(d as u32, c.ordinal));
-                        }
-                    }
-                    *cache = Some((snap, map));
-                }
-                let Some((snap, map)) = cache.as_ref() else {
-                    return Ok(HashMap::new());
-                };
-                let mut out = HashMap::new();
-                for k in keys {
-                    if let Some(&key) = map.get(*k) {
-                        let v = snap.vector(key).ok_or_else(|| {
-                            EngineError::Internal(format!(
-                                "internal: cached vector {key:?} missing from the snapshot"
-                            ))
-                        })?;
-                        out.insert((*k).clone(), v.to_vec());
-                    }
-                }
-                Ok(out)
-            }
-            Sink::Pg(pg) => {
-                let owned: Vec<String> = keys.iter().map(|k| (*k).clone()).collect();
-                Ok(pg.vectors_by_key(&owned)?)
-            }
-        }
-    }
-
-    /// Stages (directory) or writes (PostgreSQL) one document with its chunk vectors,
-    /// and per chunk its embedding-input key and indexed text. On PostgreSQL, returns
-    /// what the write did (counted then, not when the document was queued).
-    fn put(
-        &mut self,
-        doc: Document,
-        vectors: Vec<f32>,
-        chunks: &[(String, String)],
-        sentence_vectors: Option<Vec<f32>>,
-    ) -> Result<Option<Replaced>, EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => {
-                writer.put_with_sentences(doc, vectors, sentence_vectors)?;
-                Ok(None)
-            }
-            Sink::Pg(pg) => {
-                let keys: Vec<String> = chunks.iter().map(|(k, _)| k.clone()).collect();
-                let indexed: Vec<String> = chunks.iter().map(|(_, t)| t.clone()).collect();
-                let done = pg.replace_reporting(&DocumentWrite {
-                    doc: &doc,
-                    vectors: &vectors,
-                    embed_keys: &keys,
-                    indexed: &indexed,
-                    sentence_vectors: sentence_vectors.as_deref(),
-                })?;
-                Ok(Some(done))
-            }
-        }
-    }
-
-    /// Commits what is staged; returns the generation (0 on PostgreSQL, where every
-    /// document was committed by its own transaction).
-    fn commit(&mut self) -> Result<u64, EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => Ok(writer.commit()?.generation),
-            Sink::Pg(_) => Ok(0),
-        }
-    }
-
-    fn generation(&self) -> u64 {
-        match self {
-            Sink::Dir { writer, .. } => writer.generation(),
-            Sink::Pg(_) => 0,
-        }
-    }
-
-    /// Removes an index this run created and left empty (with its directory when
-    /// `remove_dir`); nothing on PostgreSQL, whose schema is not this run's to drop.
-    fn discard_new(self, remove_dir: bool) -> Result<(), EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => Ok(writer.discard_uncommitted(remove_dir)?),
-            Sink::Pg(_) => Ok(()),
-        }
-    }
-
-    fn document_count(&self) -> Result<usize, EngineError> {
-        match self {
-            Sink::Dir { writer, .. } => Ok(writer.committed_ids().len()),
-            Sink::Pg(pg) => Ok(pg.document_count()?),
-        }
-    }
-}
-
 /// One ingest run: the open writer, the batch waiting for vectors, the report so far.
 /// Shared by [`Engine::ingest`] and [`Engine::ingest_documents`].
 struct Pipeline<'a> {
-    writer: Sink,
+    writer: Box<dyn Sink>,
     flush: Flush<'a>,
     batch: Batch,
     seen: HashSet<String>,
@@ -639,7 +427,7 @@ impl Pipeline<'_> {
         if self.batch.chunks >= self.flush.opts.commit_every_chunks {
             let batch = std::mem::take(&mut self.batch);
             self.flush
-                .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
+                .flush(self.writer.as_mut(), batch, &mut self.report, self.progress)?;
         }
         Ok(())
     }
@@ -657,7 +445,7 @@ impl Pipeline<'_> {
         let batch = std::mem::take(&mut self.batch);
         let nothing_queued = batch.docs.is_empty();
         self.flush
-            .flush(&mut self.writer, batch, &mut self.report, self.progress)?;
+            .flush(self.writer.as_mut(), batch, &mut self.report, self.progress)?;
         if nothing_queued && !self.report.pruned.is_empty() {
             let generation = self.writer.commit()?;
             self.progress.committed(generation);
@@ -858,7 +646,7 @@ impl Flush<'_> {
     /// embedded), sentence vectors when asked for.
     fn flush(
         &mut self,
-        writer: &mut Sink,
+        writer: &mut dyn Sink,
         mut batch: Batch,
         report: &mut IngestReport,
         progress: &dyn IngestProgress,
@@ -972,9 +760,9 @@ impl Flush<'_> {
                 None
             };
             match writer.put(doc, flat, chunks, sentences)? {
-                Some(Replaced::Added) => report.added += 1,
-                Some(Replaced::Updated) => report.updated += 1,
-                Some(Replaced::Unchanged) => report.unchanged += 1,
+                Some(Written::Added) => report.added += 1,
+                Some(Written::Updated) => report.updated += 1,
+                Some(Written::Unchanged) => report.unchanged += 1,
                 None => {}
             }
         }

@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ask;
+mod backend;
 mod contents;
 pub mod contextualize;
 mod engine;
@@ -46,9 +47,10 @@ mod report;
 mod spec;
 
 pub use ask::{Answer, AskOptions};
+pub use backend::OpenStore;
 pub use contents::IndexContents;
 pub use contextualize::ContextualizeOptions;
-pub use engine::{EmbedderSpec, Engine, EngineOptions, OpenStore, RerankerSpec};
+pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;

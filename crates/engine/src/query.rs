@@ -98,9 +98,9 @@ impl QueryRequest {
 pub struct Retrieved {
     /// The documents the hits' keys index, as the store read them.
     pub corpus: Arc<dyn StoreCorpus>,
-    /// The embedded index's snapshot searched (`None` on another store), for its
-    /// damage warnings.
-    pub snapshot: Option<Arc<Snapshot>>,
+    /// What the store searched may be missing (damage of an index directory), one
+    /// line each; every context assembled from this first stage carries them.
+    pub warnings: Vec<String>,
     /// The query vector (dense and hybrid modes).
     pub query_vector: Option<Vec<f32>>,
     /// Ranked hits, best first, ties by key.
@@ -119,7 +119,7 @@ pub struct Retrieved {
 impl std::fmt::Debug for Retrieved {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Retrieved")
-            .field("snapshot", &self.snapshot)
+            .field("warnings", &self.warnings)
             .field("hits", &self.hits)
             .finish_non_exhaustive()
     }
@@ -260,7 +260,7 @@ impl Engine {
     pub fn retrieve(&self, req: &QueryRequest) -> Result<Retrieved, EngineError> {
         let stage = req.retrieval();
         stage.validate()?;
-        let (store, snapshot) = self.store()?;
+        let (store, warnings) = self.store()?;
         let embedder = if req.mode.needs_embedder() {
             Some(self.embedder()?)
         } else {
@@ -284,7 +284,7 @@ impl Engine {
         };
         Ok(Retrieved {
             corpus: found.corpus,
-            snapshot,
+            warnings,
             query_vector: found.query_vector,
             hits: found.hits,
             feedback,
@@ -320,11 +320,7 @@ impl Engine {
             feedback: &retrieved.feedback,
         };
         let mut ctx = assemble(strategy, &req)?;
-        ctx.warnings = retrieved
-            .snapshot
-            .as_deref()
-            .map(damage_warnings)
-            .unwrap_or_default();
+        ctx.warnings = retrieved.warnings.clone();
         Ok(ctx)
     }
 

@@ -1,0 +1,309 @@
+//! The index directory: the embedded index of `excerpt_index`, read through cached
+//! snapshots and written through its `IndexWriter`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use excerpt_core::{indexed_text, ChunkKey, Document};
+use excerpt_index::{
+    AnnOptions, IndexConfig, IndexError, IndexWriter, Manifest, RepairReport, Snapshot,
+    VerifyReport, MANIFEST_FILE,
+};
+use excerpt_ingest::ParsedDocument;
+use excerpt_retrieve::SnapshotStore;
+
+use super::{described, Backend, Catalog, OpenStore, Sink, Written};
+use crate::contents::IndexContents;
+use crate::query::damage_warnings;
+use crate::spec::{DocumentSummary, IndexStats};
+use crate::EngineError;
+
+/// An index directory, and the snapshot of it last opened.
+pub(super) struct DirBackend {
+    dir: PathBuf,
+    snapshot: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl DirBackend {
+    pub(super) fn new(dir: PathBuf) -> Self {
+        DirBackend {
+            dir,
+            snapshot: Mutex::new(None),
+        }
+    }
+
+    /// Opens the latest generation. A writer in another thread or process may commit
+    /// while the segments of `generation` are read, and its BM25 merges collect files
+    /// a reader has just seen named: such failures are retried (immediately while the
+    /// generation moves, after a short pause for a BM25 file that went away), and
+    /// reported only when they persist (then the damage is real).
+    fn open_latest(&self, mut generation: u64) -> Result<Snapshot, EngineError> {
+        let mut attempts = 0;
+        loop {
+            match Snapshot::open(&self.dir) {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    attempts += 1;
+                    let now = Manifest::load(&self.dir)
+                        .ok()
+                        .flatten()
+                        .map(|m| m.generation);
+                    match now {
+                        Some(g) if g != generation && attempts < 8 => generation = g,
+                        Some(_) if e.is_transient() && attempts < 8 => {
+                            std::thread::sleep(std::time::Duration::from_millis(5 << attempts));
+                        }
+                        _ => return Err(e.into()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Backend for DirBackend {
+    fn shown(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    fn store(&self) -> Result<OpenStore, EngineError> {
+        let snapshot = self.snapshot()?;
+        let warnings = damage_warnings(&snapshot);
+        Ok((Arc::new(SnapshotStore(snapshot)), warnings))
+    }
+
+    /// Cached; reopened when a newer generation exists. A damaged index opens with what
+    /// can be read ([`Snapshot::damage`] says what cannot); a damaged manifest is
+    /// recovered again at every call, never cached.
+    fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
+        let current = match Manifest::load(&self.dir) {
+            Ok(Some(m)) => Some(m.generation),
+            // No index, or a damaged one: the snapshot says which (and recovers what it
+            // can of a damaged one).
+            Ok(None) | Err(IndexError::Corrupt { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(s), Some(current)) = (guard.as_ref(), current) {
+            if s.manifest().generation == current && s.damage().manifest.is_none() {
+                return Ok(s.clone());
+            }
+        }
+        let s = Arc::new(self.open_latest(current.unwrap_or(0))?);
+        *guard = Some(s.clone());
+        Ok(s)
+    }
+
+    fn catalog(&self) -> Result<Box<dyn Catalog>, EngineError> {
+        Ok(Box::new(DirCatalog {
+            snap: self.snapshot()?,
+            dir: self.dir.clone(),
+        }))
+    }
+
+    fn committed_config(&self) -> Result<Option<IndexConfig>, EngineError> {
+        Ok(Manifest::load(&self.dir)?.map(|m| m.config))
+    }
+
+    fn creates_index(&self) -> Option<bool> {
+        (!self.dir.join(MANIFEST_FILE).exists()).then(|| self.dir.exists())
+    }
+
+    fn open_sink(&self, config: &IndexConfig) -> Result<Box<dyn Sink>, EngineError> {
+        Ok(Box::new(DirSink {
+            writer: IndexWriter::open(&self.dir, config.clone())?,
+            cache: None,
+        }))
+    }
+
+    fn existing_sink(&self) -> Result<Box<dyn Sink>, EngineError> {
+        let snap = self.snapshot()?;
+        let writer = IndexWriter::open(&self.dir, snap.config().clone())?;
+        Ok(Box::new(DirSink {
+            writer,
+            cache: None,
+        }))
+    }
+
+    /// The index directory itself.
+    fn context_cache_home(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    /// A directory index stores any text.
+    fn check_storable(&self, _doc: &ParsedDocument) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    fn verify(&self) -> Result<VerifyReport, EngineError> {
+        Ok(excerpt_index::verify(&self.dir)?)
+    }
+
+    fn repair(
+        &self,
+        fallback: &dyn Fn() -> Option<IndexConfig>,
+    ) -> Result<RepairReport, EngineError> {
+        let report = IndexWriter::repair(&self.dir, fallback, &AnnOptions::default())?;
+        // The cached snapshot names files the repair may have moved away.
+        *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(report)
+    }
+}
+
+/// The embedded index's writer, staging documents until a commit. One per ingest run.
+struct DirSink {
+    writer: IndexWriter,
+    /// Vectors already in the index, by embedding-input key (built on first need).
+    cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
+}
+
+impl Sink for DirSink {
+    fn delete(&mut self, ids: &[String]) -> Result<Vec<String>, EngineError> {
+        Ok(ids
+            .iter()
+            .filter(|id| self.writer.delete(id))
+            .cloned()
+            .collect())
+    }
+
+    fn check_storable(&self, _doc: &ParsedDocument) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn counts_at_write(&self) -> bool {
+        false
+    }
+
+    fn committed_hash(&self, id: &str) -> Result<Option<String>, EngineError> {
+        Ok(self.writer.committed_hash(id).map(str::to_string))
+    }
+
+    fn stored_vectors(
+        &mut self,
+        keys: &[&String],
+        key_of: &dyn Fn(&str) -> String,
+        headers: bool,
+    ) -> Result<HashMap<String, Vec<f32>>, EngineError> {
+        if self.cache.is_none() {
+            let snap = Arc::new(self.writer.snapshot()?);
+            let mut map = HashMap::new();
+            for (d, doc) in snap.documents().iter().enumerate() {
+                for c in &doc.chunks {
+                    let k = key_of(&indexed_text(doc, c, headers));
+                    map.entry(k).or_insert(ChunkKey::new(d as u32, c.ordinal));
+                }
+            }
+            self.cache = Some((snap, map));
+        }
+        let Some((snap, map)) = self.cache.as_ref() else {
+            return Ok(HashMap::new());
+        };
+        let mut out = HashMap::new();
+        for k in keys {
+            if let Some(&key) = map.get(*k) {
+                let v = snap.vector(key).ok_or_else(|| {
+                    EngineError::Internal(format!(
+                        "internal: cached vector {key:?} missing from the snapshot"
+                    ))
+                })?;
+                out.insert((*k).clone(), v.to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    fn put(
+        &mut self,
+        doc: Document,
+        vectors: Vec<f32>,
+        _chunks: &[(String, String)],
+        sentence_vectors: Option<Vec<f32>>,
+    ) -> Result<Option<Written>, EngineError> {
+        self.writer
+            .put_with_sentences(doc, vectors, sentence_vectors)?;
+        Ok(None)
+    }
+
+    fn commit(&mut self) -> Result<u64, EngineError> {
+        Ok(self.writer.commit()?.generation)
+    }
+
+    fn generation(&self) -> u64 {
+        self.writer.generation()
+    }
+
+    fn discard_new(self: Box<Self>, remove_dir: bool) -> Result<(), EngineError> {
+        Ok(self.writer.discard_uncommitted(remove_dir)?)
+    }
+
+    fn document_count(&self) -> Result<usize, EngineError> {
+        Ok(self.writer.committed_ids().len())
+    }
+}
+
+/// An index directory's catalog: its snapshot, read in memory.
+struct DirCatalog {
+    snap: Arc<Snapshot>,
+    dir: PathBuf,
+}
+
+impl Catalog for DirCatalog {
+    fn page(
+        &self,
+        prefix: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<DocumentSummary>), EngineError> {
+        let matching: Vec<_> = self
+            .snap
+            .documents()
+            .iter()
+            .filter(|d| d.id.starts_with(prefix))
+            .collect();
+        let page = matching
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|d| DocumentSummary::of(d))
+            .collect();
+        Ok((matching.len(), page))
+    }
+
+    fn document(&self, id: &str) -> Result<Option<Arc<Document>>, EngineError> {
+        let snap = &self.snap;
+        Ok(snap.doc_index(id).and_then(|i| snap.doc(i)).cloned())
+    }
+
+    fn has_document(&self, id: &str) -> Result<bool, EngineError> {
+        Ok(self.snap.doc_index(id).is_some())
+    }
+
+    fn generation_and_documents(&self) -> Result<(u64, usize), EngineError> {
+        Ok((self.snap.manifest().generation, self.snap.documents().len()))
+    }
+
+    fn stats(&self) -> Result<IndexStats, EngineError> {
+        let s = self.snap.stats();
+        let cfg = self.snap.config();
+        Ok(IndexStats {
+            generation: s.generation,
+            documents: s.documents,
+            chunks: s.chunks,
+            text_bytes: s.text_bytes,
+            segments: s.segments,
+            disk_bytes: s.disk_bytes,
+            sentence_vectors: s.sentence_vectors,
+            sentence_vector_documents: s.sentence_vector_documents,
+            damaged: !s.damage.is_empty(),
+            damage: s.damage.problems(),
+            unavailable_documents: s.damage.lost_documents(),
+            unavailable_unnamed: s.damage.lost_unnamed(),
+            ..described(self.dir.clone(), cfg)
+        })
+    }
+
+    fn contents(&self) -> Result<IndexContents, EngineError> {
+        Ok(IndexContents::of_snapshot(self.snap.clone()))
+    }
+}
