@@ -560,16 +560,16 @@ pub struct IngestArgs {
     pub commit_every: usize,
     /// Also embed and store a vector for every sentence of new or changed documents, so
     /// `--strategy window` reads them instead of embedding sentences at query time
-    /// (ingest embeds several times more texts; the index grows by 1.5 KB per sentence at
-    /// dimension 384).
+    /// (ingest embeds several times more texts; the index grows by 388 bytes per sentence
+    /// at dimension 384, 8 bits a component).
     #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
     pub sentence_vectors: bool,
     /// Store sentence vectors (implies --sentence-vectors) pooled from the token vectors
     /// of the forward pass that embeds each chunk ("late chunking"): each sentence is
     /// read in the context of its chunk and header, at no extra model work. The sentence
     /// route of `auto` then weighs a sentence's meaning for questions of 14 terms or
-    /// more (long, many-part questions); the index grows by 1.5 KB per sentence. Needs a
-    /// local model.
+    /// more (long, many-part questions); the index grows by 388 bytes per sentence. Needs
+    /// a local model.
     #[arg(long)]
     pub late_chunking: bool,
     /// Make the index mirror the given paths: documents whose source file lies under one

@@ -104,7 +104,7 @@ impl Engine {
     /// An engine over `options.index_dir` (nothing is read yet).
     pub fn new(options: EngineOptions) -> Engine {
         Engine {
-            backend: backend::open(&options),
+            backend: backend::open(&options.index_dir, options.hnsw_ef_search),
             options,
             embedder: OnceLock::new(),
             llm_tokens: OnceLock::new(),
@@ -151,6 +151,12 @@ impl Engine {
             Some(RerankerSpec::Http(cfg)) => Arc::new(HttpReranker::new(cfg.clone())?),
         };
         Ok(Some(self.reranker.get_or_init(|| loaded).clone()))
+    }
+
+    /// The index as messages name it: its directory, or its PostgreSQL URL without the
+    /// password.
+    pub fn index_shown(&self) -> String {
+        self.backend.shown()
     }
 
     /// The PostgreSQL URL the index lives at, when `index_dir` is one.

@@ -39,6 +39,7 @@ pub mod contextualize;
 mod engine;
 mod error;
 mod ingest;
+mod listings;
 mod memo;
 mod posted;
 mod query;
@@ -55,10 +56,13 @@ pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
 pub use posted::{PostedDocument, PostedFormat};
-pub use query::{Mode, QueryRequest, Retrieved};
+pub use query::Retrieved;
 pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
-pub use spec::{context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, QuerySpec};
+pub use spec::{
+    context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode, QueryRequest,
+    QuerySpec,
+};
 
 pub use excerpt_context::{Context, Piece, StrategyConfig, Timings, MAX_BUDGET};
 pub use excerpt_core::{

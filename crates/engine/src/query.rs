@@ -5,93 +5,10 @@ use excerpt_context::{
     assemble, feedback_terms, AssembleRequest, Context, Corpus, Hit, StrategyConfig, Timings,
 };
 use excerpt_core::{ChunkKey, Embedder};
-use excerpt_index::Snapshot;
-use excerpt_retrieve::{
-    Filter, FusionMethod, Retrieval, RetrieveError, RetrieveRequest, SearchRequest, Store,
-    StoreCorpus,
-};
-use serde::{Deserialize, Serialize};
-
-pub use excerpt_retrieve::Mode;
+use excerpt_retrieve::{Filter, Mode, Retrieval, RetrieveError, SearchRequest, Store, StoreCorpus};
 
 use crate::memo::MemoEmbedder;
-use crate::{Engine, EngineError};
-
-/// One query: what to search, how, where, and how to assemble the context.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct QueryRequest {
-    /// The query text.
-    pub text: String,
-    /// First-stage retrieval.
-    #[serde(default)]
-    pub mode: Mode,
-    /// Candidates each search returns before fusion.
-    #[serde(default = "default_candidates")]
-    pub candidates: usize,
-    /// Hits handed to the strategy (`None`: all fused candidates).
-    #[serde(default)]
-    pub top_k: Option<usize>,
-    /// How dense and BM25 lists are fused in hybrid mode.
-    #[serde(default)]
-    pub fusion: FusionMethod,
-    /// Which documents may be returned.
-    #[serde(default)]
-    pub filter: Filter,
-    /// How the context is assembled.
-    #[serde(default)]
-    pub strategy: StrategyConfig,
-    /// LLM tokens for the whole context.
-    #[serde(default = "default_budget")]
-    pub budget: usize,
-    /// Rerank this many of the best fused candidates with the engine's reranker (which
-    /// must be configured); their reranker scores become score and relevance, the rest
-    /// are dropped. `None`: no reranking.
-    #[serde(default)]
-    pub rerank_top: Option<usize>,
-    /// Whether the context reports where the query's time went
-    /// ([`Context::timings`]); off by default, so that a query's output depends on its
-    /// inputs only.
-    #[serde(default)]
-    pub timings: bool,
-}
-
-fn default_candidates() -> usize {
-    100
-}
-fn default_budget() -> usize {
-    2000
-}
-
-impl QueryRequest {
-    /// A request with defaults for everything but the text.
-    pub fn new(text: impl Into<String>) -> Self {
-        QueryRequest {
-            text: text.into(),
-            mode: Mode::default(),
-            candidates: default_candidates(),
-            top_k: None,
-            fusion: FusionMethod::default(),
-            filter: Filter::default(),
-            strategy: StrategyConfig::default(),
-            budget: default_budget(),
-            rerank_top: None,
-            timings: false,
-        }
-    }
-
-    /// The retrieval stage's part of the request.
-    pub fn retrieval(&self) -> RetrieveRequest<'_> {
-        RetrieveRequest {
-            text: &self.text,
-            mode: self.mode,
-            candidates: self.candidates,
-            top_k: self.top_k,
-            fusion: self.fusion,
-            filter: &self.filter,
-            rerank_top: self.rerank_top,
-        }
-    }
-}
+use crate::{Engine, EngineError, QueryRequest};
 
 /// The first stage of a query, reusable by several strategies and budgets.
 #[derive(Clone)]
@@ -226,31 +143,6 @@ fn feedback(
 /// The feedback terms of `text` from the sentences of `keys` in `corpus`.
 fn feedback_from(text: &str, corpus: &dyn Corpus, keys: &[ChunkKey]) -> Vec<(String, f32)> {
     feedback_terms(text, corpus, keys, FEEDBACK_SENTENCES, FEEDBACK_TERMS)
-}
-
-/// Ids named in a query's damage warning before the rest are counted.
-const WARNING_IDS: usize = 20;
-
-/// What a query on `snapshot` may be missing: its damage in one line each.
-pub(crate) fn damage_warnings(snapshot: &Snapshot) -> Vec<String> {
-    let damage = snapshot.damage();
-    if damage.is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    if let Some(m) = &damage.manifest {
-        out.push(format!("the index manifest is damaged: {m}"));
-    }
-    if !damage.segments.is_empty() {
-        out.push(format!(
-            "the index is damaged, {}; run `excerpt repair`",
-            damage.summary(WARNING_IDS)
-        ));
-    } else if damage.manifest.is_some() {
-        out.push("run `excerpt repair`".into());
-    }
-    out.extend(damage.degraded.iter().cloned());
-    out
 }
 
 impl Engine {

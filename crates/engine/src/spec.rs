@@ -11,9 +11,86 @@ use serde::{Deserialize, Serialize};
 
 use excerpt_context::{Context, StrategyConfig};
 pub use excerpt_core::DocumentSummary;
-use excerpt_retrieve::{Filter, FusionMethod, MetaCondition};
+pub use excerpt_retrieve::Mode;
+use excerpt_retrieve::{Filter, FusionMethod, MetaCondition, RetrieveRequest};
 
-use crate::{EngineError, Mode, QueryRequest};
+use crate::EngineError;
+
+/// One query: what to search, how, where, and how to assemble the context.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryRequest {
+    /// The query text.
+    pub text: String,
+    /// First-stage retrieval.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Candidates each search returns before fusion.
+    #[serde(default = "default_candidates")]
+    pub candidates: usize,
+    /// Hits handed to the strategy (`None`: all fused candidates).
+    #[serde(default)]
+    pub top_k: Option<usize>,
+    /// How dense and BM25 lists are fused in hybrid mode.
+    #[serde(default)]
+    pub fusion: FusionMethod,
+    /// Which documents may be returned.
+    #[serde(default)]
+    pub filter: Filter,
+    /// How the context is assembled.
+    #[serde(default)]
+    pub strategy: StrategyConfig,
+    /// LLM tokens for the whole context.
+    #[serde(default = "default_budget")]
+    pub budget: usize,
+    /// Rerank this many of the best fused candidates with the engine's reranker (which
+    /// must be configured); their reranker scores become score and relevance, the rest
+    /// are dropped. `None`: no reranking.
+    #[serde(default)]
+    pub rerank_top: Option<usize>,
+    /// Whether the context reports where the query's time went
+    /// ([`Context::timings`]); off by default, so that a query's output depends on its
+    /// inputs only.
+    #[serde(default)]
+    pub timings: bool,
+}
+
+fn default_candidates() -> usize {
+    100
+}
+fn default_budget() -> usize {
+    2000
+}
+
+impl QueryRequest {
+    /// A request with defaults for everything but the text.
+    pub fn new(text: impl Into<String>) -> Self {
+        QueryRequest {
+            text: text.into(),
+            mode: Mode::default(),
+            candidates: default_candidates(),
+            top_k: None,
+            fusion: FusionMethod::default(),
+            filter: Filter::default(),
+            strategy: StrategyConfig::default(),
+            budget: default_budget(),
+            rerank_top: None,
+            timings: false,
+        }
+    }
+
+    /// The retrieval stage's part of the request.
+    pub fn retrieval(&self) -> RetrieveRequest<'_> {
+        RetrieveRequest {
+            text: &self.text,
+            mode: self.mode,
+            candidates: self.candidates,
+            top_k: self.top_k,
+            fusion: self.fusion,
+            filter: &self.filter,
+            rerank_top: self.rerank_top,
+        }
+    }
+}
 
 /// Which documents a query may return, as spelled by a user.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -15,9 +15,33 @@ use excerpt_retrieve::SnapshotStore;
 
 use super::{described, Backend, Catalog, OpenStore, Sink, Written};
 use crate::contents::IndexContents;
-use crate::query::damage_warnings;
 use crate::spec::{DocumentSummary, IndexStats};
 use crate::EngineError;
+
+/// Ids named in a query's damage warning before the rest are counted.
+const WARNING_IDS: usize = 20;
+
+/// What a query on `snapshot` may be missing: its damage in one line each.
+pub(crate) fn damage_warnings(snapshot: &Snapshot) -> Vec<String> {
+    let damage = snapshot.damage();
+    if damage.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Some(m) = &damage.manifest {
+        out.push(format!("the index manifest is damaged: {m}"));
+    }
+    if !damage.segments.is_empty() {
+        out.push(format!(
+            "the index is damaged, {}; run `excerpt repair`",
+            damage.summary(WARNING_IDS)
+        ));
+    } else if damage.manifest.is_some() {
+        out.push("run `excerpt repair`".into());
+    }
+    out.extend(damage.degraded.iter().cloned());
+    out
+}
 
 /// An index directory, and the snapshot of it last opened.
 pub(super) struct DirBackend {

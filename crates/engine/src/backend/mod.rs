@@ -12,7 +12,7 @@ mod dir;
 mod pg;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use excerpt_core::Document;
@@ -21,7 +21,6 @@ use excerpt_ingest::ParsedDocument;
 use excerpt_retrieve::Store;
 
 use crate::contents::IndexContents;
-use crate::engine::EngineOptions;
 use crate::spec::{DocumentSummary, IndexStats};
 use crate::EngineError;
 
@@ -29,16 +28,16 @@ use crate::EngineError;
 /// directory that a query cannot read around; empty when sound).
 pub type OpenStore = (Arc<dyn Store>, Vec<String>);
 
-/// The backend of `options.index_dir`: PostgreSQL for a `postgres://` URL, else the
+/// The backend of the index at `location`: PostgreSQL for a `postgres://` URL (its
+/// dense searches at `hnsw.ef_search` `ef_search`, `None`: the default), else the
 /// directory. Nothing is opened or connected yet.
-pub(crate) fn open(options: &EngineOptions) -> Box<dyn Backend> {
-    match options
-        .index_dir
+pub(crate) fn open(location: &Path, ef_search: Option<usize>) -> Box<dyn Backend> {
+    match location
         .to_str()
         .filter(|s| excerpt_postgres::is_postgres_url(s))
     {
-        Some(url) => Box::new(pg::PgBackend::new(url, options.hnsw_ef_search)),
-        None => Box::new(dir::DirBackend::new(options.index_dir.clone())),
+        Some(url) => Box::new(pg::PgBackend::new(url, ef_search)),
+        None => Box::new(dir::DirBackend::new(location.to_path_buf())),
     }
 }
 

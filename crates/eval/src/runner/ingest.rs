@@ -56,10 +56,7 @@ pub(super) fn ingest(
         .map(|p| format!("{}: {}", p.path, p.reason))
         .collect();
     let contents = engine.contents()?;
-    let shown = match engine.postgres_url() {
-        Some(url) => std::path::PathBuf::from(excerpt::redact_url(url)),
-        None => engine.index_dir().to_path_buf(),
-    };
+    let shown = std::path::PathBuf::from(engine.index_shown());
     let (documents, texts) = match corpus {
         Corpus::Jsonl { docs, hashes } => {
             let expected = hashes.into_iter().map(|(id, h)| (id, Some(h))).collect();

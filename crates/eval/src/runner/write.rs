@@ -49,10 +49,7 @@ pub(super) fn write(
             .to_string(),
             queries,
             documents: indexed.documents,
-            index: match engine.postgres_url() {
-                Some(url) => excerpt::redact_url(url),
-                None => engine.index_dir().display().to_string(),
-            },
+            index: engine.index_shown(),
             mode: serde_json::to_value(opts.mode)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
