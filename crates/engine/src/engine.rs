@@ -199,7 +199,7 @@ impl Engine {
         self.backend.verify()
     }
 
-    /// Repairs the index ([`IndexWriter::repair`]): drops what cannot be read (naming
+    /// Repairs the index ([`excerpt_index::IndexWriter::repair`]): drops what cannot be read (naming
     /// the documents lost), rebuilds BM25 and the ANN files, and commits a consistent
     /// generation. When the manifest is damaged and no previous generation is on disk,
     /// the segments are read with this engine's model, chunker and headers (the model
