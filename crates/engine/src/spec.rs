@@ -221,30 +221,8 @@ impl QuerySpec {
 /// Parses `rrf[:K]`, `minmax[:ALPHA]` (also `min_max`), `dbsf[:ALPHA]`; `ALPHA` weights
 /// the dense list. The parameters are validated ([`FusionMethod::validate`]).
 pub fn parse_fusion(s: &str) -> Result<FusionMethod, EngineError> {
-    let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-    let num = |default: f32| -> Result<f32, EngineError> {
-        if arg.is_empty() {
-            return Ok(default);
-        }
-        arg.trim().parse::<f32>().map_err(|_| {
-            EngineError::BadRequest(format!("fusion parameter {arg:?} is not a number"))
-        })
-    };
-    let m = match name {
-        "rrf" => FusionMethod::Rrf {
-            k: num(FusionMethod::DEFAULT_RRF_K)?,
-        },
-        "minmax" | "min_max" => FusionMethod::MinMax { alpha: num(0.5)? },
-        "dbsf" => FusionMethod::Dbsf { alpha: num(0.5)? },
-        _ => {
-            return Err(EngineError::BadRequest(format!(
-                "unknown fusion {s:?}: expected rrf[:K], minmax[:ALPHA] or dbsf[:ALPHA]"
-            )))
-        }
-    };
-    m.validate()
-        .map_err(|e| EngineError::BadRequest(format!("fusion {s:?}: {e}")))?;
-    Ok(m)
+    s.parse()
+        .map_err(|e: excerpt_retrieve::FusionError| EngineError::BadRequest(e.to_string()))
 }
 
 /// The JSON value of a context as `excerpt query --format json` prints it and the

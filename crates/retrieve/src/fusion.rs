@@ -114,6 +114,38 @@ impl Default for FusionMethod {
     }
 }
 
+/// A method as front ends spell it (`--fusion`, a request's `fusion`): `rrf[:K]`,
+/// `minmax[:ALPHA]` (or `min_max`), `dbsf[:ALPHA]`; without a parameter, RRF's `k` is
+/// [`FusionMethod::DEFAULT_RRF_K`] and `alpha` is 0.5. The value is validated.
+impl std::str::FromStr for FusionMethod {
+    type Err = FusionError;
+
+    fn from_str(s: &str) -> Result<Self, FusionError> {
+        let (name, arg) = s.split_once(':').unwrap_or((s, ""));
+        let num = |default: f32| -> Result<f32, FusionError> {
+            if arg.is_empty() {
+                return Ok(default);
+            }
+            arg.trim()
+                .parse::<f32>()
+                .map_err(|_| FusionError::NotANumber(arg.to_string()))
+        };
+        let m = match name {
+            "rrf" => FusionMethod::Rrf {
+                k: num(FusionMethod::DEFAULT_RRF_K)?,
+            },
+            "minmax" | "min_max" => FusionMethod::MinMax { alpha: num(0.5)? },
+            "dbsf" => FusionMethod::Dbsf { alpha: num(0.5)? },
+            _ => return Err(FusionError::UnknownMethod(s.to_string())),
+        };
+        m.validate().map_err(|e| FusionError::OutOfRange {
+            spelled: s.to_string(),
+            reason: Box::new(e),
+        })?;
+        Ok(m)
+    }
+}
+
 impl FusionMethod {
     /// The customary RRF constant.
     pub const DEFAULT_RRF_K: f32 = 60.0;
@@ -189,6 +221,20 @@ pub struct WeightedList<'a> {
 /// Invalid fusion parameters or input.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FusionError {
+    /// A spelled method (`FusionMethod`'s `FromStr`) names no method.
+    #[error("unknown fusion {0:?}: expected rrf[:K], minmax[:ALPHA] or dbsf[:ALPHA]")]
+    UnknownMethod(String),
+    /// A spelled method's parameter is not a number.
+    #[error("fusion parameter {0:?} is not a number")]
+    NotANumber(String),
+    /// A spelled method's parameter is out of its range.
+    #[error("fusion {spelled:?}: {reason}")]
+    OutOfRange {
+        /// The method as spelled.
+        spelled: String,
+        /// What is wrong with its parameter.
+        reason: Box<FusionError>,
+    },
     /// RRF `k` must be finite and `> 0`.
     #[error("RRF k must be finite and > 0, got {0}")]
     InvalidK(f32),
@@ -224,7 +270,10 @@ impl FusionError {
     /// the system's ([`ErrorKind::Internal`]).
     pub fn kind(&self) -> ErrorKind {
         match self {
-            FusionError::InvalidK(_)
+            FusionError::UnknownMethod(_)
+            | FusionError::NotANumber(_)
+            | FusionError::OutOfRange { .. }
+            | FusionError::InvalidK(_)
             | FusionError::InvalidAlpha(_)
             | FusionError::InvalidWeight { .. }
             | FusionError::ZeroTotalWeight => ErrorKind::BadInput,
@@ -407,6 +456,38 @@ mod tests {
 
     fn k(doc: u32, ordinal: u32) -> ChunkKey {
         ChunkKey::new(doc, ordinal)
+    }
+
+    #[test]
+    fn spelled_methods_parse_with_their_defaults_and_are_validated() {
+        let parse = |s: &str| s.parse::<FusionMethod>();
+        assert_eq!(parse("rrf").unwrap(), FusionMethod::default());
+        assert_eq!(parse("rrf:20").unwrap(), FusionMethod::Rrf { k: 20.0 });
+        assert_eq!(
+            parse("minmax").unwrap(),
+            FusionMethod::MinMax { alpha: 0.5 }
+        );
+        assert_eq!(
+            parse("min_max: 0.3").unwrap(),
+            FusionMethod::MinMax { alpha: 0.3 }
+        );
+        assert_eq!(parse("dbsf:1").unwrap(), FusionMethod::Dbsf { alpha: 1.0 });
+        assert_eq!(
+            parse("borda").unwrap_err().to_string(),
+            "unknown fusion \"borda\": expected rrf[:K], minmax[:ALPHA] or dbsf[:ALPHA]"
+        );
+        assert_eq!(
+            parse("rrf:x").unwrap_err().to_string(),
+            "fusion parameter \"x\" is not a number"
+        );
+        assert_eq!(
+            parse("minmax:1.5").unwrap_err().to_string(),
+            "fusion \"minmax:1.5\": fusion alpha must be in [0, 1], got 1.5"
+        );
+        assert!(matches!(
+            parse("rrf:0"),
+            Err(FusionError::OutOfRange { reason, .. }) if *reason == FusionError::InvalidK(0.0)
+        ));
     }
 
     #[test]
