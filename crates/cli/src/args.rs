@@ -681,7 +681,7 @@ pub struct RetrievalArgs {
     /// development set (docs/EVAL.md).
     /// Parameters follow a colon: `rse:threshold=0.3,max_len_chunks=8`,
     /// `rse:precision,max_tokens=1000`, `window:threshold=0.6,max_expand=5`,
-    /// `adjacent:window=2` (names as in docs/ARCHITECTURE.md; unknown ones are errors).
+    /// `adjacent:window=2` (the fields of each strategy's parameters, e.g. `RseParams`; unknown ones are errors).
     #[arg(long, short, env = "EXCERPT_STRATEGY", default_value = "auto")]
     pub strategy: String,
     /// LLM-token budget for the excerpts' text (the text format adds a header line per
