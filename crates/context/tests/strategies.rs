@@ -1796,3 +1796,66 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         ctx.notes
     );
 }
+
+#[test]
+fn topk_sentences_long_questions_take_the_long_floor() {
+    // A sentence sharing no word with the question in the best chunk, and one sharing
+    // all of them in a weaker chunk. At the usual floor the words win; for a question of
+    // at least `long_terms` terms with `long_floor` 1 the chunks' relevance alone ranks.
+    let c = TestCorpus::new(vec![build_doc(
+        "a.txt",
+        "A",
+        &[
+            chunk(&["Unrelated words fill this line.\n"]),
+            chunk(&["Gamma delta epsilon zeta eta theta appear here.\n"]),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.6)];
+    let first = |spec: &str, query: &'static str| {
+        let mut r = req(&c, &hits, 100, None, None);
+        r.query = query;
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 100, &WordTokens, true).unwrap();
+        (ctx.pieces[0].text.clone(), ctx.notes.clone())
+    };
+    let long = "gamma delta epsilon zeta eta theta";
+    let base = "topk:unit=sentence,order=score,neighbours=0,feedback=0";
+    let (text, notes) = first(base, long);
+    assert!(text.starts_with("Gamma"), "{text:?}");
+    assert!(
+        !notes.iter().any(|n| n.contains("lexical floor")),
+        "{notes:?}"
+    );
+    let (text, notes) = first(&format!("{base},long_terms=6,long_floor=1"), long);
+    assert!(text.starts_with("Unrelated"), "{text:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("6 terms: lexical floor 1")),
+        "{notes:?}"
+    );
+    // One term short of `long_terms`: the usual floor.
+    let (text, _) = first(&format!("{base},long_terms=7,long_floor=1"), long);
+    assert!(text.starts_with("Gamma"), "{text:?}");
+    // Where stored sentence similarity counts, it stands for meaning instead: no floor
+    // change (with its weight at 0 it counts for nothing, and the floor applies).
+    let with_vectors = TestCorpus::new(c.docs.clone()).with_sentence_vectors();
+    let emb = HashEmbedder::default();
+    let qv = emb.vector(long);
+    let notes = |spec: &str| {
+        let mut r = req(&with_vectors, &hits, 100, None, Some(&qv));
+        r.query = long;
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &with_vectors, &hits, 100, &WordTokens, true).unwrap();
+        ctx.notes
+    };
+    let spec = format!("{base},long_terms=6,long_floor=1,dense_min_terms=6");
+    let n = notes(&spec);
+    assert!(
+        n.iter().any(|n| n.contains("stored sentence vectors")),
+        "{n:?}"
+    );
+    assert!(!n.iter().any(|n| n.contains("lexical floor")), "{n:?}");
+    let n = notes(&format!("{spec},dense_weight=0"));
+    assert!(n.iter().any(|n| n.contains("lexical floor")), "{n:?}");
+}

@@ -56,6 +56,17 @@ pub struct TopkParams {
     /// With `unit = sentence`: the share of its chunk's relevance a sentence keeps when it
     /// shares no term with the query, in [0, 1] (default 0.5).
     pub lexical_floor: f32,
+    /// With `unit = sentence`: the lexical floor instead for a query of at least
+    /// `long_terms` distinct terms (function words aside) when no stored sentence
+    /// similarity counts, in [0, 1] (default 0.6). A question of many terms asks several
+    /// things at once; each sentence of its answer matches a few of its words, and a
+    /// higher floor lets the relevance of a sentence's chunk count for more than the
+    /// words it happens to share (docs/EVAL.md, session 23). Stored sentence vectors
+    /// (`dense_weight`, `dense_min_terms`) give that meaning instead where they count.
+    pub long_floor: f32,
+    /// With `unit = sentence`: the fewest distinct terms that make a query long for
+    /// `long_floor` (default 14).
+    pub long_terms: usize,
     /// With `unit = sentence`: a hit at rank r (0-based) has relevance
     /// `relevance · exp(−r / rank_decay)`, `> 0` (default 30).
     pub rank_decay: f32,
@@ -110,6 +121,8 @@ impl Default for TopkParams {
             order: PieceOrder::Document,
             pool: 10,
             lexical_floor: 0.5,
+            long_floor: 0.6,
+            long_terms: 14,
             rank_decay: 30.0,
             dense_weight: 0.5,
             dense_min_terms: 14,
@@ -135,12 +148,13 @@ impl TopkParams {
         }
     }
 
-    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `dense_weight`, `neighbours` and
-    /// `feedback` in [0, 1], `rank_decay > 0`.
+    /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `long_floor`, `dense_weight`,
+    /// `neighbours` and `feedback` in [0, 1], `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
         check_min("topk", "pool", self.pool, 1)?;
         check_range("topk", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
+        check_range("topk", "long_floor", self.long_floor, 0.0, 1.0)?;
         check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
         check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
         check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
@@ -190,6 +204,8 @@ fn topk_sentences(
         .collect();
     let scoring = SentenceScoring {
         floor: p.lexical_floor,
+        long_floor: p.long_floor,
+        long_terms: p.long_terms,
         dense_weight: p.dense_weight,
         dense_min_terms: p.dense_min_terms,
         clause_chars: p.clause_chars,

@@ -17,6 +17,10 @@ use crate::sentences::units::block_units;
 pub(crate) struct SentenceScoring {
     /// Share of its chunk's relevance a sentence keeps with no query term.
     pub floor: f32,
+    /// The floor instead for queries of at least `long_terms` distinct terms.
+    pub long_floor: f32,
+    /// The fewest distinct terms of a query `long_floor` applies to.
+    pub long_terms: usize,
     /// Weight of stored sentence similarity against the lexical score.
     pub dense_weight: f32,
     /// Stored sentence similarity counts only for queries of this many distinct terms.
@@ -136,6 +140,10 @@ pub(crate) struct SentenceHit {
 /// v(sentence) = r(chunk) · (floor + (1 − floor) · s(sentence))
 /// ```
 ///
+/// `floor` is `long_floor` instead for a query of at least `long_terms` distinct terms
+/// when no stored sentence similarity counted in `s` (the two stand in for each other:
+/// meaning beyond the words, from the sentence's own vector or from its chunk's
+/// relevance).
 /// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
 /// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
@@ -154,7 +162,9 @@ pub(crate) fn best_sentences(
     notes: &mut Vec<String>,
 ) -> Vec<SentenceHit> {
     let SentenceScoring {
-        floor,
+        mut floor,
+        long_floor,
+        long_terms,
         dense_weight,
         dense_min_terms,
         clause_chars,
@@ -182,6 +192,7 @@ pub(crate) fn best_sentences(
         ));
     }
     let distinct: BTreeSet<&String> = query_terms.iter().collect();
+    let mut meaning_used = false;
     if let Some(q) = req
         .query_vector
         .filter(|_| distinct.len() >= dense_min_terms)
@@ -194,8 +205,17 @@ pub(crate) fn best_sentences(
             for (x, d) in s.iter_mut().zip(min_max_scaled(&sims)) {
                 *x = dense_weight * d + (1.0 - dense_weight) * *x;
             }
+            meaning_used = dense_weight > 0.0;
             notes.push("topk: sentence similarity from stored sentence vectors".into());
         }
+    }
+    // A long question without sentence meaning: its chunk's relevance counts for more.
+    if distinct.len() >= long_terms && !meaning_used && long_floor != floor {
+        floor = long_floor;
+        notes.push(format!(
+            "topk: a question of {} terms: lexical floor {long_floor}",
+            distinct.len()
+        ));
     }
     if neighbour_weight > 0.0 {
         s = with_neighbours(req, &cands, &s, neighbour_weight);
