@@ -685,30 +685,14 @@ impl Flush<'_> {
         let late = self.opts.sentence_vectors && self.opts.late_chunking;
         let mut late_sentences: Option<Vec<Vec<f32>>> = None;
         let vectors = if late {
-            // One pass gives the chunks' vectors and their sentences' pools.
-            let Some((chunk_vectors, sentences)) =
-                self.pool_sentences(&batch.docs, &inputs, report)?
+            let Some((fresh_vectors, sentences)) =
+                self.late_vectors(&batch.docs, &inputs, &todo, report, progress)?
             else {
                 // Interrupted: sentence vectors are all or nothing, so is the batch.
                 report.interrupted = true;
                 report.left_out.extend(batch.docs.into_iter().map(|d| d.id));
                 return Ok(());
             };
-            let mut by_key: HashMap<&str, &Vec<f32>> = HashMap::new();
-            for (doc_inputs, doc_vectors) in inputs.iter().zip(&chunk_vectors) {
-                for ((k, _), v) in doc_inputs.iter().zip(doc_vectors) {
-                    by_key.entry(k.as_str()).or_insert(v);
-                }
-            }
-            let fresh_vectors: Option<Vec<Vec<f32>>> = todo
-                .iter()
-                .map(|(k, _)| by_key.get(k).map(|v| (*v).clone()))
-                .collect();
-            let fresh_vectors = fresh_vectors.ok_or_else(|| {
-                EngineError::Internal("late chunking gave no vector for a chunk".into())
-            })?;
-            report.chunks_embedded += fresh_vectors.len();
-            progress.chunks_done(fresh_vectors.len());
             late_sentences = Some(sentences);
             fresh_vectors
         } else {
@@ -769,6 +753,38 @@ impl Flush<'_> {
         let generation = writer.commit()?;
         progress.committed(generation);
         Ok(())
+    }
+
+    /// Late chunking: one forward pass per chunk gives the vectors of the texts `todo`
+    /// (by key) and, per document of `docs`, its sentences' vectors; `None` when the
+    /// ingest was cancelled during the pass.
+    fn late_vectors(
+        &self,
+        docs: &[Document],
+        inputs: &[ChunkInputs],
+        todo: &[(&str, &str)],
+        report: &mut IngestReport,
+        progress: &dyn IngestProgress,
+    ) -> Result<Option<(Vec<Vec<f32>>, Vec<Vec<f32>>)>, EngineError> {
+        let Some((chunk_vectors, sentences)) = self.pool_sentences(docs, inputs, report)? else {
+            return Ok(None);
+        };
+        let mut by_key: HashMap<&str, &Vec<f32>> = HashMap::new();
+        for (doc_inputs, doc_vectors) in inputs.iter().zip(&chunk_vectors) {
+            for ((k, _), v) in doc_inputs.iter().zip(doc_vectors) {
+                by_key.entry(k.as_str()).or_insert(v);
+            }
+        }
+        let fresh: Option<Vec<Vec<f32>>> = todo
+            .iter()
+            .map(|(k, _)| by_key.get(k).map(|v| (*v).clone()))
+            .collect();
+        let fresh = fresh.ok_or_else(|| {
+            EngineError::Internal("late chunking gave no vector for a chunk".into())
+        })?;
+        report.chunks_embedded += fresh.len();
+        progress.chunks_done(fresh.len());
+        Ok(Some((fresh, sentences)))
     }
 
     /// Per document, per chunk: its indexed text and the key of its embedding input.
