@@ -345,13 +345,19 @@ impl Engine {
     /// then each PDF is parsed by `excerpt pdf-worker` in a child process under memory
     /// and time limits (2 GiB, 60 s), so a hostile PDF is skipped instead of taking this
     /// process's memory.
-    #[pyo3(signature = (paths, *, prune=false, pdf_worker=None))]
+    ///
+    /// `late_chunking=True` also stores a vector for every sentence, pooled from the
+    /// forward pass that embeds its chunk (no extra model work; the index grows by about
+    /// 388 bytes a sentence): the default strategy then weighs a sentence's meaning for
+    /// long, many-part questions. Local models only.
+    #[pyo3(signature = (paths, *, prune=false, pdf_worker=None, late_chunking=false))]
     fn ingest<'py>(
         &self,
         py: Python<'py>,
         paths: &Bound<'py, PyAny>,
         prune: bool,
         pdf_worker: Option<PathBuf>,
+        late_chunking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let paths: Vec<PathBuf> = if let Ok(one) = paths.extract::<PathBuf>() {
             vec![one]
@@ -364,6 +370,8 @@ impl Engine {
         };
         let mut opts = IngestOptions {
             prune,
+            sentence_vectors: late_chunking,
+            late_chunking,
             ..IngestOptions::default()
         };
         opts.load.pdf_worker =
@@ -378,11 +386,14 @@ impl Engine {
     /// Ingests documents given in memory: each a dict with `id` and `text`, and
     /// optionally `title`, `metadata` (a dict, matched by `where` filters) and `format`
     /// (`text`, default, `markdown`, `html`, or `pdf` and `docx` with the file
-    /// base64-encoded in `text`). Returns the report as a dict.
+    /// base64-encoded in `text`). Returns the report as a dict. `late_chunking` as for
+    /// [`ingest`](Engine::ingest).
+    #[pyo3(signature = (documents, *, late_chunking=false))]
     fn ingest_documents<'py>(
         &self,
         py: Python<'py>,
         documents: &Bound<'py, PyAny>,
+        late_chunking: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut docs = Vec::new();
         for item in documents
@@ -392,7 +403,12 @@ impl Engine {
             docs.push(parse_document(py, &item?)?);
         }
         let engine = self.inner.clone();
-        let report = interruptible(py, IngestOptions::default(), move |opts| {
+        let opts = IngestOptions {
+            sentence_vectors: late_chunking,
+            late_chunking,
+            ..IngestOptions::default()
+        };
+        let report = interruptible(py, opts, move |opts| {
             engine.ingest_documents(docs, opts, &NoProgress)
         })?;
         to_py(py, &report)

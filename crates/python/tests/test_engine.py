@@ -19,6 +19,25 @@ def test_ingest_reports_and_is_incremental(tmp_path, corpus):
     assert (again["added"], again["unchanged"]) == (0, 3)
 
 
+def test_late_chunking_stores_a_vector_per_sentence(tmp_path, corpus):
+    plain = excerpt.Engine(tmp_path / "plain")
+    plain.ingest(corpus)
+    assert plain.stats()["sentence_vectors"] == 0
+    late = excerpt.Engine(tmp_path / "late")
+    report = late.ingest(corpus, late_chunking=True)
+    assert report["sentences_embedded"] > 0
+    stats = late.stats()
+    assert stats["sentence_vectors"] == report["sentences_embedded"]
+    assert stats["sentence_vector_documents"] == 3
+    docs = excerpt.Engine(tmp_path / "docs")
+    docs.ingest_documents([{"id": "a", "text": CORPUS["keys.md"]}], late_chunking=True)
+    assert docs.stats()["sentence_vector_documents"] == 1
+    # The queries read them: same pieces' guarantees as any index.
+    ctx = late.query("how often are signing keys rotated?", budget=300)
+    for p in ctx.pieces:
+        assert late.document_text(p.doc_id)[p.start : p.end] == p.text
+
+
 def test_query_pieces_are_exact_spans_of_the_source(engine, corpus):
     ctx = engine.query("how often are signing keys rotated?", budget=300)
     assert ctx.pieces, ctx.notes

@@ -76,8 +76,11 @@ class Engine:
         *,
         prune: bool = False,
         pdf_worker: Union[str, os.PathLike[str], None] = None,
+        late_chunking: bool = False,
     ) -> Dict[str, Any]: ...
-    def ingest_documents(self, documents: Iterable[Mapping[str, Any]]) -> Dict[str, Any]: ...
+    def ingest_documents(
+        self, documents: Iterable[Mapping[str, Any]], *, late_chunking: bool = False
+    ) -> Dict[str, Any]: ...
     def query(
         self,
         text: str,
