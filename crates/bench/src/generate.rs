@@ -132,6 +132,7 @@ impl Collection {
             chunker: ChunkerConfig::default(),
             headers: false,
             contextualizer: None,
+            sentence_vectors: None,
         }
     }
 }

@@ -561,7 +561,8 @@ pub struct IngestArgs {
     /// Also embed and store a vector for every sentence of new or changed documents, so
     /// `--strategy window` reads them instead of embedding sentences at query time
     /// (ingest embeds several times more texts; the index grows by 388 bytes per sentence
-    /// at dimension 384, 8 bits a component).
+    /// at dimension 384, 8 bits a component). An index created with it records it, and
+    /// later ingests into it make them too.
     #[arg(long, env = "EXCERPT_SENTENCE_VECTORS")]
     pub sentence_vectors: bool,
     /// Store sentence vectors (implies --sentence-vectors) pooled from the token vectors
@@ -569,7 +570,8 @@ pub struct IngestArgs {
     /// read in the context of its chunk and header, at no extra model work. The sentence
     /// route of `auto` then weighs a sentence's meaning for questions of 14 terms or
     /// more (long, many-part questions); the index grows by 388 bytes per sentence. Needs
-    /// a local model.
+    /// a local model. An index created with it records it, and later ingests into it
+    /// (CLI, HTTP, MCP or Python) pool them too.
     #[arg(long)]
     pub late_chunking: bool,
     /// Make the index mirror the given paths: documents whose source file lies under one

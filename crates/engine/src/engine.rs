@@ -213,6 +213,7 @@ impl Engine {
                 chunker: self.options.chunker.unwrap_or_default(),
                 headers: self.options.headers.unwrap_or(true),
                 contextualizer: None,
+                sentence_vectors: None,
             })
         };
         self.backend.repair(&fallback)

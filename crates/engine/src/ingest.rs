@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use excerpt_core::{content_hash, indexed_text, Document, Embedder};
-use excerpt_index::IndexConfig;
+use excerpt_index::{IndexConfig, SentenceVectors};
 use excerpt_ingest::{
     chunk, load_file_with_progress, walk, ChunkOptions, LoadOptions, ParsedDocument, WalkItem,
     WalkOptions,
@@ -87,16 +87,27 @@ const LATE_CHUNKING_NEEDS_TOKENS: &str = "late chunking needs the token vectors 
 impl Engine {
     /// The index config an ingest writes with: the existing index's, checked against the
     /// options, or a new one from the options. An index with chunk contexts needs the
-    /// same contextualizer on every ingest; one without cannot get one.
+    /// same contextualizer on every ingest; one without cannot get one. Also the
+    /// sentence vectors this run makes: those the options ask for, else those the index
+    /// was created with ([`IndexConfig::sentence_vectors`]).
     fn ingest_config(
         &self,
         embedder: &dyn Embedder,
         opts: &IngestOptions,
-    ) -> Result<IndexConfig, EngineError> {
-        if opts.sentence_vectors && opts.late_chunking && embedder.pool_spans(&[], &[])?.is_none() {
+    ) -> Result<(IndexConfig, Option<SentenceVectors>), EngineError> {
+        let existing = self.backend.committed_config()?;
+        let requested = match (opts.sentence_vectors, opts.late_chunking) {
+            (false, _) => None,
+            (true, false) => Some(SentenceVectors::Separate),
+            (true, true) => Some(SentenceVectors::Late),
+        };
+        let recorded = existing.as_ref().map_or(requested, |c| c.sentence_vectors);
+        let sentence_vectors = requested.or(recorded);
+        if sentence_vectors == Some(SentenceVectors::Late)
+            && embedder.pool_spans(&[], &[])?.is_none()
+        {
             return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
         }
-        let existing = self.backend.committed_config()?;
         let contextualizer = opts.contextualize.as_ref().map(|c| c.index_config());
         if let Some(existing) = &existing {
             let dir = self.backend.shown();
@@ -130,13 +141,15 @@ impl Engine {
             .headers
             .or(existing.as_ref().map(|c| c.headers))
             .unwrap_or(true);
-        Ok(IndexConfig {
+        let config = IndexConfig {
             model_id: embedder.model_id().to_string(),
             dimension: embedder.dimension(),
             chunker,
             headers,
             contextualizer,
-        })
+            sentence_vectors: recorded,
+        };
+        Ok((config, sentence_vectors))
     }
 
     /// The directory whose `contextualize/cache.jsonl` caches the answers of
@@ -155,7 +168,7 @@ impl Engine {
     ) -> Result<Pipeline<'a>, EngineError> {
         let started = Instant::now();
         let embedder = self.embedder()?;
-        let config = self.ingest_config(embedder.as_ref(), opts)?;
+        let (config, sentence_vectors) = self.ingest_config(embedder.as_ref(), opts)?;
         // An index this run creates (and whether its directory was there): removed
         // again when nothing could be ingested.
         let new_index = self.backend.creates_index();
@@ -170,6 +183,7 @@ impl Engine {
                 embedder,
                 config,
                 opts,
+                sentence_vectors,
                 contextualizer,
             },
             batch: Batch::default(),
@@ -467,6 +481,8 @@ struct Flush<'a> {
     embedder: Arc<dyn Embedder>,
     config: IndexConfig,
     opts: &'a IngestOptions,
+    /// The sentence vectors this run makes (the options', else the index's).
+    sentence_vectors: Option<SentenceVectors>,
     /// Writes chunk contexts before embedding, when the index has them.
     contextualizer: Option<Contextualizer>,
 }
@@ -682,7 +698,7 @@ impl Flush<'_> {
         }
         report.chunks_reused += reused;
         progress.chunks_done(reused);
-        let late = self.opts.sentence_vectors && self.opts.late_chunking;
+        let late = self.sentence_vectors == Some(SentenceVectors::Late);
         let mut late_sentences: Option<Vec<Vec<f32>>> = None;
         let vectors = if late {
             let Some((fresh_vectors, sentences)) =
@@ -716,7 +732,7 @@ impl Flush<'_> {
                 ));
             }
             sentences
-        } else if self.opts.sentence_vectors {
+        } else if self.sentence_vectors.is_some() {
             if self.cancelled() {
                 // Sentence vectors are all or nothing per document: an interrupted batch
                 // that still needs them commits nothing more.
@@ -729,7 +745,7 @@ impl Flush<'_> {
             Vec::new()
         }
         .into_iter();
-        let sentence_vectors_on = self.opts.sentence_vectors;
+        let sentence_vectors_on = self.sentence_vectors.is_some();
         for (doc, chunks) in docs.into_iter().zip(kept_inputs) {
             let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
             for (k, _) in chunks {
@@ -765,7 +781,7 @@ impl Flush<'_> {
         todo: &[(&str, &str)],
         report: &mut IngestReport,
         progress: &dyn IngestProgress,
-    ) -> Result<Option<(Vec<Vec<f32>>, Vec<Vec<f32>>)>, EngineError> {
+    ) -> Result<Option<(Rows, Rows)>, EngineError> {
         let Some((chunk_vectors, sentences)) = self.pool_sentences(docs, inputs, report)? else {
             return Ok(None);
         };
@@ -833,6 +849,9 @@ impl Flush<'_> {
 
 /// A document's chunks as embedding inputs: (key, indexed text) per chunk.
 type ChunkInputs = Vec<(String, String)>;
+
+/// Vectors, one per text or per document, each a `Vec`.
+type Rows = Vec<Vec<f32>>;
 
 /// The documents of `batch` to write, with their chunk inputs: those `keep` marks
 /// (wholly embedded); an interrupted batch's others are left out, uncounted, and named

@@ -71,7 +71,8 @@ pub use excerpt_core::{
 };
 pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
 pub use excerpt_index::{
-    Damage, FileCheck, IndexError, RepairReport, SegmentDamage, Snapshot, VerifyReport,
+    Damage, FileCheck, IndexError, RepairReport, SegmentDamage, SentenceVectors, Snapshot,
+    VerifyReport,
 };
 pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
 pub use excerpt_retrieve::{

@@ -568,6 +568,60 @@ fn late_chunking_pools_sentence_vectors_from_their_chunks() {
     }
 }
 
+/// An index created with late chunking records it: a later ingest that does not ask
+/// for sentence vectors makes them the same way, so the index never mixes documents with
+/// and without them by accident; one created without records nothing.
+#[test]
+fn late_chunking_is_recorded_by_the_index_it_creates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    write_file(&docs, "garden.md", GARDEN);
+    let more = tmp.path().join("more");
+    std::fs::create_dir_all(&more).unwrap();
+    write_file(&more, "b.txt", "Roses want rain. Ferns want shade.\n");
+    let late = IngestOptions {
+        sentence_vectors: true,
+        late_chunking: true,
+        ..IngestOptions::default()
+    };
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("late")));
+    engine
+        .ingest(std::slice::from_ref(&docs), &late, &NoProgress)
+        .unwrap();
+    let report = engine
+        .ingest(
+            std::slice::from_ref(&more),
+            &IngestOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(report.sentences_embedded, 2, "{report:?}");
+    let snap = engine.snapshot().unwrap();
+    assert_eq!(
+        snap.config().sentence_vectors,
+        Some(excerpt::SentenceVectors::Late)
+    );
+    assert_eq!(snap.stats().sentence_vector_documents, 2);
+    let manifest = std::fs::read_to_string(tmp.path().join("late/MANIFEST.json")).unwrap();
+    assert!(
+        manifest.contains("\"sentence_vectors\": \"late\""),
+        "{manifest}"
+    );
+
+    let plain = Engine::new(EngineOptions::new(tmp.path().join("plain")));
+    plain
+        .ingest(&[docs], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    // Asked for later, they are made for that ingest's documents only.
+    let report = plain.ingest(&[more], &late, &NoProgress).unwrap();
+    assert_eq!(report.sentences_embedded, 2);
+    let snap = plain.snapshot().unwrap();
+    assert_eq!(snap.config().sentence_vectors, None);
+    assert_eq!(snap.stats().sentence_vector_documents, 1);
+}
+
 /// Late chunking needs token vectors, which a remote embedding endpoint does not give:
 /// the ingest says so and writes nothing.
 #[test]

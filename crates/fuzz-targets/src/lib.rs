@@ -133,6 +133,7 @@ fn template() -> &'static Path {
             chunker: ChunkerConfig::Chars { size: 16 },
             headers: false,
             contextualizer: None,
+            sentence_vectors: None,
         };
         let mut w = IndexWriter::open(dir.path(), config).expect("a writer");
         for (id, text) in [

@@ -44,8 +44,8 @@ pub use dense::top_k_rows;
 pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use manifest::{
-    AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, FORMAT_VERSION,
-    MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
+    AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, SentenceVectors,
+    FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
 };
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
 pub use svec::SentenceRows;

@@ -50,6 +50,17 @@ impl std::fmt::Display for ContextualizerConfig {
     }
 }
 
+/// How the sentence vectors of an index's documents are made (`excerpt ingest
+/// --sentence-vectors` or `--late-chunking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SentenceVectors {
+    /// Each sentence embedded on its own.
+    Separate,
+    /// Pooled from the token vectors of the forward pass that embeds its chunk.
+    Late,
+}
+
 /// Settings fixed when an index is created: every vector and chunk in it was made this way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexConfig {
@@ -65,6 +76,11 @@ pub struct IndexConfig {
     /// The LLM that wrote chunk contexts, if any (absent in indexes made without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contextualizer: Option<ContextualizerConfig>,
+    /// Sentence vectors asked for by the ingest that created the index: later ingests
+    /// make them the same way unless they ask for the other kind (absent: only an
+    /// ingest that asks makes them). Not compared between writers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentence_vectors: Option<SentenceVectors>,
 }
 
 /// One immutable segment named by the manifest.

@@ -108,6 +108,7 @@ fn ivf_is_built_by_size_and_keeps_recall() {
         chunker: ChunkerConfig::Chars { size: 16 },
         headers: false,
         contextualizer: None,
+        sentence_vectors: None,
     };
     let mut rng = Rng(0x5eed);
     let centers: Vec<Vec<f32>> = (0..64)

@@ -16,6 +16,7 @@ fn config() -> IndexConfig {
         chunker: excerpt_core::ChunkerConfig::default(),
         headers: false,
         contextualizer: None,
+        sentence_vectors: None,
     }
 }
 

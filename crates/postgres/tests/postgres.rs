@@ -27,6 +27,7 @@ fn config(model: &str) -> IndexConfig {
         chunker: excerpt_core::ChunkerConfig::default(),
         headers: false,
         contextualizer: None,
+        sentence_vectors: None,
     }
 }
 

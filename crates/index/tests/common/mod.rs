@@ -15,6 +15,7 @@ pub fn config() -> IndexConfig {
         chunker: ChunkerConfig::Chars { size: 16 },
         headers: true,
         contextualizer: None,
+        sentence_vectors: None,
     }
 }
 
