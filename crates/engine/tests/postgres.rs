@@ -129,3 +129,47 @@ fn every_strategy_runs_on_postgres_and_dense_matches_the_directory_index() {
         .unwrap_err();
     assert!(err.to_string().contains("chunker"), "{err}");
 }
+
+/// A PostgreSQL index created with late chunking records it in its config row, as an
+/// index directory does: a later ingest that does not ask pools sentence vectors too.
+#[test]
+fn late_chunking_is_recorded_by_a_postgres_index() {
+    let Some(url) = excerpt_testkit::postgres::database("late") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    write_docs(&docs);
+    let more = tmp.path().join("more");
+    write_file(
+        &more,
+        "ferns.txt",
+        "Ferns want shade. They like damp soil.\n",
+    );
+    let pg = Engine::new(options(&url));
+    let late = IngestOptions {
+        sentence_vectors: true,
+        late_chunking: true,
+        ..IngestOptions::default()
+    };
+    pg.ingest(&[docs], &late, &NoProgress).unwrap();
+    let report = pg
+        .ingest(&[more], &IngestOptions::default(), &NoProgress)
+        .unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(report.sentences_embedded, 2, "{report:?}");
+    let stats = pg.stats().unwrap();
+    assert_eq!(stats.sentence_vector_documents, 4);
+    // A second engine reads the recorded choice from the database.
+    let again = Engine::new(options(&url));
+    let report = again
+        .ingest_documents(
+            excerpt::load_str(excerpt::DocFormat::Text, "x.txt", "One line. Two lines.")
+                .unwrap()
+                .documents,
+            &IngestOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+    assert_eq!(report.sentences_embedded, 2, "{report:?}");
+}
