@@ -174,6 +174,10 @@ pub(crate) struct Selection<'a> {
     /// Largest gap, in characters, that an added range bridges to a run of the same
     /// section (0: none; see [`Selection::try_add`]).
     pub bridge: usize,
+    /// In [`PieceOrder::Score`], the share of the stronger score the weaker of two runs
+    /// on consecutive lines needs for them to merge ([`LINE_JOIN_SHARE`] unless a
+    /// strategy sets it).
+    pub join_share: f32,
 }
 
 impl<'a> Selection<'a> {
@@ -188,6 +192,7 @@ impl<'a> Selection<'a> {
             smallest_rejected: None,
             order: PieceOrder::Document,
             bridge: 0,
+            join_share: LINE_JOIN_SHARE,
         }
     }
 
@@ -245,11 +250,12 @@ impl<'a> Selection<'a> {
         // In score order a run ends at a line break unless the text of the next line is
         // worth nearly as much (see the type's documentation).
         let by_score = self.order == PieceOrder::Score;
+        let share = self.join_share;
         let apart = |at: usize, run: f32| {
             by_score
                 && at > 0
                 && doc.text.as_bytes()[at - 1] == b'\n'
-                && score.min(run) < LINE_JOIN_SHARE * score.max(run)
+                && score.min(run) < share * score.max(run)
         };
         let runs = self.runs.entry(doc_idx).or_default();
         let lo = runs.partition_point(|r| {

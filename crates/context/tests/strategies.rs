@@ -1859,3 +1859,38 @@ fn topk_sentences_long_questions_take_the_long_floor() {
     let n = notes(&format!("{spec},dense_weight=0"));
     assert!(n.iter().any(|n| n.contains("lexical floor")), "{n:?}");
 }
+
+#[test]
+fn topk_sentences_long_questions_join_touching_lines() {
+    // In score order two touching lines of unequal worth stay two pieces; for a question
+    // of at least `long_terms` terms with `long_join` 0 they read as one passage.
+    let c = TestCorpus::new(vec![build_doc(
+        "a.txt",
+        "A",
+        &[chunk(&[
+            "Zeta options are kept secret.\n",
+            "Filler words of zeta.\n",
+        ])],
+    )]);
+    let hits = vec![hit(0, 0, 0.9)];
+    let pieces = |spec: &str| {
+        let mut r = req(&c, &hits, 100, None, None);
+        r.query = "zeta options";
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 100, &WordTokens, true).unwrap();
+        ctx.pieces
+            .iter()
+            .map(|p| p.text.clone())
+            .collect::<Vec<_>>()
+    };
+    let base = "topk:unit=sentence,order=score,neighbours=0,feedback=0,long_join=0";
+    assert_eq!(
+        pieces(&format!("{base},long_terms=3")),
+        ["Zeta options are kept secret.\n", "Filler words of zeta.\n"]
+    );
+    assert_eq!(
+        pieces(&format!("{base},long_terms=2")),
+        ["Zeta options are kept secret.\nFiller words of zeta.\n"]
+    );
+}

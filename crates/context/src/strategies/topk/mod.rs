@@ -64,8 +64,8 @@ pub struct TopkParams {
     /// words it happens to share (docs/EVAL.md, session 23). Stored sentence vectors
     /// (`dense_weight`, `dense_min_terms`) give that meaning instead where they count.
     pub long_floor: f32,
-    /// With `unit = sentence`: the fewest distinct terms that make a query long for
-    /// `long_floor` (default 14).
+    /// With `unit = sentence`: the fewest distinct terms that make a query long, for
+    /// `long_floor` and `long_join` (default 14).
     pub long_terms: usize,
     /// With `unit = sentence`: a hit at rank r (0-based) has relevance
     /// `relevance · exp(−r / rank_decay)`, `> 0` (default 30).
@@ -111,6 +111,14 @@ pub struct TopkParams {
     /// fits the budget (default 0: units are taken alone; docs/EVAL.md measures 300,
     /// which reads better on documentation and costs contracts with headings).
     pub bridge: usize,
+    /// With `unit = sentence` and `order = score`: the share of the stronger score the
+    /// weaker of two units on consecutive lines needs to be merged with it, for a query
+    /// of at least `long_terms` distinct terms, in [0, 1] (default 0: touching lines
+    /// always read as one piece; any other query keeps the selection's 0.8, so that a
+    /// good sentence does not carry a weaker line to the front). The answer to a
+    /// many-part question is a passage, read better whole than line by line
+    /// (docs/EVAL.md, session 23).
+    pub long_join: f32,
 }
 
 impl Default for TopkParams {
@@ -133,6 +141,7 @@ impl Default for TopkParams {
             lead_outs: true,
             feedback: 1.0,
             bridge: 0,
+            long_join: 0.0,
         }
     }
 }
@@ -155,6 +164,7 @@ impl TopkParams {
         check_min("topk", "pool", self.pool, 1)?;
         check_range("topk", "lexical_floor", self.lexical_floor, 0.0, 1.0)?;
         check_range("topk", "long_floor", self.long_floor, 0.0, 1.0)?;
+        check_range("topk", "long_join", self.long_join, 0.0, 1.0)?;
         check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
         check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
         check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
@@ -182,11 +192,24 @@ impl Assembler for TopkParams {
             TopkUnit::Chunk => topk(self, hits, req, sel, notes),
             TopkUnit::Sentence => {
                 sel.bridge = self.bridge;
+                if self.long_join != sel.join_share && is_long(req.query, self.long_terms) {
+                    sel.join_share = self.long_join;
+                }
                 topk_sentences(self, hits, req, sel, notes);
             }
         }
         Ok(())
     }
+}
+
+/// Whether `query` has at least `long_terms` distinct terms (function words aside).
+fn is_long(query: &str, long_terms: usize) -> bool {
+    let terms = crate::sentences::lexical::terms(query);
+    terms
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        >= long_terms
 }
 
 /// `unit = sentence`: see the module documentation.
