@@ -1894,3 +1894,35 @@ fn topk_sentences_long_questions_join_touching_lines() {
         ["Zeta options are kept secret.\nFiller words of zeta.\n"]
     );
 }
+
+#[test]
+fn topk_sentences_long_questions_pool_more_hits_at_large_budgets() {
+    // Twelve one-sentence chunks, all hits: `pool` of them compete, and for a question of
+    // at least `long_terms` terms `pool` per `long_pool_tokens` of budget.
+    let specs: Vec<ChunkSpec> = (0..12)
+        .map(|i| {
+            let s = format!("c{i} alpha beta.\n");
+            chunk(&[s.as_str()])
+        })
+        .collect();
+    let c = TestCorpus::new(vec![build_doc("a.txt", "A", &specs)]);
+    let hits: Vec<Hit> = (0..12).map(|i| hit(0, i, 0.9 - i as f32 * 0.01)).collect();
+    let pieces = |spec: &str| {
+        let mut r = req(&c, &hits, 200, None, None);
+        r.query = "alpha beta";
+        let cfg: StrategyConfig = spec.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 200, &WordTokens, true).unwrap();
+        ctx.pieces
+            .iter()
+            .map(|p| p.text.lines().count())
+            .sum::<usize>()
+    };
+    let base = "topk:unit=sentence,order=score,neighbours=0,feedback=0,pool=2,long_pool_tokens=50";
+    assert_eq!(pieces(&format!("{base},long_terms=3")), 2);
+    assert_eq!(pieces(&format!("{base},long_terms=2")), 8);
+    assert_eq!(
+        pieces(&format!("{base},long_terms=2,long_pool_tokens=0")),
+        2
+    );
+}

@@ -65,7 +65,7 @@ pub struct TopkParams {
     /// (`dense_weight`, `dense_min_terms`) give that meaning instead where they count.
     pub long_floor: f32,
     /// With `unit = sentence`: the fewest distinct terms that make a query long, for
-    /// `long_floor` and `long_join` (default 14).
+    /// `long_floor`, `long_join` and `long_pool_tokens` (default 14).
     pub long_terms: usize,
     /// With `unit = sentence`: a hit at rank r (0-based) has relevance
     /// `relevance · exp(−r / rank_decay)`, `> 0` (default 30).
@@ -119,6 +119,12 @@ pub struct TopkParams {
     /// many-part question is a passage, read better whole than line by line
     /// (docs/EVAL.md, session 23).
     pub long_join: f32,
+    /// With `unit = sentence`: for a query of at least `long_terms` distinct terms, the
+    /// pool grows with the budget: `pool` hits per this many tokens of budget, never
+    /// fewer than `pool` (default 1000: 20 hits at 2000 tokens; 0: the pool does not
+    /// grow). A many-part answer at a large budget draws on more chunks than the best
+    /// ten (docs/EVAL.md, session 23).
+    pub long_pool_tokens: usize,
 }
 
 impl Default for TopkParams {
@@ -142,6 +148,7 @@ impl Default for TopkParams {
             feedback: 1.0,
             bridge: 0,
             long_join: 0.0,
+            long_pool_tokens: 1000,
         }
     }
 }
@@ -220,9 +227,13 @@ fn topk_sentences(
     sel: &mut Selection<'_>,
     notes: &mut Vec<String>,
 ) {
+    let mut n = p.pool;
+    if p.long_pool_tokens > 0 && is_long(req.query, p.long_terms) {
+        n = n.max(p.pool * req.budget / p.long_pool_tokens);
+    }
     let pool: Vec<_> = hits
         .iter()
-        .take(p.pool)
+        .take(n)
         .map(|h| (h.key, h.relevance * (-(h.rank as f32) / p.rank_decay).exp()))
         .collect();
     let scoring = SentenceScoring {
@@ -240,7 +251,7 @@ fn topk_sentences(
     // Candidates a strategy added itself are no piece's hits.
     let added: Vec<_> = hits
         .iter()
-        .take(p.pool)
+        .take(n)
         .filter(|h| !h.retrieved)
         .map(|h| h.key)
         .collect();
