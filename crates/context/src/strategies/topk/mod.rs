@@ -199,10 +199,11 @@ impl Assembler for TopkParams {
             TopkUnit::Chunk => topk(self, hits, req, sel, notes),
             TopkUnit::Sentence => {
                 sel.bridge = self.bridge;
-                if self.long_join != sel.join_share && is_long(req.query, self.long_terms) {
+                let long = is_long(req.query, self.long_terms);
+                if long {
                     sel.join_share = self.long_join;
                 }
-                topk_sentences(self, hits, req, sel, notes);
+                topk_sentences(self, long, hits, req, sel, notes);
             }
         }
         Ok(())
@@ -219,16 +220,18 @@ fn is_long(query: &str, long_terms: usize) -> bool {
         >= long_terms
 }
 
-/// `unit = sentence`: see the module documentation.
+/// `unit = sentence`: see the module documentation. `long`: the query has at least
+/// `long_terms` distinct terms.
 fn topk_sentences(
     p: &TopkParams,
+    long: bool,
     hits: &[RHit],
     req: &AssembleRequest<'_>,
     sel: &mut Selection<'_>,
     notes: &mut Vec<String>,
 ) {
     let mut n = p.pool;
-    if p.long_pool_tokens > 0 && is_long(req.query, p.long_terms) {
+    if long && p.long_pool_tokens > 0 {
         n = n.max(p.pool * req.budget / p.long_pool_tokens);
     }
     let pool: Vec<_> = hits
@@ -238,8 +241,7 @@ fn topk_sentences(
         .collect();
     let scoring = SentenceScoring {
         floor: p.lexical_floor,
-        long_floor: p.long_floor,
-        long_terms: p.long_terms,
+        floor_for_long: long.then_some(p.long_floor),
         dense_weight: p.dense_weight,
         dense_min_terms: p.dense_min_terms,
         clause_chars: p.clause_chars,

@@ -17,10 +17,9 @@ use crate::sentences::units::block_units;
 pub(crate) struct SentenceScoring {
     /// Share of its chunk's relevance a sentence keeps with no query term.
     pub floor: f32,
-    /// The floor instead for queries of at least `long_terms` distinct terms.
-    pub long_floor: f32,
-    /// The fewest distinct terms of a query `long_floor` applies to.
-    pub long_terms: usize,
+    /// The floor instead when the query is long (`None`: it is not), unless stored
+    /// sentence similarity counts.
+    pub floor_for_long: Option<f32>,
     /// Weight of stored sentence similarity against the lexical score.
     pub dense_weight: f32,
     /// Stored sentence similarity counts only for queries of this many distinct terms.
@@ -140,7 +139,7 @@ pub(crate) struct SentenceHit {
 /// v(sentence) = r(chunk) · (floor + (1 − floor) · s(sentence))
 /// ```
 ///
-/// `floor` is `long_floor` instead for a query of at least `long_terms` distinct terms
+/// `floor` is `floor_for_long` instead for a long query (see `TopkParams::long_terms`)
 /// when no stored sentence similarity counted in `s` (the two stand in for each other:
 /// meaning beyond the words, from the sentence's own vector or from its chunk's
 /// relevance).
@@ -163,8 +162,7 @@ pub(crate) fn best_sentences(
 ) -> Vec<SentenceHit> {
     let SentenceScoring {
         mut floor,
-        long_floor,
-        long_terms,
+        floor_for_long,
         dense_weight,
         dense_min_terms,
         clause_chars,
@@ -210,7 +208,7 @@ pub(crate) fn best_sentences(
         }
     }
     // A long question without sentence meaning: its chunk's relevance counts for more.
-    if distinct.len() >= long_terms && !meaning_used && long_floor != floor {
+    if let Some(long_floor) = floor_for_long.filter(|&f| f != floor && !meaning_used) {
         floor = long_floor;
         notes.push(format!(
             "topk: a question of {} terms: lexical floor {long_floor}",
