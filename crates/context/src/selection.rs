@@ -159,6 +159,7 @@ pub(crate) const LINE_JOIN_SHARE: f32 = 0.8;
 /// least [`LINE_JOIN_SHARE`] of the stronger, so a reader who stops early has read the
 /// best lines, not the weaker lines that one good sentence would otherwise carry to the
 /// front; lines worth about as much stay one piece. Overlapping ranges always merge.
+#[derive(Clone)]
 pub(crate) struct Selection<'a> {
     corpus: &'a dyn Corpus,
     counter: &'a dyn LlmTokens,
@@ -198,6 +199,22 @@ impl<'a> Selection<'a> {
 
     pub fn is_empty(&self) -> bool {
         self.runs.values().all(Vec::is_empty)
+    }
+
+    /// The chunks the runs cover, per run: (document position, first, last chunk
+    /// ordinal), in document order.
+    pub fn run_chunks(&self) -> Vec<(u32, usize, usize)> {
+        let mut out = Vec::new();
+        for (&d, runs) in &self.runs {
+            let Some(doc) = self.corpus.document(d) else {
+                continue;
+            };
+            for r in runs {
+                let (first, last) = chunks_of(doc, r.range);
+                out.push((d, first, last));
+            }
+        }
+        out
     }
 
     /// Budget left.
@@ -400,15 +417,21 @@ fn section_at(doc: &Document, at: usize) -> Option<SectionId> {
     doc.chunks.get(i).and_then(|c| c.section)
 }
 
-fn make_piece(doc: &Document, r: Run) -> Piece {
+/// The first and last chunk ordinals `range` of `doc` overlaps.
+fn chunks_of(doc: &Document, range: TextRange) -> (usize, usize) {
     let first = doc
         .chunks
-        .partition_point(|c| c.range.byte_end <= r.range.byte_start);
+        .partition_point(|c| c.range.byte_end <= range.byte_start);
     let last = doc
         .chunks
-        .partition_point(|c| c.range.byte_start < r.range.byte_end)
+        .partition_point(|c| c.range.byte_start < range.byte_end)
         .saturating_sub(1)
         .max(first);
+    (first, last)
+}
+
+fn make_piece(doc: &Document, r: Run) -> Piece {
+    let (first, last) = chunks_of(doc, r.range);
     let section = doc
         .chunks
         .get(first)

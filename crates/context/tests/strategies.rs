@@ -1926,3 +1926,109 @@ fn topk_sentences_long_questions_pool_more_hits_at_large_budgets() {
         2
     );
 }
+
+#[test]
+fn auto_leads_a_long_question_with_the_best_run_of_chunks() {
+    // No headings, so the extent step cannot fire; the best hits are neighbours.
+    let specs: Vec<ChunkSpec> = (0..8)
+        .map(|i| {
+            let a = format!("part{i} alpha beta gamma. ");
+            let b = format!("plain words here {i}. ");
+            chunk(&[a.as_str(), b.as_str()])
+        })
+        .collect();
+    let c = TestCorpus::new(vec![build_doc("long.md", "L", &specs)]);
+    let hits = vec![hit(0, 3, 0.9), hit(0, 4, 0.85), hit(0, 0, 0.5)];
+    let long = "why and how do alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi work together";
+    let mut r = req(&c, &hits, 24, None, None);
+    r.query = long;
+    let run = |spec: &str, r: &AssembleRequest<'_>| {
+        let ctx = assemble(&spec.parse().unwrap(), r).unwrap();
+        check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
+        ctx
+    };
+    let on = run("auto", &r);
+    assert!(
+        on.notes.iter().any(|n| n.contains("rse's best segment")),
+        "{:?}",
+        on.notes
+    );
+    let first = &on.pieces[0];
+    assert_eq!(
+        (first.first_chunk, first.last_chunk),
+        (3, 4),
+        "{:?}",
+        on.pieces
+    );
+    assert_eq!(
+        first.text,
+        "part3 alpha beta gamma. plain words here 3. part4 alpha beta gamma. plain words here 4. "
+    );
+    // Off, a short question, or a segment that would leave the sentences less than a
+    // tenth of the budget: no segment first.
+    let off = run("auto:long_segment=false", &r);
+    assert!(
+        !off.notes.iter().any(|n| n.contains("segment")),
+        "{:?}",
+        off.notes
+    );
+    let short = run(
+        "auto",
+        &AssembleRequest {
+            query: "alpha beta",
+            ..r
+        },
+    );
+    assert!(
+        !short.notes.iter().any(|n| n.contains("segment")),
+        "{:?}",
+        short.notes
+    );
+    let tight = run("auto:long_segment_share=0.5", &r);
+    assert!(
+        tight
+            .notes
+            .iter()
+            .any(|n| n.contains("no run of 2 or more chunks")),
+        "{:?}",
+        tight.notes
+    );
+    // A single chunk is not a run.
+    let one = vec![hit(0, 3, 0.9), hit(0, 0, 0.5)];
+    let ctx = run("auto", &AssembleRequest { hits: &one, ..r });
+    assert!(
+        ctx.notes
+            .iter()
+            .any(|n| n.contains("no run of 2 or more chunks")),
+        "{:?}",
+        ctx.notes
+    );
+    assert!("auto:long_segment_chunks=0"
+        .parse::<StrategyConfig>()
+        .and_then(|c| c.validate())
+        .is_err());
+}
+
+#[test]
+fn auto_takes_no_segment_first_when_a_long_question_names_a_section() {
+    let specs = [
+        sec(1, "Liquidity", &["Cash flow alpha beta gamma rose. "]),
+        chunk(&["Cash flow alpha beta gamma stayed. "]),
+        sec(
+            1,
+            "Consolidated Statements of Cash Flows",
+            &["Net loss (660) (403)\n"],
+        ),
+    ];
+    let c = TestCorpus::new(vec![build_doc("f.pdf", "F", &specs)]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.85)];
+    let mut r = req(&c, &hits, 30, None, None);
+    r.query = "according to the consolidated statements of cash flows what alpha beta gamma delta epsilon zeta eta theta iota kappa figures";
+    let ctx = assemble(&"auto".parse().unwrap(), &r).unwrap();
+    check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
+    assert!(
+        ctx.notes.iter().any(|n| n.contains("naming a section")),
+        "{:?}",
+        ctx.notes
+    );
+}

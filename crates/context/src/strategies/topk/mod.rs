@@ -211,7 +211,7 @@ impl Assembler for TopkParams {
 }
 
 /// Whether `query` has at least `long_terms` distinct terms (function words aside).
-fn is_long(query: &str, long_terms: usize) -> bool {
+pub(crate) fn is_long(query: &str, long_terms: usize) -> bool {
     let terms = crate::sentences::lexical::terms(query);
     terms
         .iter()
