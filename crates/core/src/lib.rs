@@ -57,6 +57,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 pub use offsets::{CharIndex, TextRange};
-pub use query::{Corpus, Hit, Timings};
+pub use query::{Context, Corpus, Hit, Piece, PieceOrder, Timings};
 pub use rerank::Reranker;
 pub use vector::{normalize, NORM_EPSILON};

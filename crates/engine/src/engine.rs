@@ -159,14 +159,6 @@ impl Engine {
         self.backend.shown()
     }
 
-    /// The PostgreSQL URL the index lives at, when `index_dir` is one.
-    pub fn postgres_url(&self) -> Option<&str> {
-        self.options
-            .index_dir
-            .to_str()
-            .filter(|s| excerpt_postgres::is_postgres_url(s))
-    }
-
     /// The store queries read: the latest committed state of the index, with what it
     /// may be missing (damage warnings of an index directory, one line each).
     pub fn store(&self) -> Result<OpenStore, EngineError> {

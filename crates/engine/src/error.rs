@@ -91,6 +91,16 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// Whether the error says there is no index yet (nothing ingested), on any backend:
+    /// what a health check or an empty listing treats as a state, not a failure.
+    pub fn is_no_index(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Index(excerpt_index::IndexError::NotFound { .. })
+                | EngineError::Postgres(excerpt_postgres::PgError::NoIndex { .. })
+        )
+    }
+
     /// Whose fault it is: a lower crate's error (and a failed contextualizer) reports
     /// its own kind; bad requests and contextualizer mismatches are
     /// [`ErrorKind::BadInput`]; broken invariants and cancellation

@@ -103,6 +103,16 @@ fn hybrid_query_then_rerank() {
     assert!(err.contains("no reranker is configured"), "{err}");
 }
 
+#[test]
+fn no_index_yet_is_told_apart_from_other_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("none")));
+    let err = engine.documents().unwrap_err();
+    assert!(err.is_no_index(), "{err}");
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert!(!EngineError::BadRequest("x".into()).is_no_index());
+}
+
 /// A fake OpenAI-compatible chat server for `--contextualize`: answers "This passage is
 /// about qq<first word of the passage>qq." (a word no source contains), reports usage
 /// (prompt words, answer words), and fails its very first request with a 500.

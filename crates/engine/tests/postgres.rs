@@ -42,11 +42,12 @@ fn every_strategy_runs_on_postgres_and_dense_matches_the_directory_index() {
     let dir_index = tmp.path().join("idx");
     let local = Engine::new(options(dir_index.to_str().unwrap()));
     let pg = Engine::new(options(&url));
-    assert_eq!(pg.postgres_url(), Some(url.as_str()));
+    assert_eq!(pg.index_shown(), excerpt::redact_url(&url));
 
     // An empty database is no index yet (not a model mismatch).
     let err = pg.query(&QueryRequest::new("owls")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert!(err.is_no_index(), "{err}");
     assert!(err.to_string().contains("ingest documents first"), "{err}");
 
     let paths = [docs.clone()];

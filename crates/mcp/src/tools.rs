@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use excerpt::{
-    render, Engine, EngineError, FilterSpec, IndexError, NoProgress, PostedDocument, QuerySpec,
-    RenderFormat,
+    render, Engine, EngineError, FilterSpec, NoProgress, PostedDocument, QuerySpec, RenderFormat,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -274,11 +273,10 @@ impl std::fmt::Debug for ExcerptMcp {
 /// What a model is told when a call fails: the engine's message, with what to do when
 /// the index does not exist yet.
 fn tool_error(e: EngineError) -> String {
-    match e {
-        EngineError::Index(IndexError::NotFound { .. }) => {
-            format!("{e}: the index is empty; nothing has been ingested yet")
-        }
-        e => e.to_string(),
+    if e.is_no_index() {
+        format!("{e}: the index is empty; nothing has been ingested yet")
+    } else {
+        e.to_string()
     }
 }
 
@@ -481,7 +479,7 @@ answers: use search for that.",
             let (total, page) = match engine.documents_page(&prefix, offset, limit) {
                 Ok(p) => p,
                 // No index yet: nothing to list.
-                Err(EngineError::Index(IndexError::NotFound { .. })) => {
+                Err(e) if e.is_no_index() => {
                     return Ok(DocumentList {
                         total: 0,
                         offset,

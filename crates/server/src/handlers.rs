@@ -9,8 +9,7 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
-    context_value, render, DocumentSummary, EngineError, IndexError, NoProgress, PostedDocument,
-    QuerySpec, RenderFormat,
+    context_value, render, DocumentSummary, NoProgress, PostedDocument, QuerySpec, RenderFormat,
 };
 use excerpt_context::Context;
 use excerpt_ingest::ParsedDocument;
@@ -412,7 +411,7 @@ pub(crate) async fn list_documents(
     let (total, list) = blocking(
         move || match engine.documents_page(&prefix, offset, limit) {
             Ok(page) => Ok(page),
-            Err(EngineError::Index(IndexError::NotFound { .. })) => Ok((0, Vec::new())),
+            Err(e) if e.is_no_index() => Ok((0, Vec::new())),
             Err(e) => Err(e.into()),
         },
     )
@@ -642,8 +641,7 @@ pub(crate) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiE
     let engine = st.engine.clone();
     let stats = blocking(move || match engine.stats() {
         Ok(s) => Ok(Some(s)),
-        Err(EngineError::Index(IndexError::NotFound { .. }))
-        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(None),
+        Err(e) if e.is_no_index() => Ok(None),
         Err(e) => Err(e.into()),
     })
     .await?;

@@ -156,9 +156,8 @@ pub fn warm_up(engine: &Engine) -> Result<(), EngineError> {
     engine.llm_tokens()?;
     engine.reranker()?;
     match engine.store() {
-        Ok(_)
-        | Err(EngineError::Index(excerpt::IndexError::NotFound { .. }))
-        | Err(EngineError::Postgres(excerpt::PgError::NoIndex { .. })) => Ok(()),
+        Ok(_) => Ok(()),
+        Err(e) if e.is_no_index() => Ok(()),
         Err(e) => Err(e),
     }
 }

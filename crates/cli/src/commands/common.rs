@@ -15,7 +15,6 @@ use excerpt_embed::RemoteConfig;
 use crate::args::{usage, Global, LlmArgs, LogFormat, PdfArgs, RetrievalArgs};
 use crate::outcome::{Exit, EXIT_INTERRUPTED, EXIT_USAGE};
 use crate::progress::Progress;
-use crate::terminal::printable;
 
 pub(super) fn engine(
     g: &Global,
@@ -195,18 +194,6 @@ pub(super) fn query_request(text: String, a: RetrievalArgs) -> Result<QueryReque
     Ok(spec
         .to_request()
         .map_err(|e| Exit(EXIT_USAGE, crate::outcome::message(&e.into())))?)
-}
-
-/// Says on stderr that the index is damaged, what cannot be read, and what to run.
-pub(super) fn warn_damage(snap: &excerpt::Snapshot) {
-    let damage = snap.damage();
-    if !damage.is_empty() {
-        eprintln!(
-            "warning: the index is damaged, {}; run `excerpt verify` for details, \
-             `excerpt repair` to fix it",
-            printable(&damage.summary(20))
-        );
-    }
 }
 
 /// `value` as pretty-printed JSON on standard output (the `--format json` of the report

@@ -4,18 +4,20 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use excerpt::EngineError;
 
 use crate::args::{FormatArgs, Global};
 use crate::outcome::{Exit, EXIT_NOT_FOUND, EXIT_USAGE};
 use crate::terminal::printable;
 
-use super::common::{engine, shown_index, warn_damage};
+use super::common::{engine, shown_index};
 
 pub(super) fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let json = a.is_json()?;
     let engine = engine(g, None, None);
-    if engine.postgres_url().is_none() {
-        warn_damage(&*engine.snapshot()?);
+    // What the index may be missing (a damaged index directory), one line each.
+    for w in engine.store()?.1 {
+        eprintln!("warning: {}", printable(&w));
     }
     let list = engine.documents()?;
     let mut stdout = std::io::stdout().lock();
@@ -103,17 +105,20 @@ pub(super) fn stats(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(stdout, "index       {}", printable(&shown_index(&g.index)))?;
-    if engine.postgres_url().is_some() {
-        // No generation, segments or damage: the database checks its own storage.
-        write_stats_body(&mut stdout, &v)?;
-        writeln!(
-            stdout,
-            "in database {:.1} MiB (tables with their indexes)",
-            v.disk_bytes as f64 / 1048576.0
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let snap = engine.snapshot()?;
+    let snap = match engine.snapshot() {
+        Ok(snap) => snap,
+        Err(EngineError::Unsupported(_)) => {
+            // A database: no generation, segments or damage (it checks its own storage).
+            write_stats_body(&mut stdout, &v)?;
+            writeln!(
+                stdout,
+                "in database {:.1} MiB (tables with their indexes)",
+                v.disk_bytes as f64 / 1048576.0
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let s = snap.stats();
     writeln!(stdout, "generation  {}", s.generation)?;
     write_stats_body(&mut stdout, &v)?;
