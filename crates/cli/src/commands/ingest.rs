@@ -151,9 +151,9 @@ fn contextualize_options(g: &Global, a: &ContextualizeArgs) -> Option<Contextual
     }
     let chat = chat_config(
         g,
-        a.llm_url.as_deref().unwrap_or_default(),
-        a.llm_model.as_deref().unwrap_or_default(),
-        a.llm_api_key_env.as_deref(),
+        a.endpoint.llm_url.as_deref().unwrap_or_default(),
+        a.endpoint.llm_model.as_deref().unwrap_or_default(),
+        a.endpoint.llm_api_key_env.as_deref(),
     );
     let mut opts = ContextualizeOptions::new(chat);
     opts.concurrency = a.contextualize_concurrency.unwrap_or(0);
