@@ -594,21 +594,13 @@ pub struct ContextualizeArgs {
     /// Have an LLM write one or two sentences situating each new chunk in its document;
     /// they are embedded and searched with the chunk, never returned as its text.
     /// Answers are cached in the index directory, so re-ingesting asks nothing again.
-    /// Needs --llm-url and --llm-model, and is fixed for the index: one made with
-    /// contexts always needs them (same model), one made without cannot get them.
+    /// Needs --llm-url and --llm-model (the model is recorded in the index), and is
+    /// fixed for the index: one made with contexts always needs them (same model), one
+    /// made without cannot get them.
     #[arg(long, env = "EXCERPT_CONTEXTUALIZE", requires_all = ["llm_url", "llm_model"])]
     pub contextualize: bool,
-    /// OpenAI-compatible chat endpoint for --contextualize (e.g. https://api.openai.com,
-    /// http://localhost:11434/v1 for Ollama, a vLLM or llama.cpp server).
-    #[arg(long, env = "EXCERPT_LLM_URL", value_name = "URL")]
-    pub llm_url: Option<String>,
-    /// Chat model name sent to --llm-url (recorded in the index).
-    #[arg(long, env = "EXCERPT_LLM_MODEL", value_name = "NAME")]
-    pub llm_model: Option<String>,
-    /// Environment variable holding the API key for --llm-url (default: OPENAI_API_KEY
-    /// for https://api.openai.com, else no key is sent).
-    #[arg(long, env = "EXCERPT_LLM_API_KEY_ENV", value_name = "VAR")]
-    pub llm_api_key_env: Option<String>,
+    #[command(flatten)]
+    pub endpoint: LlmEndpointArgs,
     /// Chat requests in flight at once (default 4).
     #[arg(long, env = "EXCERPT_CONTEXTUALIZE_CONCURRENCY", value_name = "N")]
     pub contextualize_concurrency: Option<usize>,
@@ -744,10 +736,11 @@ pub struct AskArgs {
     pub strict: bool,
 }
 
-/// The chat endpoint `ask` sends the question and context to.
+/// An OpenAI-compatible chat endpoint: its URL, model and API key (`--llm-url`,
+/// `--llm-model`, `--llm-api-key-env`), shared by `ingest --contextualize` and the
+/// answering LLM ([`LlmArgs`]). Flattened under the heading of the struct holding it.
 #[derive(Debug, Args)]
-#[command(next_help_heading = "Answering LLM")]
-pub struct LlmArgs {
+pub struct LlmEndpointArgs {
     /// OpenAI-compatible chat endpoint (e.g. https://api.openai.com,
     /// http://localhost:11434/v1 for Ollama, a vLLM or llama.cpp server).
     #[arg(long, env = "EXCERPT_LLM_URL", value_name = "URL")]
@@ -759,6 +752,14 @@ pub struct LlmArgs {
     /// for https://api.openai.com, else no key is sent).
     #[arg(long, env = "EXCERPT_LLM_API_KEY_ENV", value_name = "VAR")]
     pub llm_api_key_env: Option<String>,
+}
+
+/// The chat endpoint `ask` sends the question and context to.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Answering LLM")]
+pub struct LlmArgs {
+    #[command(flatten)]
+    pub endpoint: LlmEndpointArgs,
     /// Cap on the answer's tokens (default: the server's).
     #[arg(long, env = "EXCERPT_LLM_MAX_TOKENS", value_name = "N")]
     pub llm_max_tokens: Option<u32>,

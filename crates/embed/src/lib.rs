@@ -30,6 +30,9 @@
 //!   - [`ChatClient`]: OpenAI-compatible `POST /v1/chat/completions`, configured by
 //!     [`ChatConfig`].
 //!
+//!   The three configs share their endpoint settings (URL, model, API key, timeout,
+//!   retries) as an [`EndpointConfig`].
+//!
 //! The embedders implement [`excerpt_core::Embedder`], the rerankers
 //! [`excerpt_core::Reranker`]. Vectors are normalised by [`excerpt_core::normalize`].
 //!
@@ -51,8 +54,8 @@ pub use local::{
 #[cfg(feature = "hub")]
 pub use local::{download_model, fetch_default_model};
 pub use remote::{
-    default_key_env, ChatClient, ChatConfig, ChatResponse, HttpReranker, RemoteConfig,
-    RemoteEmbedder, RerankApi, RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE,
+    default_key_env, ChatClient, ChatConfig, ChatResponse, EndpointConfig, HttpReranker,
+    RemoteConfig, RemoteEmbedder, RerankApi, RerankConfig, ScoreMapping, DEFAULT_REMOTE_BATCH_SIZE,
     DEFAULT_RERANK_BATCH_SIZE,
 };
 

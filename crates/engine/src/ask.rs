@@ -447,7 +447,7 @@ impl Engine {
         opts: &AskOptions,
         on_delta: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Answer, EngineError> {
-        let model = opts.chat.model.trim().to_string();
+        let model = opts.chat.endpoint.model.trim().to_string();
         let failed = |source| EngineError::Answer {
             model: model.clone(),
             source,

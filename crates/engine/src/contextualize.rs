@@ -96,7 +96,7 @@ impl ContextualizeOptions {
     /// What the index records about these contexts.
     pub fn index_config(&self) -> ContextualizerConfig {
         ContextualizerConfig {
-            model: self.chat.model.trim().to_string(),
+            model: self.chat.endpoint.model.trim().to_string(),
             prompt_version: PROMPT_VERSION,
             max_tokens: self.max_tokens,
         }
@@ -108,7 +108,7 @@ impl ContextualizeOptions {
 /// position and text).
 pub fn cache_key(opts: &ContextualizeOptions, doc: &Document, chunk: &Chunk) -> String {
     content_hash(&[
-        opts.chat.model.trim().as_bytes(),
+        opts.chat.endpoint.model.trim().as_bytes(),
         &PROMPT_VERSION.to_le_bytes(),
         &(opts.doc_chars as u64).to_le_bytes(),
         doc.hash.as_bytes(),
@@ -322,7 +322,7 @@ impl Contextualizer {
     ) -> Result<Contextualizer, EngineError> {
         let mut chat = opts.chat.clone();
         chat.max_tokens = chat.max_tokens.or(Some(DEFAULT_LLM_MAX_TOKENS));
-        let model = chat.model.clone();
+        let model = chat.endpoint.model.clone();
         let client = ChatClient::new(chat).map_err(|source| EngineError::Contextualize {
             model: model.clone(),
             source,
@@ -372,7 +372,7 @@ impl Contextualizer {
         }
         .max(1);
         let system = Some(SYSTEM_PROMPT.to_string());
-        let model = self.client.config().model.trim().to_string();
+        let model = self.client.config().endpoint.model.trim().to_string();
         let mut windows: HashMap<usize, CharIndex<'_>> = HashMap::new();
         let docs_ro: &[Document] = docs;
         let mut answers: Vec<(usize, usize, String)> = Vec::with_capacity(todo.len());
@@ -514,7 +514,7 @@ mod tests {
         assert_eq!(k, cache_key(&opts, &d.clone(), &d.chunks[0]));
         assert_ne!(k, cache_key(&opts, &d, &d.chunks[1]));
         let mut other = opts.clone();
-        other.chat.model = "m2".into();
+        other.chat.endpoint.model = "m2".into();
         assert_ne!(k, cache_key(&other, &d, &d.chunks[0]));
         let mut other = opts.clone();
         other.doc_chars = 10;

@@ -684,18 +684,7 @@ impl Flush<'_> {
         let inputs = self.chunk_inputs(&batch.docs);
         let wanted: Vec<&String> = inputs.iter().flatten().map(|(k, _)| k).collect();
         let stored = writer.stored_vectors(&wanted, &|t| self.key(t), headers)?;
-        // Texts to embed, deduplicated by key.
-        let mut todo: Vec<(&str, &str)> = Vec::new();
-        let mut fresh: HashMap<&str, usize> = HashMap::new();
-        let mut reused = 0usize;
-        for (k, text) in inputs.iter().flatten() {
-            if stored.contains_key(k) {
-                reused += 1;
-            } else if !fresh.contains_key(k.as_str()) {
-                fresh.insert(k, todo.len());
-                todo.push((k, text));
-            }
-        }
+        let (todo, fresh, reused) = texts_to_embed(&inputs, &stored);
         report.chunks_reused += reused;
         progress.chunks_done(reused);
         let late = self.sentence_vectors == Some(SentenceVectors::Late);
@@ -746,25 +735,17 @@ impl Flush<'_> {
         }
         .into_iter();
         let sentence_vectors_on = self.sentence_vectors.is_some();
+        let chunk_vector = |k: &str| match stored.get(k) {
+            Some(v) => v.as_slice(),
+            None => vectors[fresh[k]].as_slice(),
+        };
         for (doc, chunks) in docs.into_iter().zip(kept_inputs) {
-            let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
-            for (k, _) in chunks {
-                match stored.get(k) {
-                    Some(v) => flat.extend_from_slice(v),
-                    None => flat.extend_from_slice(&vectors[fresh[k.as_str()]]),
-                }
-            }
             let sentences = if sentence_vectors_on {
                 sentence_vectors.next()
             } else {
                 None
             };
-            match writer.put(doc, flat, chunks, sentences)? {
-                Some(Written::Added) => report.added += 1,
-                Some(Written::Updated) => report.updated += 1,
-                Some(Written::Unchanged) => report.unchanged += 1,
-                None => {}
-            }
+            write_doc(writer, doc, chunks, &chunk_vector, dim, sentences, report)?;
         }
         let generation = writer.commit()?;
         progress.committed(generation);
@@ -852,6 +833,52 @@ type ChunkInputs = Vec<(String, String)>;
 
 /// Vectors, one per text or per document, each a `Vec`.
 type Rows = Vec<Vec<f32>>;
+
+/// The texts of `inputs` to embed: those whose key `stored` lacks, deduplicated by key,
+/// as (key, text); each such key's place among them; and how many chunks reuse a stored
+/// vector.
+fn texts_to_embed<'a>(
+    inputs: &'a [ChunkInputs],
+    stored: &HashMap<String, Vec<f32>>,
+) -> (Vec<(&'a str, &'a str)>, HashMap<&'a str, usize>, usize) {
+    let mut todo: Vec<(&str, &str)> = Vec::new();
+    let mut fresh: HashMap<&str, usize> = HashMap::new();
+    let mut reused = 0usize;
+    for (k, text) in inputs.iter().flatten() {
+        if stored.contains_key(k) {
+            reused += 1;
+        } else if !fresh.contains_key(k.as_str()) {
+            fresh.insert(k, todo.len());
+            todo.push((k, text));
+        }
+    }
+    (todo, fresh, reused)
+}
+
+/// Writes one document with its chunks' vectors (`chunk_vector` by key, each of `dim`
+/// values) and its sentence vectors, if any; counts in `report` what the write did when
+/// the sink says.
+fn write_doc<'v>(
+    writer: &mut dyn Sink,
+    doc: Document,
+    chunks: &ChunkInputs,
+    chunk_vector: &dyn Fn(&str) -> &'v [f32],
+    dim: usize,
+    sentences: Option<Vec<f32>>,
+    report: &mut IngestReport,
+) -> Result<(), EngineError> {
+    let mut flat = Vec::with_capacity(doc.chunks.len() * dim);
+    for (k, _) in chunks {
+        flat.extend_from_slice(chunk_vector(k));
+    }
+    match writer.put(doc, flat, chunks, sentences)? {
+        Some(Written::Added) => report.added += 1,
+        Some(Written::Updated) => report.updated += 1,
+        Some(Written::Unchanged) => report.unchanged += 1,
+        None => {}
+    }
+    Ok(())
+}
 
 /// The documents of `batch` to write, with their chunk inputs: those `keep` marks
 /// (wholly embedded); an interrupted batch's others are left out, uncounted, and named

@@ -69,7 +69,7 @@ pub use excerpt_core::{
     check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,
     MAX_ID_BYTES,
 };
-pub use excerpt_embed::{ChatConfig, RemoteConfig, RerankConfig};
+pub use excerpt_embed::{ChatConfig, EndpointConfig, RemoteConfig, RerankConfig};
 pub use excerpt_index::{
     Damage, FileCheck, IndexError, RepairReport, SegmentDamage, SentenceVectors, Snapshot,
     VerifyReport,

@@ -40,7 +40,7 @@ fn hybrid_query_then_rerank() {
     let mut opts = EngineOptions::new(tmp.path().join("idx"));
     let server = serve();
     let mut cfg = RerankConfig::new(server.url(), "fake-reranker");
-    cfg.api_key_env = None;
+    cfg.endpoint.api_key_env = None;
     opts.reranker = Some(RerankerSpec::Http(cfg));
     opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 24 });
     let engine = Engine::new(opts);
@@ -198,8 +198,8 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     let fake = std::sync::Arc::new(FakeLlm::default());
     let server = serve_chat(fake.clone());
     let mut chat = excerpt::ChatConfig::new(server.url(), "fake-llm");
-    chat.api_key_env = None;
-    chat.initial_backoff = std::time::Duration::from_millis(10);
+    chat.endpoint.api_key_env = None;
+    chat.endpoint.initial_backoff = std::time::Duration::from_millis(10);
     let mut cx = excerpt::ContextualizeOptions::new(chat);
     cx.concurrency = 3;
     cx.max_tokens = 16;
@@ -364,7 +364,7 @@ fn contextualized_ingest_indexes_llm_contexts_and_caches_them() {
     );
     assert_eq!(plain.kind(), ErrorKind::BadInput);
     let mut other = cx.clone();
-    other.chat.model = "other-llm".into();
+    other.chat.endpoint.model = "other-llm".into();
     let other_opts = IngestOptions {
         contextualize: Some(other),
         ..IngestOptions::default()

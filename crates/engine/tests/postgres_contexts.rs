@@ -59,7 +59,7 @@ fn contextualized_ingest_on_postgres() {
             .with_state(asked.clone()),
     );
     let mut chat = ChatConfig::new(server.url(), "fake-llm");
-    chat.api_key_env = None;
+    chat.endpoint.api_key_env = None;
     let mut cx = ContextualizeOptions::new(chat);
     cx.max_tokens = 16;
     let with_contexts = IngestOptions {

@@ -51,7 +51,7 @@ mod runner;
 
 pub use answer::{exact_match, normalize_tokens, token_f1, AnswerLine, PROMPT_VERSION};
 pub use error::EvalError;
-pub use excerpt_embed::ChatConfig;
+pub use excerpt_embed::{ChatConfig, EndpointConfig};
 pub use format::{
     CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine, ResultPiece,
 };

@@ -202,8 +202,8 @@ fn user_message(body: &Value) -> String {
 fn chat_config(server: &FakeChat, concurrency: usize) -> ChatConfig {
     let mut c = ChatConfig::new(server.url(), "fake-reader");
     c.max_concurrency = concurrency;
-    c.initial_backoff = Duration::from_millis(10);
-    c.timeout = Duration::from_secs(30);
+    c.endpoint.initial_backoff = Duration::from_millis(10);
+    c.endpoint.timeout = Duration::from_secs(30);
     c
 }
 
@@ -353,7 +353,7 @@ fn answers_are_generated_scored_and_reported() {
     let mut fail_opts = opts.clone();
     fail_opts.out = data.join("out-fail");
     let mut config = chat_config(&failing, 2);
-    config.max_retries = 1;
+    config.endpoint.max_retries = 1;
     fail_opts.answer = Some(config);
     match run_eval(&engine, &fail_opts, &NoProgress) {
         Err(e @ EvalError::Answer { .. }) => {

@@ -176,63 +176,7 @@ impl Snapshot {
         bm25_reader: Option<Bm25Reader>,
     ) -> Result<Snapshot, IndexError> {
         let dim = manifest.config.dimension;
-        // doc, segment, row offset, sentence vectors
-        let mut entries: Vec<(Document, usize, usize, Option<SentenceRows>)> = Vec::new();
-        let mut segments: Vec<SegmentVectors> = Vec::new();
-        let mut damage = Damage::default();
-        // Segments are read (documents decoded, vectors files checked and mapped) in
-        // parallel, then gathered in manifest order.
-        let read: Vec<_> = {
-            use rayon::prelude::*;
-            manifest
-                .segments
-                .par_iter()
-                .map(|meta| read_segment_in_place(dir, meta, dim))
-                .collect()
-        };
-        for (si, (meta, read)) in manifest.segments.iter().zip(read).enumerate() {
-            let (docs, vectors, sentences) = match read {
-                Ok(read) => read,
-                Err(e) => {
-                    damage
-                        .segments
-                        .push(health::lost_of(dir, meta, health::describe(&e)));
-                    segments.push(SegmentVectors::empty());
-                    continue;
-                }
-            };
-            let sentences = match sentences {
-                Ok(s) => s,
-                Err(e) => {
-                    damage.degraded.push(format!(
-                        "{} (its documents are read without sentence vectors)",
-                        health::describe(&e)
-                    ));
-                    vec![None; docs.len()]
-                }
-            };
-            let mut row = 0usize;
-            for (d, sv) in docs.into_iter().zip(sentences) {
-                let n = d.chunks.len();
-                if meta.deleted.binary_search(&d.id).is_err() {
-                    entries.push((d, si, row, sv));
-                }
-                row += n;
-            }
-            segments.push(vectors);
-        }
-        // By id, then newest segment first: a document live in two segments (only
-        // after a manifest was recovered) is read from the newest, as writers do.
-        entries.sort_by(|a, b| a.0.id.cmp(&b.0.id).then(b.1.cmp(&a.1)));
-        entries.dedup_by(|later, first| later.0.id == first.0.id);
-        // Documents of a lost segment that are live elsewhere (replaced) are not lost.
-        for seg in &mut damage.segments {
-            seg.lost.retain(|id| {
-                entries
-                    .binary_search_by(|e| e.0.id.as_str().cmp(id))
-                    .is_err()
-            });
-        }
+        let (entries, segments, damage) = read_live_documents(dir, &manifest);
         let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
         let mut doc_rows = Vec::with_capacity(entries.len());
         let mut first_row = Vec::with_capacity(entries.len() + 1);
@@ -572,6 +516,78 @@ impl Snapshot {
             damage: self.damage.clone(),
         }
     }
+}
+
+/// A live document as a snapshot reads it: the document, its segment's index in the
+/// manifest, its first row in that segment's vectors, its sentence vectors.
+type LiveDocument = (Document, usize, usize, Option<SentenceRows>);
+
+/// Reads the segments of `manifest` for a snapshot: the live documents (by id, each from
+/// the newest segment holding it), every segment's vectors in manifest order (empty for
+/// one that cannot be read) and the damage found (segments left out with the documents
+/// lost, sentence vectors left out).
+fn read_live_documents(
+    dir: &Path,
+    manifest: &Manifest,
+) -> (Vec<LiveDocument>, Vec<SegmentVectors>, Damage) {
+    let dim = manifest.config.dimension;
+    let mut entries: Vec<LiveDocument> = Vec::new();
+    let mut segments: Vec<SegmentVectors> = Vec::new();
+    let mut damage = Damage::default();
+    // Segments are read (documents decoded, vectors files checked and mapped) in
+    // parallel, then gathered in manifest order.
+    let read: Vec<_> = {
+        use rayon::prelude::*;
+        manifest
+            .segments
+            .par_iter()
+            .map(|meta| read_segment_in_place(dir, meta, dim))
+            .collect()
+    };
+    for (si, (meta, read)) in manifest.segments.iter().zip(read).enumerate() {
+        let (docs, vectors, sentences) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                damage
+                    .segments
+                    .push(health::lost_of(dir, meta, health::describe(&e)));
+                segments.push(SegmentVectors::empty());
+                continue;
+            }
+        };
+        let sentences = match sentences {
+            Ok(s) => s,
+            Err(e) => {
+                damage.degraded.push(format!(
+                    "{} (its documents are read without sentence vectors)",
+                    health::describe(&e)
+                ));
+                vec![None; docs.len()]
+            }
+        };
+        let mut row = 0usize;
+        for (d, sv) in docs.into_iter().zip(sentences) {
+            let n = d.chunks.len();
+            if meta.deleted.binary_search(&d.id).is_err() {
+                entries.push((d, si, row, sv));
+            }
+            row += n;
+        }
+        segments.push(vectors);
+    }
+    // By id, then newest segment first: a document live in two segments (only
+    // after a manifest was recovered) is read from the newest, as writers do.
+    entries.sort_by(|a, b| a.0.id.cmp(&b.0.id).then(b.1.cmp(&a.1)));
+    entries.dedup_by(|later, first| later.0.id == first.0.id);
+    // Documents of a lost segment that are live elsewhere (replaced) are not lost.
+    for seg in &mut damage.segments {
+        seg.lost.retain(|id| {
+            entries
+                .binary_search_by(|e| e.0.id.as_str().cmp(id))
+                .is_err()
+        });
+    }
+    (entries, segments, damage)
 }
 
 /// A segment's documents, its mapped vectors and its sentence vectors (per document;

@@ -309,19 +309,7 @@ impl IndexWriter {
         };
 
         // 2. Old versions become deleted in their segments.
-        let mut removed = 0;
-        for id in &touched {
-            if let Some((seg, _)) = self.live.get(id) {
-                if let Some(meta) = next.segments.iter_mut().find(|m| &m.name == seg) {
-                    if let Err(pos) = meta.deleted.binary_search(id) {
-                        meta.deleted.insert(pos, id.clone());
-                    }
-                }
-                if !docs.iter().any(|d| &d.id == id) {
-                    removed += 1;
-                }
-            }
-        }
+        let removed = self.delete_old_versions(&mut next, &touched, &docs);
         next.segments.retain(|m| m.deleted.len() < m.docs);
         if let Some(seg) = new_segment {
             next.segments.push(seg);
@@ -332,18 +320,7 @@ impl IndexWriter {
         next.ann = ann::update(&self.dir, &next, generation, &self.ann)?;
 
         // 3. BM25, tagged with the generation it belongs to.
-        let Some(tantivy) = self.tantivy.as_mut() else {
-            unreachable!("the BM25 writer is taken only on drop");
-        };
-        for id in &touched {
-            bm25::delete_document(tantivy, self.fields, id);
-        }
-        for d in &docs {
-            bm25::add_document(tantivy, self.fields, d, next.config.headers)?;
-        }
-        let mut prepared = tantivy.prepare_commit()?;
-        prepared.set_payload(&generation.to_string());
-        prepared.commit()?;
+        self.commit_bm25(&touched, &docs, generation, next.config.headers)?;
 
         // 4. The switch. The new files are synced (`write_durably`); their directory
         // entries are made durable before the manifest that names them, so a power loss
@@ -368,6 +345,54 @@ impl IndexWriter {
             written,
             removed,
         })
+    }
+
+    /// Marks the committed versions of the documents `touched` deleted in their segments
+    /// of `next`; returns how many of them are removed (not rewritten among `docs`).
+    fn delete_old_versions(
+        &self,
+        next: &mut Manifest,
+        touched: &BTreeSet<String>,
+        docs: &[Document],
+    ) -> usize {
+        let mut removed = 0;
+        for id in touched {
+            if let Some((seg, _)) = self.live.get(id) {
+                if let Some(meta) = next.segments.iter_mut().find(|m| &m.name == seg) {
+                    if let Err(pos) = meta.deleted.binary_search(id) {
+                        meta.deleted.insert(pos, id.clone());
+                    }
+                }
+                if !docs.iter().any(|d| &d.id == id) {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
+    /// Replaces the documents `touched` in the BM25 index by `docs` and commits it,
+    /// tagged with `generation`.
+    fn commit_bm25(
+        &mut self,
+        touched: &BTreeSet<String>,
+        docs: &[Document],
+        generation: u64,
+        headers: bool,
+    ) -> Result<(), IndexError> {
+        let Some(tantivy) = self.tantivy.as_mut() else {
+            unreachable!("the BM25 writer is taken only on drop");
+        };
+        for id in touched {
+            bm25::delete_document(tantivy, self.fields, id);
+        }
+        for d in docs {
+            bm25::add_document(tantivy, self.fields, d, headers)?;
+        }
+        let mut prepared = tantivy.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        Ok(())
     }
 
     /// Removes an index that was created by this writer's [`IndexWriter::open`] and never

@@ -213,23 +213,7 @@ pub(crate) fn load(
         path: path.to_path_buf(),
         reason,
     };
-    let mut cmd = Command::new(&worker.program);
-    cmd.args(&worker.args)
-        .arg("--max-pages")
-        .arg(max_pages.to_string())
-        .arg("--name")
-        .arg(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    confine(&mut cmd, worker.limits);
-    let mut child = cmd.spawn().map_err(|e| IngestError::PdfEngine {
-        path: path.to_path_buf(),
-        reason: format!(
-            "cannot start the PDF worker {}: {e}",
-            worker.program.display()
-        ),
-    })?;
+    let mut child = spawn_worker(worker, path, max_pages)?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -268,7 +252,45 @@ pub(crate) fn load(
     if !status.success() {
         return Err(fail(death_reason(status, &tail, worker.limits)));
     }
-    let reply: Reply = serde_json::from_slice(&reply)
+    read_document(&reply, path, doc, warnings)
+}
+
+/// Starts `worker` on one PDF, named `path` to it and read from its standard input,
+/// confined by its limits.
+fn spawn_worker(worker: &PdfWorker, path: &Path, max_pages: usize) -> Result<Child, IngestError> {
+    let mut cmd = Command::new(&worker.program);
+    cmd.args(&worker.args)
+        .arg("--max-pages")
+        .arg(max_pages.to_string())
+        .arg("--name")
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    confine(&mut cmd, worker.limits);
+    cmd.spawn().map_err(|e| IngestError::PdfEngine {
+        path: path.to_path_buf(),
+        reason: format!(
+            "cannot start the PDF worker {}: {e}",
+            worker.program.display()
+        ),
+    })
+}
+
+/// The document in the worker's reply `reply`, with `doc`'s id, source and (unless the
+/// PDF gave one) title, its warnings added to `warnings`; the refusal it reports, or an
+/// invalid reply, as the error.
+fn read_document(
+    reply: &[u8],
+    path: &Path,
+    doc: ParsedDocument,
+    warnings: &mut Vec<String>,
+) -> Result<ParsedDocument, IngestError> {
+    let fail = |reason: String| IngestError::Pdf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let reply: Reply = serde_json::from_slice(reply)
         .map_err(|e| fail(format!("the PDF worker's reply is not valid ({e})")))?;
     match reply {
         Reply::Refused { kind, reason } => Err(match kind {

@@ -312,7 +312,7 @@ impl Engine {
                     ));
                 }
                 let mut cfg = RemoteConfig::new(url, name);
-                cfg.api_key_env =
+                cfg.endpoint.api_key_env =
                     Some(embed_api_key_env.unwrap_or_else(|| "OPENAI_API_KEY".into()));
                 EmbedderSpec::Remote(cfg)
             }

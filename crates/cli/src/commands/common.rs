@@ -24,9 +24,9 @@ pub(super) fn engine(
     let embedder = match &g.embed_url {
         Some(url) => {
             let mut cfg = RemoteConfig::new(url.clone(), g.embed_model.clone());
-            cfg.api_key_env = key_env(url, g.embed_api_key_env.as_deref());
-            cfg.allow_plain_http_key = g.allow_plain_http_key;
-            cfg.timeout = Duration::from_secs(120);
+            cfg.endpoint.api_key_env = key_env(url, g.embed_api_key_env.as_deref());
+            cfg.endpoint.allow_plain_http_key = g.allow_plain_http_key;
+            cfg.endpoint.timeout = Duration::from_secs(120);
             EmbedderSpec::Remote(cfg)
         }
         None => EmbedderSpec::Local {
@@ -37,8 +37,8 @@ pub(super) fn engine(
         (Some(dir), _) => Some(RerankerSpec::Local(dir.clone())),
         (None, Some(url)) => {
             let mut cfg = RerankConfig::new(url.clone(), g.rerank_model.clone());
-            cfg.api_key_env = key_env(url, g.rerank_api_key_env.as_deref());
-            cfg.allow_plain_http_key = g.allow_plain_http_key;
+            cfg.endpoint.api_key_env = key_env(url, g.rerank_api_key_env.as_deref());
+            cfg.endpoint.allow_plain_http_key = g.allow_plain_http_key;
             Some(RerankerSpec::Http(cfg))
         }
         (None, None) => None,
@@ -57,11 +57,12 @@ pub(super) fn engine(
 /// The answering endpoint `--llm-url` and `--llm-model` name (`None` unless both are
 /// given).
 pub(super) fn llm_config(g: &Global, a: &LlmArgs) -> Option<ChatConfig> {
-    let (url, model) = (a.llm_url.as_deref()?, a.llm_model.as_deref()?);
-    let mut chat = chat_config(g, url, model, a.llm_api_key_env.as_deref());
+    let e = &a.endpoint;
+    let (url, model) = (e.llm_url.as_deref()?, e.llm_model.as_deref()?);
+    let mut chat = chat_config(g, url, model, e.llm_api_key_env.as_deref());
     chat.max_tokens = a.llm_max_tokens;
-    chat.timeout = Duration::from_secs(a.llm_timeout);
-    chat.max_retries = a.llm_retries;
+    chat.endpoint.timeout = Duration::from_secs(a.llm_timeout);
+    chat.endpoint.max_retries = a.llm_retries;
     Some(chat)
 }
 
@@ -94,8 +95,8 @@ pub(super) fn chat_config(
     api_key_env: Option<&str>,
 ) -> ChatConfig {
     let mut chat = ChatConfig::new(url, model);
-    chat.api_key_env = key_env(url, api_key_env);
-    chat.allow_plain_http_key = g.allow_plain_http_key;
+    chat.endpoint.api_key_env = key_env(url, api_key_env);
+    chat.endpoint.allow_plain_http_key = g.allow_plain_http_key;
     chat
 }
 

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use excerpt::{ContextualizeOptions, IngestOptions};
+use excerpt::{ContextualizeOptions, IngestOptions, IngestReport};
 use excerpt_ingest::{LoadOptions, WalkOptions};
 
 use crate::args::{ContextualizeArgs, Global, IngestArgs};
@@ -58,68 +58,7 @@ pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if !json && !g.quiet {
-        let mut err = std::io::stderr().lock();
-        writeln!(
-            err,
-            "ingested {} files in {:.1}s: {} added, {} updated, {} unchanged, {} skipped, {} failed",
-            report.files,
-            report.seconds,
-            report.added,
-            report.updated,
-            report.unchanged,
-            report.skipped.len(),
-            report.failed.len()
-        )?;
-        if report.chunks_embedded > 0 {
-            writeln!(
-                err,
-                "embedded {} chunks in {:.1}s ({:.1} chunks/s), reused {}",
-                report.chunks_embedded,
-                report.embed_seconds,
-                report.chunks_embedded as f64 / report.embed_seconds.max(1e-9),
-                report.chunks_reused
-            )?;
-        }
-        if report.sentences_embedded > 0 {
-            writeln!(
-                err,
-                "embedded {} sentences in {:.1}s ({:.1} sentences/s)",
-                report.sentences_embedded,
-                report.sentence_embed_seconds,
-                report.sentences_embedded as f64 / report.sentence_embed_seconds.max(1e-9),
-            )?;
-        }
-        if report.chunks_contextualized + report.context_cache_hits > 0 {
-            writeln!(
-                err,
-                "contextualized {} chunks in {:.1}s ({} prompt + {} completion tokens), {} from cache",
-                report.chunks_contextualized,
-                report.contextualize_seconds,
-                report.llm_prompt_tokens,
-                report.llm_completion_tokens,
-                report.context_cache_hits
-            )?;
-        }
-        for p in report.skipped.iter().chain(&report.failed) {
-            writeln!(err, "  {}", printable(&p.reason))?;
-        }
-        if !report.pruned.is_empty() {
-            writeln!(
-                err,
-                "pruned {} document(s) whose files are gone:",
-                report.pruned.len()
-            )?;
-            for id in &report.pruned {
-                writeln!(err, "  {}", printable(id))?;
-            }
-        }
-        writeln!(
-            err,
-            "index {}: {} documents (generation {})",
-            printable(&shown_index(&g.index)),
-            report.documents,
-            report.generation
-        )?;
+        print_summary(g, &report)?;
     }
     if !json {
         // Warnings show even with --quiet: the file was ingested, but not as written.
@@ -136,6 +75,74 @@ pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Prints what the ingest `report` did on standard error: files, embedding and
+/// contextualizing figures, skipped and failed files, pruned documents, the index.
+fn print_summary(g: &Global, report: &IngestReport) -> Result<()> {
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "ingested {} files in {:.1}s: {} added, {} updated, {} unchanged, {} skipped, {} failed",
+        report.files,
+        report.seconds,
+        report.added,
+        report.updated,
+        report.unchanged,
+        report.skipped.len(),
+        report.failed.len()
+    )?;
+    if report.chunks_embedded > 0 {
+        writeln!(
+            err,
+            "embedded {} chunks in {:.1}s ({:.1} chunks/s), reused {}",
+            report.chunks_embedded,
+            report.embed_seconds,
+            report.chunks_embedded as f64 / report.embed_seconds.max(1e-9),
+            report.chunks_reused
+        )?;
+    }
+    if report.sentences_embedded > 0 {
+        writeln!(
+            err,
+            "embedded {} sentences in {:.1}s ({:.1} sentences/s)",
+            report.sentences_embedded,
+            report.sentence_embed_seconds,
+            report.sentences_embedded as f64 / report.sentence_embed_seconds.max(1e-9),
+        )?;
+    }
+    if report.chunks_contextualized + report.context_cache_hits > 0 {
+        writeln!(
+            err,
+            "contextualized {} chunks in {:.1}s ({} prompt + {} completion tokens), {} from cache",
+            report.chunks_contextualized,
+            report.contextualize_seconds,
+            report.llm_prompt_tokens,
+            report.llm_completion_tokens,
+            report.context_cache_hits
+        )?;
+    }
+    for p in report.skipped.iter().chain(&report.failed) {
+        writeln!(err, "  {}", printable(&p.reason))?;
+    }
+    if !report.pruned.is_empty() {
+        writeln!(
+            err,
+            "pruned {} document(s) whose files are gone:",
+            report.pruned.len()
+        )?;
+        for id in &report.pruned {
+            writeln!(err, "  {}", printable(id))?;
+        }
+    }
+    writeln!(
+        err,
+        "index {}: {} documents (generation {})",
+        printable(&shown_index(&g.index)),
+        report.documents,
+        report.generation
+    )?;
+    Ok(())
+}
+
 /// The contextualizer asked for by `ingest --contextualize` (clap makes sure URL and
 /// model are given with it).
 fn contextualize_options(g: &Global, a: &ContextualizeArgs) -> Option<ContextualizeOptions> {
@@ -144,9 +151,9 @@ fn contextualize_options(g: &Global, a: &ContextualizeArgs) -> Option<Contextual
     }
     let chat = chat_config(
         g,
-        a.llm_url.as_deref().unwrap_or_default(),
-        a.llm_model.as_deref().unwrap_or_default(),
-        a.llm_api_key_env.as_deref(),
+        a.endpoint.llm_url.as_deref().unwrap_or_default(),
+        a.endpoint.llm_model.as_deref().unwrap_or_default(),
+        a.endpoint.llm_api_key_env.as_deref(),
     );
     let mut opts = ContextualizeOptions::new(chat);
     opts.concurrency = a.contextualize_concurrency.unwrap_or(0);

@@ -437,24 +437,10 @@ unsafe fn gemm_product(
         gemm::Parallelism::None
     };
     let out = SendPtr(c);
-    // Row `i` of `C` as a slice.
-    let row = |i: usize| {
-        // SAFETY: i < m (every caller below), and rows 0..m of `C` hold `n` writable
-        // values at stride `ldc` that nothing else accesses during this call (the
-        // contract); each pass hands every row to one closure call only.
-        unsafe { std::slice::from_raw_parts_mut(out.get().add(i * ldc), n) }
-    };
-    let rows_pass = |f: &(dyn Fn(usize, &mut [f32]) + Sync)| {
-        if parallel && m > PASS_ROWS {
-            (0..m.div_ceil(PASS_ROWS)).into_par_iter().for_each(|b| {
-                for i in b * PASS_ROWS..m.min((b + 1) * PASS_ROWS) {
-                    f(i, row(i));
-                }
-            });
-        } else {
-            (0..m).for_each(|i| f(i, row(i)));
-        }
-    };
+    // SAFETY: rows 0..m of `C` hold `n` writable values at stride `ldc` that nothing
+    // else accesses during this call (the contract).
+    let rows_pass =
+        |f: &(dyn Fn(usize, &mut [f32]) + Sync)| unsafe { rows_pass(out, m, n, ldc, parallel, f) };
     // SAFETY: `dst` holds `m` rows of `n` writable values at stride `ld`, nothing else
     // accesses them during the call; `a` holds `m` rows of `k` values at stride `lda`
     // (checked by the caller) and `w.data` is `k` rows of `n` values.
@@ -520,6 +506,39 @@ unsafe fn gemm_product(
     }
     if let Some(act) = ep.activation {
         rows_pass(&|_, c_row| activate(c_row, act));
+    }
+}
+
+/// Calls `f` with each row `i` of the `m` rows of `C` (`n` values each, at stride `ldc`
+/// from `c`), as a slice; across threads, in blocks of [`PASS_ROWS`] rows, when
+/// `parallel` and there are more rows than that.
+///
+/// # Safety
+/// Rows 0..m of `C` hold `n` writable values at stride `ldc` that nothing else accesses
+/// during the call.
+unsafe fn rows_pass(
+    c: SendPtr,
+    m: usize,
+    n: usize,
+    ldc: usize,
+    parallel: bool,
+    f: &(dyn Fn(usize, &mut [f32]) + Sync),
+) {
+    // Row `i` of `C` as a slice.
+    let row = |i: usize| {
+        // SAFETY: i < m (every caller below), and rows 0..m of `C` hold `n` writable
+        // values at stride `ldc` that nothing else accesses during this call (the
+        // contract); the pass hands every row to one call of `f` only.
+        unsafe { std::slice::from_raw_parts_mut(c.get().add(i * ldc), n) }
+    };
+    if parallel && m > PASS_ROWS {
+        (0..m.div_ceil(PASS_ROWS)).into_par_iter().for_each(|b| {
+            for i in b * PASS_ROWS..m.min((b + 1) * PASS_ROWS) {
+                f(i, row(i));
+            }
+        });
+    } else {
+        (0..m).for_each(|i| f(i, row(i)));
     }
 }
 

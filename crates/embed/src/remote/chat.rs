@@ -9,7 +9,7 @@ use std::time::Duration;
 use excerpt_core::{EmbedError, RemoteEndpoint};
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Endpoint};
+use super::http::{self, Endpoint, EndpointConfig};
 
 /// Largest chat response body read.
 const MAX_RESPONSE_BYTES: u64 = 32 * 1024 * 1024;
@@ -17,25 +17,10 @@ const MAX_RESPONSE_BYTES: u64 = 32 * 1024 * 1024;
 /// How to reach an OpenAI-compatible chat-completions endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatConfig {
-    /// Base URL, with or without a trailing `/v1` (e.g. `https://api.openai.com` or
-    /// `http://localhost:8080/v1`); requests go to `{base}/v1/chat/completions`.
-    pub url: String,
-    /// Model name sent in each request.
-    pub model: String,
-    /// Name of the environment variable holding the API key, sent as
-    /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
-    /// header (fine for local servers).
-    pub api_key_env: Option<String>,
-    /// Send the key even over plain `http://` to a non-loopback host (refused
-    /// otherwise: anyone on the path could read it).
-    pub allow_plain_http_key: bool,
-    /// Retries after the first attempt on 429, 5xx and connection errors.
-    pub max_retries: u32,
-    /// Timeout of one whole request (generation included).
-    pub timeout: Duration,
-    /// Delay before the first retry; doubles on each further retry (capped at 60 s).
-    /// A `Retry-After` header (in seconds) takes precedence when longer.
-    pub initial_backoff: Duration,
+    /// URL, model, API key, timeout and retries. The URL is a base URL, with or without
+    /// a trailing `/v1` (e.g. `https://api.openai.com` or `http://localhost:8080/v1`);
+    /// requests go to `{base}/v1/chat/completions`. The timeout includes generation.
+    pub endpoint: EndpointConfig,
     /// Requests callers should keep in flight at once; used by
     /// [`ChatClient::complete_many`] when it is given a concurrency of 0.
     pub max_concurrency: usize,
@@ -50,13 +35,10 @@ impl ChatConfig {
     /// timeout, 4 concurrent requests, temperature 0, no token cap.
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            model: model.into(),
-            api_key_env: None,
-            allow_plain_http_key: false,
-            max_retries: 5,
-            timeout: Duration::from_secs(120),
-            initial_backoff: Duration::from_millis(500),
+            endpoint: EndpointConfig {
+                timeout: Duration::from_secs(120),
+                ..EndpointConfig::new(url, model)
+            },
             max_concurrency: 4,
             temperature: 0.0,
             max_tokens: None,
@@ -166,7 +148,7 @@ impl std::fmt::Debug for ChatClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChatClient")
             .field("endpoint", &self.endpoint.url)
-            .field("model", &self.config.model)
+            .field("model", &self.config.endpoint.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }
@@ -178,18 +160,17 @@ impl ChatClient {
     pub fn new(config: ChatConfig) -> Result<Self, EmbedError> {
         let endpoint = Endpoint {
             kind: RemoteEndpoint::Chat,
-            url: http::openai_endpoint(&config.url, "chat/completions"),
+            url: http::openai_endpoint(&config.endpoint.url, "chat/completions"),
         };
         endpoint.check_scheme()?;
-        if config.model.trim().is_empty() {
+        if config.endpoint.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
         if !config.temperature.is_finite() || config.temperature < 0.0 {
             return Err(endpoint.error(None, "the temperature must be a finite number >= 0"));
         }
-        let api_key =
-            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
-        let agent = http::agent(config.timeout);
+        let api_key = endpoint.api_key(&config.endpoint)?;
+        let agent = http::agent(config.endpoint.timeout);
         Ok(Self {
             agent,
             endpoint,
@@ -222,7 +203,7 @@ impl ChatClient {
             content: user,
         });
         Request {
-            model: self.config.model.trim(),
+            model: self.config.endpoint.model.trim(),
             messages,
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
@@ -230,13 +211,6 @@ impl ChatClient {
             stream_options: stream.then_some(StreamOptions {
                 include_usage: true,
             }),
-        }
-    }
-
-    fn policy(&self) -> http::RetryPolicy {
-        http::RetryPolicy {
-            max_retries: self.config.max_retries,
-            initial_backoff: self.config.initial_backoff,
         }
     }
 
@@ -262,7 +236,8 @@ impl ChatClient {
         on_delta: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<ChatResponse, EmbedError> {
         let body = self.request(system, user, true);
-        let response = http::with_retries(&self.endpoint, self.policy(), || {
+        let policy = self.config.endpoint.retry_policy();
+        let response = http::with_retries(&self.endpoint, policy, || {
             http::post(
                 &self.agent,
                 &self.endpoint.url,
@@ -322,7 +297,7 @@ impl ChatClient {
     /// choices or without text content fails with [`EmbedError::Remote`].
     pub fn complete(&self, system: Option<&str>, user: &str) -> Result<ChatResponse, EmbedError> {
         let body = self.request(system, user, false);
-        let policy = self.policy();
+        let policy = self.config.endpoint.retry_policy();
         let response: Response = http::with_retries(&self.endpoint, policy, || {
             http::post_json(
                 &self.agent,

@@ -1,12 +1,11 @@
 //! A blocking client for OpenAI-compatible embedding endpoints.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use excerpt_core::{normalize, EmbedError, Embedder, RemoteEndpoint};
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Endpoint};
+use super::http::{self, Endpoint, EndpointConfig};
 
 /// Texts sent per request unless [`RemoteConfig::batch_size`] says otherwise.
 pub const DEFAULT_REMOTE_BATCH_SIZE: usize = 64;
@@ -17,27 +16,13 @@ const MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
 /// How to reach an OpenAI-compatible embeddings endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteConfig {
-    /// Base URL, with or without a trailing `/v1` (e.g. `https://api.openai.com` or
-    /// `http://localhost:8080/v1`); requests go to `{base}/v1/embeddings`.
-    pub url: String,
-    /// Model name sent in each request; also the embedder's model id.
-    pub model: String,
-    /// Name of the environment variable holding the API key, sent as
-    /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
-    /// header (fine for local servers).
-    pub api_key_env: Option<String>,
-    /// Send the key even over plain `http://` to a non-loopback host (refused
-    /// otherwise: anyone on the path could read it).
-    pub allow_plain_http_key: bool,
+    /// URL, model, API key, timeout and retries. The URL is a base URL, with or without
+    /// a trailing `/v1` (e.g. `https://api.openai.com` or `http://localhost:8080/v1`);
+    /// requests go to `{base}/v1/embeddings`. The model name is also the embedder's
+    /// model id.
+    pub endpoint: EndpointConfig,
     /// Texts per request (at least 1).
     pub batch_size: usize,
-    /// Retries after the first attempt on 429, 5xx and connection errors.
-    pub max_retries: u32,
-    /// Timeout of one whole request.
-    pub timeout: Duration,
-    /// Delay before the first retry; doubles on each further retry (capped at 60 s).
-    /// A `Retry-After` header (in seconds) takes precedence when longer.
-    pub initial_backoff: Duration,
     /// Vector length, if known in advance; otherwise learned from the first response.
     pub dimension: Option<usize>,
 }
@@ -47,14 +32,8 @@ impl RemoteConfig {
     /// 500 ms, 60 s timeout, dimension learned from the first response.
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
-            model: model.into(),
-            api_key_env: None,
-            allow_plain_http_key: false,
+            endpoint: EndpointConfig::new(url, model),
             batch_size: DEFAULT_REMOTE_BATCH_SIZE,
-            max_retries: 5,
-            timeout: Duration::from_secs(60),
-            initial_backoff: Duration::from_millis(500),
             dimension: None,
         }
     }
@@ -78,7 +57,7 @@ impl std::fmt::Debug for RemoteEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteEmbedder")
             .field("endpoint", &self.endpoint.url)
-            .field("model", &self.config.model)
+            .field("model", &self.config.endpoint.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("dimension", &self.dimension.get())
             .finish_non_exhaustive()
@@ -113,15 +92,14 @@ impl RemoteEmbedder {
     pub fn new(config: RemoteConfig) -> Result<Self, EmbedError> {
         let endpoint = Endpoint {
             kind: RemoteEndpoint::Embedding,
-            url: endpoint_url(&config.url),
+            url: endpoint_url(&config.endpoint.url),
         };
         endpoint.check_scheme()?;
-        if config.model.trim().is_empty() {
+        if config.endpoint.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key =
-            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
-        let agent = http::agent(config.timeout);
+        let api_key = endpoint.api_key(&config.endpoint)?;
+        let agent = http::agent(config.endpoint.timeout);
         let dimension = OnceLock::new();
         if let Some(d) = config.dimension {
             let _ = dimension.set(d);
@@ -162,13 +140,10 @@ impl RemoteEmbedder {
     /// One batch with retries; vectors in batch order, normalised.
     fn embed_batch(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let body = Request {
-            model: &self.config.model,
+            model: &self.config.endpoint.model,
             input: batch,
         };
-        let policy = http::RetryPolicy {
-            max_retries: self.config.max_retries,
-            initial_backoff: self.config.initial_backoff,
-        };
+        let policy = self.config.endpoint.retry_policy();
         let response = http::with_retries(&self.endpoint, policy, || {
             http::post_json::<_, Response>(
                 &self.agent,
@@ -227,7 +202,7 @@ impl RemoteEmbedder {
 impl Embedder for RemoteEmbedder {
     /// The configured model name.
     fn model_id(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     /// The configured or learned dimension. When neither is known yet this sends one

@@ -1,6 +1,7 @@
-//! Shared plumbing of the blocking HTTP clients (embeddings, rerank, chat): the agent,
-//! the API key, one JSON POST attempt classified as retryable or not, and the retry
-//! loop with exponential backoff with jitter, honouring `Retry-After`.
+//! Shared plumbing of the blocking HTTP clients (embeddings, rerank, chat): the settings
+//! every client has ([`EndpointConfig`]), the agent, the API key, one JSON POST attempt
+//! classified as retryable or not, and the retry loop with exponential backoff with
+//! jitter, honouring `Retry-After`.
 
 use std::time::Duration;
 
@@ -30,6 +31,56 @@ pub(crate) struct Failure {
     pub(crate) retry_after: Option<Duration>,
 }
 
+/// The settings every remote client has ([`crate::ChatConfig::endpoint`],
+/// [`crate::RemoteConfig::endpoint`], [`crate::RerankConfig::endpoint`]): where requests
+/// go, the model named in them, the API key, and the timeout and retries of each
+/// request. Each client's config says how its requests' URL is made from
+/// [`EndpointConfig::url`] and what its model name is also used for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointConfig {
+    /// Base URL of the service (see the client's config for the URL requests go to).
+    pub url: String,
+    /// Model name sent in each request.
+    pub model: String,
+    /// Name of the environment variable holding the API key, sent as
+    /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
+    /// header (fine for local servers).
+    pub api_key_env: Option<String>,
+    /// Send the key even over plain `http://` to a non-loopback host (refused
+    /// otherwise: anyone on the path could read it).
+    pub allow_plain_http_key: bool,
+    /// Retries after the first attempt on 429, 5xx and connection errors.
+    pub max_retries: u32,
+    /// Timeout of one whole request (for a chat endpoint, generation included).
+    pub timeout: Duration,
+    /// Delay before the first retry; doubles on each further retry (capped at 60 s).
+    /// A `Retry-After` header (in seconds) takes precedence when longer.
+    pub initial_backoff: Duration,
+}
+
+impl EndpointConfig {
+    /// Settings with defaults: no API key, 5 retries starting at 500 ms, 60 s timeout.
+    pub fn new(url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            model: model.into(),
+            api_key_env: None,
+            allow_plain_http_key: false,
+            max_retries: 5,
+            timeout: Duration::from_secs(60),
+            initial_backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// The retries these settings ask for.
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_retries,
+            initial_backoff: self.initial_backoff,
+        }
+    }
+}
+
 /// Where a client's requests go: the kind of endpoint and its full URL. Every error
 /// of the client is reported against it.
 #[derive(Debug, Clone)]
@@ -51,16 +102,14 @@ impl Endpoint {
         }
     }
 
-    /// The API key from the environment variable `var` ([`api_key`]), refused when it
-    /// would travel in the clear: over plain `http://` to a host that is not a loopback
-    /// address, unless `allow_plain_http` says the user wants that.
-    pub(crate) fn api_key(
-        &self,
-        var: Option<&str>,
-        allow_plain_http: bool,
-    ) -> Result<Option<String>, EmbedError> {
+    /// The API key from the environment variable [`EndpointConfig::api_key_env`] of
+    /// `settings` ([`api_key`]), refused when it would travel in the clear: over plain
+    /// `http://` to a host that is not a loopback address, unless
+    /// [`EndpointConfig::allow_plain_http_key`] says the user wants that.
+    pub(crate) fn api_key(&self, settings: &EndpointConfig) -> Result<Option<String>, EmbedError> {
+        let var = settings.api_key_env.as_deref();
         let key = api_key(var);
-        if key.is_some() && !allow_plain_http && !self.is_private_transport() {
+        if key.is_some() && !settings.allow_plain_http_key && !self.is_private_transport() {
             return Err(self.error(
                 None,
                 format!(

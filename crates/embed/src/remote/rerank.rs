@@ -1,12 +1,10 @@
 //! A client of the common `/rerank` HTTP API ([`HttpReranker`]): one relevance score
 //! in `[0, 1]` per passage, in input order.
 
-use std::time::Duration;
-
 use excerpt_core::{EmbedError, RemoteEndpoint, Reranker};
 use serde::{Deserialize, Serialize};
 
-use super::http::{self, Endpoint};
+use super::http::{self, Endpoint, EndpointConfig};
 use crate::score::sigmoid;
 
 /// Passages sent per request unless [`RerankConfig::batch_size`] says otherwise (TEI's
@@ -54,33 +52,19 @@ pub enum ScoreMapping {
 /// How to reach a `/rerank` endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RerankConfig {
-    /// Base URL (e.g. `https://api.cohere.com/v2`, `https://api.jina.ai/v1`,
-    /// `http://localhost:8080`) or the full endpoint URL ending in `/rerank`.
-    pub url: String,
-    /// Path appended to [`RerankConfig::url`] instead of `/rerank` (e.g.
+    /// URL, model, API key, timeout and retries. The URL is a base URL (e.g.
+    /// `https://api.cohere.com/v2`, `https://api.jina.ai/v1`, `http://localhost:8080`)
+    /// or the full endpoint URL ending in `/rerank`. The model name is sent in each
+    /// request (Cohere style; may be empty for servers that serve one model) and is
+    /// also the reranker's model id when not empty.
+    pub endpoint: EndpointConfig,
+    /// Path appended to the URL ([`EndpointConfig::url`]) instead of `/rerank` (e.g.
     /// `v1/score`); `None` appends `/rerank` unless the URL already ends in it.
     pub path: Option<String>,
-    /// Model name sent in each request (Cohere style; may be empty for servers that
-    /// serve one model); also the reranker's model id when not empty.
-    pub model: String,
     /// Request body style.
     pub api: RerankApi,
-    /// Name of the environment variable holding the API key, sent as
-    /// `Authorization: Bearer <key>`. `None`, or a variable that is unset, sends no
-    /// header (fine for local servers).
-    pub api_key_env: Option<String>,
-    /// Send the key even over plain `http://` to a non-loopback host (refused
-    /// otherwise: anyone on the path could read it).
-    pub allow_plain_http_key: bool,
     /// Passages per request (at least 1).
     pub batch_size: usize,
-    /// Retries after the first attempt on 429, 5xx and connection errors.
-    pub max_retries: u32,
-    /// Timeout of one whole request.
-    pub timeout: Duration,
-    /// Delay before the first retry; doubles on each further retry (capped at 60 s).
-    /// A `Retry-After` header (in seconds) takes precedence when longer.
-    pub initial_backoff: Duration,
     /// How scores are mapped to `[0, 1]`.
     pub score_mapping: ScoreMapping,
 }
@@ -91,22 +75,17 @@ impl RerankConfig {
     /// mapping.
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
-            url: url.into(),
+            endpoint: EndpointConfig::new(url, model),
             path: None,
-            model: model.into(),
             api: RerankApi::Cohere,
-            api_key_env: None,
-            allow_plain_http_key: false,
             batch_size: DEFAULT_RERANK_BATCH_SIZE,
-            max_retries: 5,
-            timeout: Duration::from_secs(60),
-            initial_backoff: Duration::from_millis(500),
             score_mapping: ScoreMapping::Auto,
         }
     }
 }
 
-/// The endpoint requests go to: see [`RerankConfig::url`] and [`RerankConfig::path`].
+/// The endpoint requests go to: see [`RerankConfig::endpoint`] and
+/// [`RerankConfig::path`].
 fn rerank_endpoint(url: &str, path: Option<&str>) -> String {
     let base = url.trim().trim_end_matches('/');
     match path.map(str::trim).filter(|p| !p.is_empty()) {
@@ -173,7 +152,7 @@ impl std::fmt::Debug for HttpReranker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpReranker")
             .field("endpoint", &self.endpoint.url)
-            .field("model", &self.config.model)
+            .field("model", &self.config.endpoint.model)
             .field("api", &self.config.api)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
@@ -187,19 +166,18 @@ impl HttpReranker {
     pub fn new(config: RerankConfig) -> Result<Self, EmbedError> {
         let endpoint = Endpoint {
             kind: RemoteEndpoint::Rerank,
-            url: rerank_endpoint(&config.url, config.path.as_deref()),
+            url: rerank_endpoint(&config.endpoint.url, config.path.as_deref()),
         };
         endpoint.check_scheme()?;
-        if config.api == RerankApi::Cohere && config.model.trim().is_empty() {
+        if config.api == RerankApi::Cohere && config.endpoint.model.trim().is_empty() {
             return Err(endpoint.error(None, "no model name configured"));
         }
-        let api_key =
-            endpoint.api_key(config.api_key_env.as_deref(), config.allow_plain_http_key)?;
-        let agent = http::agent(config.timeout);
-        let model_id = if config.model.trim().is_empty() {
+        let api_key = endpoint.api_key(&config.endpoint)?;
+        let agent = http::agent(config.endpoint.timeout);
+        let model_id = if config.endpoint.model.trim().is_empty() {
             endpoint.url.clone()
         } else {
-            config.model.trim().to_string()
+            config.endpoint.model.trim().to_string()
         };
         Ok(Self {
             agent,
@@ -225,15 +203,12 @@ impl HttpReranker {
 
     /// One batch with retries; raw scores in batch order.
     fn rerank_batch(&self, query: &str, batch: &[&str]) -> Result<Vec<f64>, EmbedError> {
-        let policy = http::RetryPolicy {
-            max_retries: self.config.max_retries,
-            initial_backoff: self.config.initial_backoff,
-        };
+        let policy = self.config.endpoint.retry_policy();
         let key = self.api_key.as_deref();
         let response: RerankResponse = match self.config.api {
             RerankApi::Cohere => {
                 let body = CohereRequest {
-                    model: self.config.model.trim(),
+                    model: self.config.endpoint.model.trim(),
                     query,
                     documents: batch,
                     top_n: batch.len(),

@@ -73,12 +73,11 @@ fn start(state: ChatState) -> (FakeServer, Arc<ChatState>) {
 }
 
 fn config(server: &FakeServer) -> ChatConfig {
-    ChatConfig {
-        max_retries: 3,
-        initial_backoff: Duration::from_millis(10),
-        timeout: Duration::from_secs(10),
-        ..ChatConfig::new(server.url(), "test-chat-model")
-    }
+    let mut config = ChatConfig::new(server.url(), "test-chat-model");
+    config.endpoint.max_retries = 3;
+    config.endpoint.initial_backoff = Duration::from_millis(10);
+    config.endpoint.timeout = Duration::from_secs(10);
+    config
 }
 
 #[test]
@@ -87,12 +86,10 @@ fn normal_completion_with_usage() {
         usage: true,
         ..Default::default()
     });
-    let client = ChatClient::new(ChatConfig {
-        url: format!("{}/v1/", server.url()),
-        max_tokens: Some(64),
-        ..config(&server)
-    })
-    .expect("client");
+    let mut config = config(&server);
+    config.endpoint.url = format!("{}/v1/", server.url());
+    config.max_tokens = Some(64);
+    let client = ChatClient::new(config).expect("client");
     assert_eq!(
         client.endpoint(),
         format!("{}/v1/chat/completions", server.url())

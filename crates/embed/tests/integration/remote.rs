@@ -91,12 +91,11 @@ impl TestServer {
     }
 
     fn config(&self) -> RemoteConfig {
-        RemoteConfig {
-            max_retries: 3,
-            initial_backoff: Duration::from_millis(10),
-            timeout: Duration::from_secs(10),
-            ..RemoteConfig::new(self.url(), "test-embed-model")
-        }
+        let mut config = RemoteConfig::new(self.url(), "test-embed-model");
+        config.endpoint.max_retries = 3;
+        config.endpoint.initial_backoff = Duration::from_millis(10);
+        config.endpoint.timeout = Duration::from_secs(10);
+        config
     }
 
     fn requests(&self) -> usize {
@@ -155,11 +154,9 @@ fn normal_path_batches_and_normalises() {
 #[test]
 fn base_url_with_v1_and_dimension_probe() {
     let server = TestServer::start(ServerState::default());
-    let config = RemoteConfig {
-        url: format!("{}/v1/", server.url()),
-        batch_size: 5,
-        ..server.config()
-    };
+    let mut config = server.config();
+    config.endpoint.url = format!("{}/v1/", server.url());
+    config.batch_size = 5;
     let embedder = RemoteEmbedder::new(config).expect("client");
     assert_eq!(
         embedder.endpoint(),
@@ -280,18 +277,14 @@ fn api_key_from_env_is_sent_as_bearer() {
     // Edition 2021: set_var is safe; no other test reads this variable.
     std::env::set_var(VAR, "sk-test-secret");
     let server = TestServer::start(ServerState::default());
-    let with_key = RemoteEmbedder::new(RemoteConfig {
-        api_key_env: Some(VAR.into()),
-        ..server.config()
-    })
-    .expect("client");
+    let mut config = server.config();
+    config.endpoint.api_key_env = Some(VAR.into());
+    let with_key = RemoteEmbedder::new(config).expect("client");
     with_key.embed(&["a"]).expect("embeds");
     // An unset variable, or none configured: no header (local servers need none).
-    let unset = RemoteEmbedder::new(RemoteConfig {
-        api_key_env: Some("EXCERPT_EMBED_TEST_UNSET_VAR_9C1".into()),
-        ..server.config()
-    })
-    .expect("client");
+    let mut config = server.config();
+    config.endpoint.api_key_env = Some("EXCERPT_EMBED_TEST_UNSET_VAR_9C1".into());
+    let unset = RemoteEmbedder::new(config).expect("client");
     unset.embed(&["b"]).expect("embeds");
     let none = RemoteEmbedder::new(server.config()).expect("client");
     none.embed(&["c"]).expect("embeds");
@@ -303,17 +296,13 @@ fn api_key_from_env_is_sent_as_bearer() {
     // The key never shows in Debug output.
     assert!(!format!("{with_key:?}").contains("sk-test-secret"));
     // Never in the clear to a host off this machine, unless asked for.
-    let plain = RemoteConfig {
-        api_key_env: Some(VAR.into()),
-        ..RemoteConfig::new("http://embeddings.example.org/v1", "m")
-    };
+    let mut plain = RemoteConfig::new("http://embeddings.example.org/v1", "m");
+    plain.endpoint.api_key_env = Some(VAR.into());
     let err = RemoteEmbedder::new(plain.clone()).expect_err("a key over plain http");
     assert!(err.to_string().contains("plain http"), "{err}");
     assert!(!err.to_string().contains("sk-test-secret"), "{err}");
-    let allowed = RemoteConfig {
-        allow_plain_http_key: true,
-        ..plain
-    };
+    let mut allowed = plain;
+    allowed.endpoint.allow_plain_http_key = true;
     assert!(RemoteEmbedder::new(allowed).is_ok());
 }
 
@@ -323,12 +312,10 @@ fn connection_refused_is_retried_then_reported() {
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("free port");
-    let embedder = RemoteEmbedder::new(RemoteConfig {
-        max_retries: 2,
-        initial_backoff: Duration::from_millis(5),
-        ..RemoteConfig::new(format!("http://{addr}"), "m")
-    })
-    .expect("client");
+    let mut config = RemoteConfig::new(format!("http://{addr}"), "m");
+    config.endpoint.max_retries = 2;
+    config.endpoint.initial_backoff = Duration::from_millis(5);
+    let embedder = RemoteEmbedder::new(config).expect("client");
     let err = embedder.embed(&["x"]).expect_err("nothing listens");
     match &err {
         EmbedError::Remote {

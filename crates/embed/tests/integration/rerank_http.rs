@@ -96,12 +96,11 @@ fn start(shape: Shape) -> (FakeServer, Arc<RerankState>) {
 }
 
 fn config(server: &FakeServer) -> RerankConfig {
-    RerankConfig {
-        max_retries: 3,
-        initial_backoff: Duration::from_millis(10),
-        timeout: Duration::from_secs(10),
-        ..RerankConfig::new(server.url(), "test-rerank-model")
-    }
+    let mut config = RerankConfig::new(server.url(), "test-rerank-model");
+    config.endpoint.max_retries = 3;
+    config.endpoint.initial_backoff = Duration::from_millis(10);
+    config.endpoint.timeout = Duration::from_secs(10);
+    config
 }
 
 fn passages() -> Vec<String> {
@@ -126,12 +125,10 @@ fn refs(v: &[String]) -> Vec<&str> {
 #[test]
 fn cohere_shape_is_reordered_by_index_and_batched() {
     let (server, state) = start(Shape::Cohere);
-    let reranker = HttpReranker::new(RerankConfig {
-        url: format!("{}/v2", server.url()),
-        batch_size: 3,
-        ..config(&server)
-    })
-    .expect("client");
+    let mut config = config(&server);
+    config.endpoint.url = format!("{}/v2", server.url());
+    config.batch_size = 3;
+    let reranker = HttpReranker::new(config).expect("client");
     assert_eq!(reranker.endpoint(), format!("{}/v2/rerank", server.url()));
     assert_eq!(reranker.model_id(), "test-rerank-model");
     let passages = passages();
@@ -160,12 +157,10 @@ fn cohere_shape_is_reordered_by_index_and_batched() {
 #[test]
 fn tei_shape_logits_go_through_sigmoid() {
     let (server, state) = start(Shape::TeiLogits);
-    let reranker = HttpReranker::new(RerankConfig {
-        api: RerankApi::Tei,
-        model: String::new(),
-        ..config(&server)
-    })
-    .expect("client");
+    let mut config = config(&server);
+    config.api = RerankApi::Tei;
+    config.endpoint.model = String::new();
+    let reranker = HttpReranker::new(config).expect("client");
     // No model: the endpoint is the id.
     assert_eq!(reranker.model_id(), reranker.endpoint());
     let passages = passages();
@@ -276,11 +271,9 @@ fn unauthorized_is_not_retried_and_key_is_sent() {
     std::env::set_var(VAR, "rk-secret");
     let (server, state) = start(Shape::Cohere);
     state.script.set_always(Fail::Status(401));
-    let reranker = HttpReranker::new(RerankConfig {
-        api_key_env: Some(VAR.into()),
-        ..config(&server)
-    })
-    .expect("client");
+    let mut config = config(&server);
+    config.endpoint.api_key_env = Some(VAR.into());
+    let reranker = HttpReranker::new(config).expect("client");
     let err = reranker.rerank("q", &["abc"]).expect_err("fails");
     assert!(
         matches!(

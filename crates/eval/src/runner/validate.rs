@@ -165,7 +165,7 @@ pub(super) fn validate(opts: &EvalOptions) -> Result<Validated, EvalError> {
             client: ChatClient::new(config.clone()).map_err(|e| {
                 EvalError::Invalid(format!(
                     "answer endpoint {}: {}",
-                    config.url,
+                    config.endpoint.url,
                     endpoint_message(&e)
                 ))
             })?,

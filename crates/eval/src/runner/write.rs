@@ -67,7 +67,7 @@ pub(super) fn write(
             answer: match (&opts.answer, &answerer) {
                 (Some(config), Some(a)) => Some(AnswerRunInfo {
                     endpoint: a.client.endpoint().to_string(),
-                    model: config.model.trim().to_string(),
+                    model: config.endpoint.model.trim().to_string(),
                     prompt_version: PROMPT_VERSION.to_string(),
                     concurrency: a.concurrency,
                     with_reference,

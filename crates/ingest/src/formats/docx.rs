@@ -14,7 +14,8 @@ use docx_rs::{
     RunChild, StructuredDataTag, StructuredDataTagChild, StyleType, Table, TableCellContent,
     TableChild, TableRowChild,
 };
-use quick_xml::events::Event;
+use quick_xml::encoding::Decoder;
+use quick_xml::events::{BytesRef, BytesStart, Event};
 
 use crate::parsed::{build_sections, collapse_ws, Heading, ParsedDocument};
 use crate::IngestError;
@@ -249,30 +250,7 @@ fn scan_xml<R: Read>(
                 }
                 if let Some(found) = found.as_deref_mut() {
                     match e.local_name().as_ref() {
-                        b"Relationship" => {
-                            let (mut kind, mut target) = (None, None);
-                            for a in e.attributes().flatten() {
-                                let value = a
-                                    .decoded_and_normalized_value(
-                                        quick_xml::XmlVersion::Implicit1_0,
-                                        decoder,
-                                    )
-                                    .map_err(|e| format!("{name}: malformed XML: {e}"))?;
-                                match a.key.local_name().as_ref() {
-                                    b"Type" => kind = Some(value.into_owned()),
-                                    b"Target" => target = Some(value.into_owned()),
-                                    _ => {}
-                                }
-                            }
-                            if let (Some(kind), Some(target)) = (kind, target) {
-                                let target = target.trim_start_matches('/').to_string();
-                                if kind.ends_with(OFFICE_DOCUMENT) && found.main.is_none() {
-                                    found.main = Some(target);
-                                } else if kind.ends_with(CORE_PROPERTIES) && found.core.is_none() {
-                                    found.core = Some(target);
-                                }
-                            }
-                        }
+                        b"Relationship" => record_relationship(e, decoder, name, found)?,
                         b"title" if !empty && found.title.is_none() => title = Some(String::new()),
                         _ => {}
                     }
@@ -298,24 +276,59 @@ fn scan_xml<R: Read>(
             }
             Event::GeneralRef(ref r) => {
                 if let Some(title) = title.as_mut() {
-                    let c = match r.resolve_char_ref() {
-                        Ok(Some(c)) => Some(c),
-                        _ => match &**r {
-                            b"amp" => Some('&'),
-                            b"lt" => Some('<'),
-                            b"gt" => Some('>'),
-                            b"quot" => Some('"'),
-                            b"apos" => Some('\''),
-                            _ => None,
-                        },
-                    };
-                    title.extend(c);
+                    title.extend(referenced_char(r));
                 }
             }
             Event::Eof => return Ok(()),
             _ => {}
         }
         buf.clear();
+    }
+}
+
+/// Records in `found` the target of the relationship element `e` of the part `name` when
+/// it is the first one to the main document or to the core properties.
+fn record_relationship(
+    e: &BytesStart,
+    decoder: Decoder,
+    name: &str,
+    found: &mut Relations,
+) -> Result<(), String> {
+    let (mut kind, mut target) = (None, None);
+    for a in e.attributes().flatten() {
+        let value = a
+            .decoded_and_normalized_value(quick_xml::XmlVersion::Implicit1_0, decoder)
+            .map_err(|e| format!("{name}: malformed XML: {e}"))?;
+        match a.key.local_name().as_ref() {
+            b"Type" => kind = Some(value.into_owned()),
+            b"Target" => target = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+    if let (Some(kind), Some(target)) = (kind, target) {
+        let target = target.trim_start_matches('/').to_string();
+        if kind.ends_with(OFFICE_DOCUMENT) && found.main.is_none() {
+            found.main = Some(target);
+        } else if kind.ends_with(CORE_PROPERTIES) && found.core.is_none() {
+            found.core = Some(target);
+        }
+    }
+    Ok(())
+}
+
+/// The character a character or entity reference stands for: a numeric one, or one of
+/// XML's five predefined entities (none for any other).
+fn referenced_char(r: &BytesRef) -> Option<char> {
+    match r.resolve_char_ref() {
+        Ok(Some(c)) => Some(c),
+        _ => match &**r {
+            b"amp" => Some('&'),
+            b"lt" => Some('<'),
+            b"gt" => Some('>'),
+            b"quot" => Some('"'),
+            b"apos" => Some('\''),
+            _ => None,
+        },
     }
 }
 

@@ -216,7 +216,7 @@ fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
 fn endless_server(index: &std::path::Path, chat: &FakeServer, timeout: u64) -> TestServer {
     let mut llm = ChatConfig::new(chat.url(), "fake-model");
     // The model's own timeout is far away: what ends the stream is the server.
-    llm.timeout = std::time::Duration::from_secs(600);
+    llm.endpoint.timeout = std::time::Duration::from_secs(600);
     let server = start_with(
         index,
         ServerOptions {
