@@ -15,9 +15,16 @@ use super::common::{engine, shown_index};
 pub(super) fn docs(g: &Global, a: FormatArgs) -> Result<ExitCode> {
     let json = a.is_json()?;
     let engine = engine(g, None, None);
-    // What the index may be missing (a damaged index directory), one line each.
-    for w in engine.store()?.1 {
-        eprintln!("warning: {}", printable(&w));
+    // What the index may be missing (a damaged index directory), one line each; no
+    // index yet lists nothing, as `documents` says.
+    match engine.store() {
+        Ok((_, warnings)) => {
+            for w in warnings {
+                eprintln!("warning: {}", printable(&w));
+            }
+        }
+        Err(e) if e.is_no_index() => {}
+        Err(e) => return Err(e.into()),
     }
     let list = engine.documents()?;
     let mut stdout = std::io::stdout().lock();
