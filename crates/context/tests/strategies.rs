@@ -2003,7 +2003,7 @@ fn auto_leads_a_long_question_with_the_best_run_of_chunks() {
         "{:?}",
         ctx.notes
     );
-    assert!("auto:long_segment_chunks=0"
+    assert!("auto:long_segment_share=0"
         .parse::<StrategyConfig>()
         .and_then(|c| c.validate())
         .is_err());

@@ -133,9 +133,6 @@ pub struct AutoParams {
     /// passage, which the best run of relevant chunks holds whole where its best
     /// sentences are scattered over it.
     pub long_segment: bool,
-    /// The longest segment, in chunks, the segment step of long questions looks for
-    /// (default 15, `rse`'s; 4 and 8 measured).
-    pub long_segment_chunks: usize,
     /// The largest share of the budget, in (0, 1], the segment of long questions may
     /// take (default 0.9; a longer best segment is not taken at all, so the sentences
     /// keep a tenth of the budget; 0.75, 0.8 and 1 measured).
@@ -168,7 +165,6 @@ impl Default for AutoParams {
             named: true,
             named_reached: true,
             long_segment: true,
-            long_segment_chunks: 15,
             long_segment_share: 0.9,
             long_segment_min_chunks: 2,
             long_segment_terms: 14,
@@ -186,7 +182,6 @@ impl AutoParams {
         check_min("auto", "structure_hits", self.structure_hits, 1)?;
         check_min("auto", "extent_hits", self.extent_hits, 1)?;
         check_min("auto", "extent_min", self.extent_min, 1)?;
-        check_min("auto", "long_segment_chunks", self.long_segment_chunks, 1)?;
         check_range(
             "auto",
             "extent_share",
@@ -446,8 +441,9 @@ impl Assembler for AutoParams {
     }
 }
 
-/// The segment step of long questions (`long_segment`): `rse`'s best segment, alone and
-/// without fill, added first. Its score is the segment's value (a sum of chunk values,
+/// The segment step of long questions (`long_segment`): `rse`'s best segment (at most
+/// `rse.max_len_chunks` chunks; 4 and 8 measured against its 15), alone and without fill,
+/// added first. Its score is the segment's value (a sum of chunk values,
 /// mostly above any one sentence's), so it leads the context. Returns the note.
 fn long_segment(
     p: &AutoParams,
@@ -457,7 +453,6 @@ fn long_segment(
 ) -> Result<String, ContextError> {
     let one = RseParams {
         max_segments: 1,
-        max_len_chunks: p.long_segment_chunks,
         fill: false,
         unit: RseUnit::Chunk,
         ..p.rse
