@@ -3,8 +3,10 @@
 # is fetched first when missing; cargo-nextest is installed when missing.
 #
 # Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
-# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the doc tests,
-# the Python package's tests (scripts/test-python.sh).
+# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
+# matrix tiles run in a CPU emulator against their AVX2 twins (so they are checked on
+# machines without AVX-512 too), the doc tests, the Python package's tests
+# (scripts/test-python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
@@ -35,6 +37,8 @@ step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 step "cargo nextest"
 cargo nextest run --workspace --locked --no-fail-fast "$@"
+step "AVX-512 tiles under CPU emulation (scripts/avx512-emu)"
+scripts/avx512-emu/check.sh
 step "doc tests"
 cargo test --workspace --locked --doc
 step "python package: pip install, pytest (LangChain, LlamaIndex)"

@@ -1,8 +1,9 @@
-//! Embedding throughput of our own AVX2 kernel against the forced `gemm` path (the
-//! path of CPUs without AVX2 + FMA), in one run: both embedders are loaded from the
-//! same model, then embed the same ~250-token passages in alternating rounds, so
-//! both see the same machine load. Prints passages/s per round, the medians and
-//! their ratio.
+//! Embedding throughput of each matrix kernel this CPU runs (our own AVX-512 and AVX2
+//! kernels, and the forced `gemm` path of CPUs without AVX2 + FMA), in one run: the
+//! embedders are loaded from the same model, then embed the same ~250-token passages in
+//! rotating rounds, so all see the same machine load. Prints passages/s per round, the
+//! medians, their ratio to the AVX2 kernel, and the lowest cosine between each kernel's
+//! vectors and the AVX2 kernel's.
 //!
 //! `cargo run --release -p excerpt-embed --example kernel_bench -- [N] [ROUNDS] [BATCH]`
 //! (defaults 128 passages, 5 rounds, batch 32).
@@ -26,12 +27,23 @@ fn main() {
         std::process::exit(1)
     };
     let dir = resolve_model(None).unwrap_or_else(|e| fail(&e));
-    let load = |choice| {
-        LocalEmbedder::load_with_kernel(&dir, choice)
-            .map(|e| e.with_batch_size(batch))
-            .unwrap_or_else(|e| fail(&e))
-    };
-    let embedders = [load(KernelChoice::Avx2), load(KernelChoice::Gemm)];
+    // The AVX2 kernel first: the others are compared with it.
+    let embedders: Vec<LocalEmbedder> =
+        [KernelChoice::Avx2, KernelChoice::Avx512, KernelChoice::Gemm]
+            .into_iter()
+            .filter_map(
+                |choice| match LocalEmbedder::load_with_kernel(&dir, choice) {
+                    Ok(e) => Some(e.with_batch_size(batch)),
+                    Err(e) => {
+                        println!("skipped: {e}");
+                        None
+                    }
+                },
+            )
+            .collect();
+    if embedders.is_empty() {
+        fail(&"no kernel loads");
+    }
     let texts = bench_common::passages(embedders[0].tokens(), n);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     println!(
@@ -39,41 +51,45 @@ fn main() {
         refs.len(),
         rayon::current_num_threads()
     );
-    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    let mut first: [Vec<Vec<f32>>; 2] = [Vec::new(), Vec::new()];
-    for (e, out) in embedders.iter().zip(first.iter_mut()) {
-        // Warm-up, and the vectors compared below.
-        *out = e.embed(&refs).unwrap_or_else(|e| fail(&e));
-    }
+    let k = embedders.len();
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); k];
+    // Warm-up, and the vectors compared below.
+    let first: Vec<Vec<Vec<f32>>> = embedders
+        .iter()
+        .map(|e| e.embed(&refs).unwrap_or_else(|e| fail(&e)))
+        .collect();
     for round in 0..rounds {
-        // Alternate which kernel goes first.
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
+        // Rotate which kernel goes first.
+        let mut line = format!("round {round}:");
+        for step in 0..k {
+            let i = (round + step) % k;
             let t = Instant::now();
             embedders[i].embed(&refs).unwrap_or_else(|e| fail(&e));
             rates[i].push(refs.len() as f64 / t.elapsed().as_secs_f64());
         }
-        println!(
-            "round {round}: {} {:.1}/s, {} {:.1}/s",
-            embedders[0].kernel(),
-            rates[0][round],
-            embedders[1].kernel(),
-            rates[1][round]
-        );
+        for (e, r) in embedders.iter().zip(&rates) {
+            line += &format!(" {} {:.1}/s", e.kernel(), r[round]);
+        }
+        println!("{line}");
     }
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (own, gemm) = (median(&rates[0]), median(&rates[1]));
-    let worst_cosine = first[0]
-        .iter()
-        .zip(&first[1])
-        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
-        .fold(1f32, f32::min);
-    println!(
-        "median passages/s: avx2 {own:.1}, gemm {gemm:.1} (gemm/avx2 {:.2}); lowest cosine between their vectors {worst_cosine:.6}",
-        gemm / own
-    );
+    let base = median(&rates[0]);
+    for ((e, r), vectors) in embedders.iter().zip(&rates).zip(&first) {
+        let worst_cosine = vectors
+            .iter()
+            .zip(&first[0])
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
+            .fold(1f32, f32::min);
+        println!(
+            "median passages/s: {} {:.1} ({:.2} of {}); lowest cosine with its vectors {worst_cosine:.6}",
+            e.kernel(),
+            median(r),
+            median(r) / base,
+            embedders[0].kernel()
+        );
+    }
 }

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use excerpt_embed::{fma_peak_gflops, resolve_model, Embedder, LocalEmbedder, TokenCounter};
+use excerpt_embed::{
+    fma_peak_avx512_gflops, fma_peak_gflops, resolve_model, Embedder, LocalEmbedder, TokenCounter,
+};
 
 /// Tokens per passage, roughly what the chunker produces.
 const PASSAGE_TOKENS: usize = 250;
@@ -113,9 +115,18 @@ pub fn run(allocator: &str) {
         eprintln!("{e}");
         std::process::exit(1);
     }
-    // The machine's peak, measured before and after the run (the CPU's clock moves).
+    // The machine's peaks, measured before and after the run (the CPU's clock moves).
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let peaks = || (fma_peak_gflops(1), fma_peak_gflops(threads));
+    let peaks = || {
+        [
+            ("AVX2 + FMA", fma_peak_gflops(1), fma_peak_gflops(threads)),
+            (
+                "AVX-512",
+                fma_peak_avx512_gflops(1),
+                fma_peak_avx512_gflops(threads),
+            ),
+        ]
+    };
     let before = peaks();
     let flops: f64 = refs
         .iter()
@@ -133,19 +144,21 @@ pub fn run(allocator: &str) {
                 embedder.kernel()
             );
             let after = peaks();
-            match (before, after) {
-                ((Some(b1), Some(bn)), (Some(a1), Some(an))) => {
-                    let peak = bn.max(an);
-                    println!(
-                        "AVX2 + FMA peak (measured): one core {:.0}-{:.0} GFLOP/s, {threads} threads {:.0}-{:.0} GFLOP/s; the encoder ran at {:.0} % of it",
-                        b1.min(a1),
-                        b1.max(a1),
-                        bn.min(an),
-                        peak,
-                        100.0 * flops / secs / 1e9 / peak
-                    );
+            for ((isa, b1, bn), (_, a1, an)) in before.into_iter().zip(after) {
+                match (b1, bn, a1, an) {
+                    (Some(b1), Some(bn), Some(a1), Some(an)) => {
+                        let peak = bn.max(an);
+                        println!(
+                            "{isa} peak (measured): one core {:.0}-{:.0} GFLOP/s, {threads} threads {:.0}-{:.0} GFLOP/s; the encoder ran at {:.0} % of it",
+                            b1.min(a1),
+                            b1.max(a1),
+                            bn.min(an),
+                            peak,
+                            100.0 * flops / secs / 1e9 / peak
+                        );
+                    }
+                    _ => println!("no {isa} on this CPU: no peak to compare with"),
                 }
-                _ => println!("no AVX2 + FMA on this CPU: no peak to compare with"),
             }
         }
         Err(e) => {

@@ -64,6 +64,19 @@ pub(crate) fn has_f16c() -> bool {
     }
 }
 
+/// Whether the CPU runs the AVX-512 kernel: AVX-512F, besides AVX2, FMA and F16C
+/// (which its epilogue and half-precision loads use).
+pub(crate) fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_f16c() && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Sum of `xs` with 8 independent accumulators (vectorises; order differs from a
 /// sequential sum only by rounding).
 #[inline(always)]

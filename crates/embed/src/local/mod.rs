@@ -33,7 +33,7 @@ pub use location::{
 };
 #[cfg(feature = "hub")]
 pub use location::{download_model, fetch_default_model};
-pub use peak::{encoder_flops, fma_peak_gflops};
+pub use peak::{encoder_flops, fma_peak_avx512_gflops, fma_peak_gflops};
 pub use sgemm::KernelChoice;
 
 use excerpt_core::EmbedError;

@@ -30,7 +30,9 @@ use rayon::prelude::*;
 
 use std::sync::OnceLock;
 
-use super::math::{activate, has_avx2_fma, has_f16c, Activation};
+use super::math::{activate, has_avx2_fma, has_avx512, has_f16c, Activation};
+
+mod wide;
 
 /// Rows of the register tile.
 const MR: usize = 6;
@@ -51,8 +53,12 @@ const MIN_SPLIT_WORK: usize = 1 << 20;
 /// use their AVX2 + FMA builds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kernel {
+    /// Our own AVX-512 kernel (8 × 32 register tiles, [`wide`]) on the same packed
+    /// panels as [`Kernel::Avx2`], with the AVX2 element-wise steps. Only chosen on a
+    /// CPU with AVX-512F, AVX2, FMA and F16C; [`matmul`] refuses it elsewhere.
+    Avx512,
     /// Our own AVX2 + FMA kernel. Only chosen on a CPU with both features
-    /// ([`Kernel::resolve`] checks); [`matmul`] refuses it elsewhere.
+    /// ([`KernelChoice::resolve`] checks); [`matmul`] refuses it elsewhere.
     Avx2,
     /// The `gemm` crate's kernel and the portable element-wise code: the path of every
     /// CPU without AVX2 + FMA.
@@ -63,6 +69,7 @@ impl Kernel {
     /// The name used by `EXCERPT_KERNEL` and in reports.
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Self::Avx512 => "avx512",
             Self::Avx2 => "avx2",
             Self::Gemm => "gemm",
         }
@@ -70,25 +77,45 @@ impl Kernel {
 
     /// Whether the element-wise kernels may use their AVX2 + FMA builds.
     pub(crate) fn simd(self) -> bool {
-        self == Self::Avx2
+        self != Self::Gemm
+    }
+
+    /// Whether the weights are packed in panels of [`NR`] columns (our own kernels)
+    /// rather than transposed for the `gemm` crate.
+    fn panels(self) -> bool {
+        self != Self::Gemm
+    }
+
+    /// Whether this CPU can run the kernel.
+    fn runs_here(self) -> bool {
+        match self {
+            Self::Avx512 => has_avx512(),
+            Self::Avx2 => has_avx2_fma(),
+            Self::Gemm => true,
+        }
     }
 }
 
 /// Which kernel the local models use: the value of `EXCERPT_KERNEL` or of
 /// [`LocalEmbedder::load_with_kernel`](crate::LocalEmbedder::load_with_kernel).
 ///
-/// - `auto` (the default): our own AVX2 + FMA kernel when the CPU has both, else the
-///   `gemm` crate's;
-/// - `avx2`: our own kernel, refused on a CPU without AVX2 and FMA;
+/// - `auto` (the default): the best of our own kernels the CPU runs (AVX-512, then
+///   AVX2 + FMA), else the `gemm` crate's. The AVX-512 kernel is taken only after a
+///   self-check on this CPU gives the same bits as its AVX2 twin (else `auto` says so
+///   on standard error and takes AVX2);
+/// - `avx512`: our own AVX-512 kernel, refused on a CPU without AVX-512F;
+/// - `avx2`: our own AVX2 kernel, refused on a CPU without AVX2 and FMA;
 /// - `gemm`: the path every CPU without AVX2 + FMA takes (products by the `gemm`
 ///   crate, element-wise steps in portable code), forced, for measuring and testing
 ///   it on any machine. On x86-64 the `gemm` crate still picks its own SIMD build at
 ///   run time, so this measures the integration, not an older CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum KernelChoice {
-    /// Our own kernel when the CPU has AVX2 and FMA, else `gemm`.
+    /// Our best kernel for this CPU, else `gemm`.
     #[default]
     Auto,
+    /// Our own AVX-512 kernel.
+    Avx512,
     /// Our own AVX2 + FMA kernel.
     Avx2,
     /// The `gemm` crate and portable element-wise code.
@@ -100,7 +127,7 @@ impl KernelChoice {
     pub const ENV: &'static str = "EXCERPT_KERNEL";
 
     /// The accepted spellings, in order.
-    pub const NAMES: [&'static str; 3] = ["auto", "avx2", "gemm"];
+    pub const NAMES: [&'static str; 4] = ["auto", "avx512", "avx2", "gemm"];
 
     /// Parses `EXCERPT_KERNEL` (unset or empty: [`KernelChoice::Auto`]). The error
     /// names the value and the accepted ones.
@@ -111,11 +138,19 @@ impl KernelChoice {
         }
     }
 
-    /// The kernel this choice means on this CPU; the error says why `avx2` cannot run.
+    /// The kernel this choice means on this CPU; the error says why a forced kernel
+    /// cannot run.
     pub(crate) fn resolve(self) -> Result<Kernel, String> {
         match self {
+            Self::Auto if has_avx512() && avx512_agrees() => Ok(Kernel::Avx512),
             Self::Auto if has_avx2_fma() => Ok(Kernel::Avx2),
             Self::Auto | Self::Gemm => Ok(Kernel::Gemm),
+            Self::Avx512 if has_avx512() => Ok(Kernel::Avx512),
+            Self::Avx512 => Err(format!(
+                "{}=avx512 needs a CPU with AVX-512F, AVX2, FMA and F16C, which this one lacks \
+                 (use auto, avx2 or gemm)",
+                Self::ENV
+            )),
             Self::Avx2 if has_avx2_fma() => Ok(Kernel::Avx2),
             Self::Avx2 => Err(format!(
                 "{}=avx2 needs a CPU with AVX2 and FMA, which this one lacks (use auto or gemm)",
@@ -125,12 +160,37 @@ impl KernelChoice {
     }
 }
 
+/// Whether the AVX-512 tile gives the same bits as its AVX2 twin on this CPU
+/// ([`wide::excerpt_avx512_self_check`]), checked once per process; a disagreement is
+/// reported on standard error, and `auto` then keeps to AVX2.
+fn avx512_agrees() -> bool {
+    static AGREES: OnceLock<bool> = OnceLock::new();
+    *AGREES.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: called only where `has_avx512` holds (the caller's guard).
+            let differing = unsafe { wide::excerpt_avx512_self_check() };
+            if differing != 0 {
+                eprintln!(
+                    "excerpt: the AVX-512 kernel gave {differing} values unlike its AVX2 \
+                     twin on this CPU; using the AVX2 kernel (set {}=avx512 to force it)",
+                    KernelChoice::ENV
+                );
+            }
+            differing == 0
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
 impl std::str::FromStr for KernelChoice {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
+            "avx512" => Ok(Self::Avx512),
             "avx2" => Ok(Self::Avx2),
             "gemm" => Ok(Self::Gemm),
             other => Err(format!(
@@ -145,7 +205,7 @@ impl std::str::FromStr for KernelChoice {
 /// A matrix packed for use as the right operand (`Wᵀ`) of [`matmul`] by one kernel.
 ///
 /// Logically `n × k` (row `j` holds the `k` weights of output column `j`). For
-/// [`Kernel::Avx2`] stored as `ceil(n / NR)` panels; panel `q` is `k` groups of `NR`
+/// our own kernels ([`Kernel::Avx512`], [`Kernel::Avx2`]) stored as `ceil(n / NR)` panels; panel `q` is `k` groups of `NR`
 /// values, group `p` holding `W[q·NR + c][p]` for `c < NR` (zero past `n`). For
 /// [`Kernel::Gemm`] stored as `Wᵀ`, `k` rows of `n` values.
 pub(crate) struct Packed {
@@ -238,10 +298,10 @@ impl Packed {
         }
     }
 
-    /// The packed values in half precision, for [`Kernel::Avx2`] on a CPU with F16C
+    /// The packed values in half precision, for our own kernels on a CPU with F16C
     /// (made once, then kept: half the memory of `data` again).
     fn half(&self) -> Option<&[u16]> {
-        if self.kernel != Kernel::Avx2 || !has_f16c() {
+        if !self.kernel.panels() || !has_f16c() {
             return None;
         }
         let half = self.half.get_or_init(|| {
@@ -258,9 +318,10 @@ impl Packed {
         self.n = n;
         self.k = k;
         self.data.clear();
-        let len = match self.kernel {
-            Kernel::Avx2 => n.div_ceil(NR) * k * NR,
-            Kernel::Gemm => n * k,
+        let len = if self.kernel.panels() {
+            n.div_ceil(NR) * k * NR
+        } else {
+            n * k
         };
         self.data.resize(len, 0.0);
     }
@@ -280,8 +341,8 @@ pub(crate) struct Epilogue<'a> {
     pub(crate) row_scale: Option<&'a [f32]>,
     /// Read the weights rounded to half precision (converted back to f32 in registers;
     /// the products still add in f32): half the bytes to bring from memory, which is
-    /// what a product of a query's few rows waits for. Only [`Kernel::Avx2`] on a CPU
-    /// with F16C has them; elsewhere the flag is ignored.
+    /// what a product of a query's few rows waits for. Only our own kernels on a CPU
+    /// with F16C have them; elsewhere the flag is ignored.
     pub(crate) half: bool,
 }
 
@@ -356,9 +417,38 @@ pub(crate) unsafe fn matmul_to(
         return;
     }
     assert!(
-        has_avx2_fma(),
-        "the avx2 kernel needs a CPU with AVX2 and FMA"
+        w.kernel.runs_here(),
+        "the {} kernel cannot run on this CPU",
+        w.kernel.name()
     );
+    let tiles = match w.kernel {
+        Kernel::Avx512 => TileKernel::AVX512,
+        _ => TileKernel::AVX2,
+    };
+    // SAFETY: the same contract; the lengths were asserted above, `w` is packed in
+    // panels (not `Gemm`) and the CPU runs the tiles' kernel (asserted just above).
+    unsafe { panel_product(a, lda, m, w, c, ldc, epilogue, parallel, tiles) }
+}
+
+/// The product by our own kernels: [`matmul_to`] after its checks, with the register
+/// tiles `tiles`.
+///
+/// # Safety
+/// As [`matmul_to`]; `w` is packed in panels, the lengths of `a`, the bias and the row
+/// scales have been checked by the caller, and the CPU runs `tiles`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn panel_product(
+    a: &[f32],
+    lda: usize,
+    m: usize,
+    w: &Packed,
+    c: *mut f32,
+    ldc: usize,
+    epilogue: Epilogue<'_>,
+    parallel: bool,
+    tiles: TileKernel,
+) {
+    let (n, k) = (w.n, w.k);
     let out = SendPtr(c);
     let panels = n.div_ceil(NR);
     let half = if epilogue.half { w.half() } else { None };
@@ -385,6 +475,7 @@ pub(crate) unsafe fn matmul_to(
                     row_scale: epilogue.row_scale.map(|s| &s[first_row..]),
                     ..epilogue
                 },
+                tiles,
             )
         }
     };
@@ -561,16 +652,70 @@ impl SendPtr {
     }
 }
 
+/// A register-tile kernel: the functions computing one tile, by panels per call
+/// and weight precision.
+type TileFn = unsafe fn(&Tile, Strip);
+
+/// One family of register tiles: how many rows and panels a call covers, and the
+/// function for a call of one panel or of `panels` (f32 weights, then half-precision).
+#[derive(Clone, Copy)]
+struct TileKernel {
+    /// Rows per call (a divisor of [`MC`]).
+    rows: usize,
+    /// Panels per call; the last call of a block takes what is left.
+    panels: usize,
+    /// By panels in the call (index `panels - 1`), reading f32 weights.
+    full: [TileFn; 2],
+    /// The same, reading half-precision weights.
+    half: [TileFn; 2],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl TileKernel {
+    /// Six rows × one panel in `ymm` registers.
+    const AVX2: Self = Self {
+        rows: MR,
+        panels: 1,
+        full: [kernel_avx2, kernel_avx2],
+        half: [kernel_avx2_f16, kernel_avx2_f16],
+    };
+    /// Eight rows × two panels in `zmm` registers.
+    const AVX512: Self = Self {
+        rows: wide::MR,
+        panels: 2,
+        full: [wide::avx512_1, wide::avx512_2],
+        half: [wide::avx512_1_f16, wide::avx512_2_f16],
+    };
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl TileKernel {
+    /// No tile kernels off x86-64: [`matmul_to`] refuses them before this is read.
+    const AVX2: Self = Self {
+        rows: MR,
+        panels: 1,
+        full: [no_tiles, no_tiles],
+        half: [no_tiles, no_tiles],
+    };
+    const AVX512: Self = Self::AVX2;
+}
+
+/// The tile kernel of CPUs without our kernels; never called.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn no_tiles(tile: &Tile, strip: Strip) {
+    unreachable!("no register-tile kernel off x86-64 ({tile:p}, {strip:?})");
+}
+
 /// One block of at most `MC` rows, the columns of the panels `columns` (panel `q`
-/// holds columns `q · NR ..`), by the AVX2 kernel, reading `half` (the packed values
-/// in half precision) instead of `w`'s own when given.
+/// holds columns `q · NR ..`), by the register tiles `tiles`, reading `half` (the
+/// packed values in half precision) instead of `w`'s own when given.
 ///
 /// # Safety
 /// `a` must point at `rows` rows of `w.k` readable values (stride `lda`), `c` at
 /// `rows` rows of `w.n` writable values (stride `ldc`); the bias and row scales
 /// must cover `w.n` and `rows` values; `columns` lies within `0..ceil(w.n / NR)`;
-/// `w` is packed for [`Kernel::Avx2`] and the CPU has AVX2 and FMA; `half`, when
-/// given, is [`Packed::half`] of `w` (as long as `w.data`), and the CPU has F16C.
+/// `w` is packed in panels and the CPU runs `tiles`; `half`, when given, is
+/// [`Packed::half`] of `w` (as long as `w.data`), and the CPU has F16C.
 #[allow(clippy::too_many_arguments)]
 unsafe fn block_product(
     a: *const f32,
@@ -582,14 +727,15 @@ unsafe fn block_product(
     c: *mut f32,
     ldc: usize,
     epilogue: Epilogue<'_>,
+    tiles: TileKernel,
 ) {
     // SAFETY: every offset below stays inside the buffers the caller's contract
-    // describes: rows ir < rows, inner positions pc + kc <= k, columns col + nr <= n,
-    // panel q in `columns`, so q < ceil(n / NR), of `w.data` (whose panels hold k groups of NR values, so
-    // the block at pc has kc groups), bias column col < n, row scale ir < rows. Each
-    // kernel call therefore gets a strip and a tile that satisfy its contract, and
-    // the AVX2 kernel runs only on a CPU with AVX2 and FMA (`matmul_to` asserted
-    // `has_avx2_fma` before calling).
+    // describes: rows ir < rows, inner positions pc + kc <= k, panels q..q + take
+    // within `columns`, so below ceil(n / NR), of `w.data` (whose panels hold k
+    // groups of NR values, k·NR apart, so the block at pc has kc groups), columns
+    // col + nr <= n, bias column col < n, row scale ir < rows. Each kernel call
+    // therefore gets a strip and a tile that satisfy its contract, and runs only on a
+    // CPU that supports it (the caller's contract).
     unsafe {
         let (n, k) = (w.n, w.k);
         let k_blocks = k.div_ceil(KC);
@@ -599,13 +745,16 @@ unsafe fn block_product(
             let kc = kc_max.min(k - pc);
             let first = kb == 0;
             let last = kb + 1 == k_blocks;
-            for q in columns.clone() {
+            let mut q = columns.start;
+            while q < columns.end {
+                let take = tiles.panels.min(columns.end - q);
                 let col = q * NR;
                 let tile = Tile {
                     kc,
                     b: w.data.as_ptr().add(q * k * NR + pc * NR),
                     half: half.map_or(std::ptr::null(), |h| h.as_ptr().add(q * k * NR + pc * NR)),
-                    nr: NR.min(n - col),
+                    stride: k * NR,
+                    nr: (take * NR).min(n - col),
                     load_c: !first || epilogue.accumulate,
                     bias: match epilogue.bias {
                         Some(bias) if first => bias.as_ptr().add(col),
@@ -613,29 +762,25 @@ unsafe fn block_product(
                     },
                     activation: if last { epilogue.activation } else { None },
                 };
-                for ir in (0..rows).step_by(MR) {
-                    let a = a.add(ir * lda + pc);
-                    let c = c.add(ir * ldc + col);
-                    let mr = MR.min(rows - ir);
+                let kernel = if tile.half.is_null() {
+                    tiles.full[take - 1]
+                } else {
+                    tiles.half[take - 1]
+                };
+                for ir in (0..rows).step_by(tiles.rows) {
                     let strip = Strip {
-                        a,
+                        a: a.add(ir * lda + pc),
                         lda,
-                        rows: mr,
+                        rows: tiles.rows.min(rows - ir),
                         scale: epilogue
                             .row_scale
                             .map_or(std::ptr::null(), |s| s.as_ptr().add(ir)),
-                        c,
+                        c: c.add(ir * ldc + col),
                         ldc,
                     };
-                    #[cfg(target_arch = "x86_64")]
-                    if tile.half.is_null() {
-                        kernel_avx2(&tile, strip);
-                    } else {
-                        kernel_avx2_f16(&tile, strip);
-                    }
-                    #[cfg(not(target_arch = "x86_64"))]
-                    unreachable!("no AVX2 kernel off x86-64 ({tile:p}, {strip:?})");
+                    kernel(&tile, strip);
                 }
+                q += take;
             }
         }
     }
@@ -649,6 +794,8 @@ struct Tile {
     b: *const f32,
     /// The same panel in half precision, or null (then `b` is read).
     half: *const u16,
+    /// Values from one panel to the next (`k · NR`), for tiles of several panels.
+    stride: usize,
     /// Valid columns of the tile (`NR` except in the last panel).
     nr: usize,
     /// Add the tile to what `C` holds.
@@ -875,13 +1022,16 @@ mod tests {
         out
     }
 
-    /// The kernels this CPU can run.
+    /// The kernels this CPU can run (saying which it cannot).
     fn kernels() -> Vec<Kernel> {
-        if has_avx2_fma() {
-            vec![Kernel::Avx2, Kernel::Gemm]
-        } else {
-            vec![Kernel::Gemm]
+        let all = [Kernel::Avx512, Kernel::Avx2, Kernel::Gemm];
+        for kernel in all.iter().filter(|k| !k.runs_here()) {
+            eprintln!(
+                "this CPU cannot run the {} kernel: its cases skipped",
+                kernel.name()
+            );
         }
+        all.into_iter().filter(|k| k.runs_here()).collect()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -973,7 +1123,7 @@ mod tests {
             let c0 = values(m * n, 24);
             for kernel in kernels() {
                 let packed = Packed::from_rows(kernel, &w, k, n, k);
-                let halved = kernel == Kernel::Avx2 && has_f16c();
+                let halved = kernel.panels() && has_f16c();
                 let want = naive(
                     &a,
                     k,
@@ -1055,7 +1205,7 @@ mod tests {
                 bt[j * k + p] = b[p * n + j];
             }
         }
-        for kernel in [Kernel::Avx2, Kernel::Gemm] {
+        for kernel in [Kernel::Avx512, Kernel::Avx2, Kernel::Gemm] {
             let mut from_cols = Packed::new(kernel);
             from_cols.pack_cols(&b, n, k, n);
             let from_rows = Packed::from_rows(kernel, &bt, k, n, k);
@@ -1118,8 +1268,142 @@ mod tests {
                     let tol = 1e-5 * (k as f32).sqrt() * x.abs().max(1.0);
                     assert!((x - y).abs() <= tol, "{m}x{n}x{k}: {x} vs {y}");
                 }
+                // The AVX-512 tiles add in the same order as the AVX2 ones: the same
+                // bits (these shapes fill whole panels).
+                if has_avx512() {
+                    let wide = run(Kernel::Avx512);
+                    assert!(
+                        wide.iter()
+                            .zip(&own)
+                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "avx512 and avx2 differ: {m}x{n}x{k}"
+                    );
+                }
             }
         }
+    }
+
+    /// The wide tile's AVX2 twin, as a tile family: the AVX-512 tile's logic (eight
+    /// rows, two panels a call, masked edges) on any CPU with AVX2, FMA and F16C.
+    #[cfg(target_arch = "x86_64")]
+    const TWIN: TileKernel = TileKernel {
+        rows: wide::MR,
+        panels: 2,
+        full: [wide::twin_1, wide::twin_2],
+        half: [wide::twin_1_f16, wide::twin_2_f16],
+    };
+
+    /// The wide tiles, run here through their AVX2 twin: the naive product for odd
+    /// shapes (short strips, an odd number of panels, a narrow last panel, several `k`
+    /// blocks, one thread or shared out by columns), and the AVX2 kernel's bits
+    /// wherever the epilogue has no activation (the AVX2 kernel finishes a narrow
+    /// panel's activation in scalar code, the wide tile in vector code).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_wide_tile_matches_the_naive_product_and_the_avx2_bits() {
+        if !has_f16c() {
+            eprintln!("no AVX2 + FMA + F16C on this CPU: the wide tile's twin was not run");
+            return;
+        }
+        let bias = values(1536, 31);
+        let scales = values(300, 32);
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (5, 17, 3),
+            (8, 32, 256),
+            (9, 48, 257),
+            (97, 33, 600),
+            (23, 1152, 384),
+            (3, 1536, 384),
+        ] {
+            let (lda, ldc) = (k + 3, n + 5);
+            let a = values(m * lda, 33);
+            let w = values(n * k, 34);
+            let c0 = values(m * ldc, 35);
+            let packed = Packed::from_rows(Kernel::Avx2, &w, k, n, k);
+            for ep in [
+                Epilogue::STORE,
+                Epilogue {
+                    accumulate: true,
+                    bias: Some(&bias[..n]),
+                    row_scale: Some(&scales[..m]),
+                    ..Epilogue::STORE
+                },
+                Epilogue {
+                    bias: Some(&bias[..n]),
+                    activation: Some(Activation::GeluErf),
+                    ..Epilogue::STORE
+                },
+                Epilogue {
+                    accumulate: true,
+                    activation: Some(Activation::GeluTanh),
+                    half: true,
+                    ..Epilogue::STORE
+                },
+            ] {
+                let run = |tiles: TileKernel, parallel: bool| {
+                    let mut c = c0.clone();
+                    // SAFETY: `c` holds m rows of ldc >= n values, `a` m rows of lda >=
+                    // k, the bias n values, the scales m; the CPU has AVX2, FMA and
+                    // F16C (checked above), which both tile families need.
+                    unsafe {
+                        panel_product(
+                            &a,
+                            lda,
+                            m,
+                            &packed,
+                            c.as_mut_ptr(),
+                            ldc,
+                            ep,
+                            parallel,
+                            tiles,
+                        )
+                    };
+                    c
+                };
+                let rounded: Vec<f32>;
+                let weights = if ep.half {
+                    rounded = w.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect();
+                    &rounded
+                } else {
+                    &w
+                };
+                let want = naive(&a, lda, m, weights, n, k, &c0, ldc, ep);
+                let own = run(TileKernel::AVX2, false);
+                for parallel in [false, true] {
+                    let twin = run(TWIN, parallel);
+                    for (idx, (got, want)) in twin.iter().zip(&want).enumerate() {
+                        let tol = 1e-5 * (k as f32).sqrt() * want.abs().max(1.0);
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "m {m} n {n} k {k} at {idx}: {got} vs {want}"
+                        );
+                    }
+                    if ep.activation.is_none() || n % NR == 0 {
+                        assert!(
+                            twin.iter()
+                                .zip(&own)
+                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "the twin and the avx2 kernel differ: m {m} n {n} k {k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The self-check the kernel choice runs before taking AVX-512 passes wherever
+    /// the CPU can run it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_self_check_passes_where_it_runs() {
+        if !has_avx512() {
+            eprintln!("no AVX-512F on this CPU: the AVX-512 self-check was not run");
+            return;
+        }
+        // SAFETY: the CPU has AVX-512F, AVX2, FMA and F16C (`has_avx512`).
+        assert_eq!(unsafe { wide::excerpt_avx512_self_check() }, 0);
+        assert!(avx512_agrees());
     }
 
     #[test]
@@ -1128,20 +1412,34 @@ mod tests {
             ("auto", KernelChoice::Auto),
             (" GEMM ", KernelChoice::Gemm),
             ("avx2", KernelChoice::Avx2),
+            ("AVX512", KernelChoice::Avx512),
         ] {
             assert_eq!(text.parse::<KernelChoice>(), Ok(want));
         }
         let err = "blas".parse::<KernelChoice>().expect_err("unknown");
         assert!(err.contains("EXCERPT_KERNEL=`blas`"), "{err}");
-        assert!(err.contains("auto, avx2, gemm"), "{err}");
+        assert!(err.contains("auto, avx512, avx2, gemm"), "{err}");
         assert_eq!(KernelChoice::Gemm.resolve(), Ok(Kernel::Gemm));
         let auto = KernelChoice::Auto.resolve().expect("auto always resolves");
         let avx2 = KernelChoice::Avx2.resolve();
-        if has_avx2_fma() {
-            assert_eq!((auto, avx2), (Kernel::Avx2, Ok(Kernel::Avx2)));
+        let avx512 = KernelChoice::Avx512.resolve();
+        if has_avx512() {
+            assert_eq!(
+                (auto, avx2, avx512),
+                (Kernel::Avx512, Ok(Kernel::Avx2), Ok(Kernel::Avx512))
+            );
         } else {
-            assert_eq!(auto, Kernel::Gemm);
-            assert!(avx2.expect_err("no AVX2").contains("needs a CPU with AVX2"));
+            let err = avx512.expect_err("no AVX-512");
+            assert!(
+                err.contains("EXCERPT_KERNEL=avx512 needs a CPU with AVX-512F"),
+                "{err}"
+            );
+            if has_avx2_fma() {
+                assert_eq!((auto, avx2), (Kernel::Avx2, Ok(Kernel::Avx2)));
+            } else {
+                assert_eq!(auto, Kernel::Gemm);
+                assert!(avx2.expect_err("no AVX2").contains("needs a CPU with AVX2"));
+            }
         }
     }
 }
@@ -1168,12 +1466,14 @@ mod product_speed {
             let mut c = vec![0f32; m * n];
             let mut line = format!("{m}x{n}x{k}:");
             for (kernel, par) in [
+                (Kernel::Avx512, false),
+                (Kernel::Avx512, true),
                 (Kernel::Avx2, false),
                 (Kernel::Avx2, true),
                 (Kernel::Gemm, false),
                 (Kernel::Gemm, true),
             ] {
-                if kernel == Kernel::Avx2 && !has_avx2_fma() {
+                if !kernel.runs_here() {
                     continue;
                 }
                 let w = Packed::from_rows(kernel, &vec![0.25f32; n * k], k, n, k);
