@@ -10,7 +10,16 @@
 //! the whole mapping resident; a vectors file's header and length against the
 //! manifest's row count and the index's dimension. Documents are decoded from the block
 //! read (their texts borrowed, then pointed into the mapping at the same offsets), so
-//! decoding does not touch the mapping either. Segment files are never rewritten in
+//! decoding does not touch the mapping either.
+//!
+//! A vectors file's header and length are checked at open, its BLAKE3 lazily
+//! ([`VectorsCheck`]): hashing the vectors was most of a large index's open (1.5 GB at a
+//! million chunks). A thread of the snapshot checks its segments one after the other
+//! from the open on, and the first reader of a segment's rows waits for that segment's
+//! check (or runs it), so no row is read before its file is found sound, and a segment
+//! whose file fails is left out of every dense search from then on. A file found sound
+//! is remembered for the process (by device, inode, length and modification time), so
+//! the snapshots opened after each commit check only the new segments' files. Segment files are never rewritten in
 //! place: a writer creates a segment's files under a new name (and a file of the same
 //! name left by a failed commit is removed first, so the new one is a new file), and
 //! removes old ones only when no manifest names them; a removed file stays readable
@@ -28,10 +37,11 @@
 //! rows and texts are copied into memory as before; `EXCERPT_NO_MMAP=1` asks for that
 //! everywhere.
 
+use std::collections::HashSet;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use excerpt_core::{Document, DocumentInPlace, Text};
 
@@ -63,14 +73,16 @@ impl SegmentVectors {
         SegmentVectors::Owned(Vec::new())
     }
 
-    /// Opens, checks and maps the vectors file of the segment `meta`, which must hold
-    /// `rows` rows of `dimension` floats.
+    /// Opens and maps the vectors file of the segment `meta`, which must hold `rows`
+    /// rows of `dimension` floats, checking its header and length now and its BLAKE3
+    /// through the returned [`VectorsCheck`] (already done when the file could not be
+    /// mapped and was read instead).
     pub(crate) fn open(
         dir: &Path,
         meta: &SegmentMeta,
         dimension: usize,
         rows: usize,
-    ) -> Result<SegmentVectors, IndexError> {
+    ) -> Result<(SegmentVectors, VectorsCheck), IndexError> {
         let corrupt = |detail: String| IndexError::Corrupt {
             dir: dir.to_path_buf(),
             detail: format!("segment {}: {detail}", meta.name),
@@ -81,18 +93,10 @@ impl SegmentVectors {
             _ => corrupt(format!("{}.vec: {e}", meta.name)),
         };
         let mut file = File::open(&path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len() as usize;
         let mut header = [0u8; HEADER];
-        let mut len = 0usize;
-        let hash = hash_in_blocks(&mut file, |block| {
-            if len < HEADER {
-                let take = (HEADER - len).min(block.len());
-                header[len..len + take].copy_from_slice(&block[..take]);
-            }
-            len += block.len();
-        })
-        .map_err(io)?;
-        if hash.to_hex().as_str() != meta.vec_hash {
-            return Err(corrupt(format!("{}.vec: checksum mismatch", meta.name)));
+        if len >= HEADER {
+            file.read_exact(&mut header).map_err(io)?;
         }
         check_header(&header, len, dimension, rows).map_err(corrupt)?;
         match map_file(&file, len).filter(|m| rows_of(m).is_some()) {
@@ -101,12 +105,22 @@ impl SegmentVectors {
                 // memory of this size gets (fewer TLB misses); a hint only.
                 #[cfg(target_os = "linux")]
                 let _ = mapped.advise(memmap2::Advice::HugePage);
-                Ok(SegmentVectors::Mapped(mapped))
+                let check = VectorsCheck::pending(file, meta);
+                Ok((SegmentVectors::Mapped(mapped), check))
             }
-            // Read again, from the checked file: it is never rewritten in place.
-            None => read_rows(&path, len)
-                .map(SegmentVectors::Owned)
-                .ok_or_else(|| corrupt(format!("{}.vec: changed while read", meta.name))),
+            None => {
+                // Read into memory: checked as it is read.
+                let bytes = std::fs::read(&path).map_err(io)?;
+                if blake3::hash(&bytes).to_hex().as_str() != meta.vec_hash {
+                    return Err(corrupt(format!("{}.vec: checksum mismatch", meta.name)));
+                }
+                check_header(&bytes, bytes.len(), dimension, rows).map_err(corrupt)?;
+                let rows = bytes[HEADER..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                Ok((SegmentVectors::Owned(rows), VectorsCheck::sound()))
+            }
         }
     }
 
@@ -150,9 +164,8 @@ fn map_file(file: &File, len: usize) -> Option<memmap2::Mmap> {
     (map.len() == len).then_some(map)
 }
 
-/// Reads `file` to its end in blocks of 1 MiB, handing each to `each`; returns the
-/// BLAKE3 of the whole.
-fn hash_in_blocks(file: &mut File, mut each: impl FnMut(&[u8])) -> std::io::Result<blake3::Hash> {
+/// Reads `file` to its end in blocks of 1 MiB; returns the BLAKE3 of the whole.
+fn hash_in_blocks(file: &mut File) -> std::io::Result<blake3::Hash> {
     let mut hasher = blake3::Hasher::new();
     let mut block = vec![0u8; 1 << 20];
     loop {
@@ -160,7 +173,6 @@ fn hash_in_blocks(file: &mut File, mut each: impl FnMut(&[u8])) -> std::io::Resu
             Ok(0) => return Ok(hasher.finalize()),
             Ok(n) => {
                 hasher.update(&block[..n]);
-                each(&block[..n]);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -201,13 +213,104 @@ pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Docum
     Ok(docs)
 }
 
-/// The rows of a checked vectors file decoded into memory.
-fn read_rows(path: &Path, len: usize) -> Option<Vec<f32>> {
-    let bytes = std::fs::read(path).ok()?;
-    (bytes.len() == len).then(|| {
-        bytes[HEADER..]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect()
-    })
+/// The check of one segment's vectors file against the manifest's BLAKE3, run once, by
+/// the first to ask for its result.
+pub(crate) struct VectorsCheck {
+    /// The file opened (and mapped) at open, read again from its start to hash it, so
+    /// the file checked is the file mapped; `None` when the check was done at open.
+    file: Option<(File, String, String)>,
+    result: OnceLock<Result<(), String>>,
+}
+
+impl std::fmt::Debug for VectorsCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorsCheck")
+            .field("result", &self.result.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A file's identity while it exists: device, inode, length, modification time.
+type FileKey = (u64, u64, u64, i128);
+
+/// Vectors files found sound by this process. Segment files are never rewritten in
+/// place (a file of the same name is a new file), so a file's identity stands for its
+/// contents.
+static SOUND: Mutex<Option<HashSet<FileKey>>> = Mutex::new(None);
+
+fn file_key(file: &File) -> Option<FileKey> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata().ok()?;
+        Some((
+            m.dev(),
+            m.ino(),
+            m.len(),
+            i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        ))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+impl VectorsCheck {
+    /// A check already passed (rows read and hashed at open, or no rows).
+    pub(crate) fn sound() -> VectorsCheck {
+        VectorsCheck {
+            file: None,
+            result: OnceLock::from(Ok(())),
+        }
+    }
+
+    /// The check of `file`, the vectors file of `meta`, still to run.
+    fn pending(file: File, meta: &SegmentMeta) -> VectorsCheck {
+        VectorsCheck {
+            file: Some((file, meta.name.clone(), meta.vec_hash.clone())),
+            result: OnceLock::new(),
+        }
+    }
+
+    /// The result: `Err` with what is wrong when the file does not match the
+    /// manifest's BLAKE3. Runs the check if no one has yet; waits while another thread
+    /// runs it.
+    pub(crate) fn result(&self) -> &Result<(), String> {
+        self.result.get_or_init(|| self.run())
+    }
+
+    /// The result if the check has run.
+    pub(crate) fn found(&self) -> Option<&Result<(), String>> {
+        self.result.get()
+    }
+
+    fn run(&self) -> Result<(), String> {
+        let Some((file, name, expected)) = &self.file else {
+            return Ok(());
+        };
+        let key = file_key(file);
+        let sound = |key: &FileKey| {
+            let guard = SOUND.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().is_some_and(|set| set.contains(key))
+        };
+        if key.as_ref().is_some_and(sound) {
+            return Ok(());
+        }
+        let hash = (|| {
+            let mut reader = file.try_clone()?;
+            reader.rewind()?;
+            hash_in_blocks(&mut reader)
+        })()
+        .map_err(|e| format!("{name}.vec: {e}"))?;
+        if hash.to_hex().as_str() != expected {
+            return Err(format!("{name}.vec: checksum mismatch"));
+        }
+        if let Some(key) = key {
+            let mut guard = SOUND.lock().unwrap_or_else(|e| e.into_inner());
+            guard.get_or_insert_with(HashSet::new).insert(key);
+        }
+        Ok(())
+    }
 }

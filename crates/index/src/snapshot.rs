@@ -7,7 +7,7 @@ use excerpt_core::{ChunkKey, Document};
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
-use crate::in_place::{read_documents, SegmentVectors};
+use crate::in_place::{read_documents, SegmentVectors, VectorsCheck};
 use crate::svec::{read_sentence_vectors, SentenceRows};
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
@@ -74,6 +74,10 @@ pub struct Snapshot {
     doc_rows: Vec<(u32, usize)>,
     /// Each segment's vectors, mapped from its file (empty for a segment left out).
     segments: Vec<SegmentVectors>,
+    /// Each segment's check of its vectors file (see [`crate::in_place`]): its rows
+    /// are read only once it has passed. Shared with the thread that runs the checks
+    /// ahead of the readers.
+    vector_checks: Arc<[VectorsCheck]>,
     /// Per document, its first row in `sentence_vectors` and its row count (0: none).
     sentence_rows: Vec<(usize, usize)>,
     sentence_vectors: SentenceRows,
@@ -176,7 +180,9 @@ impl Snapshot {
         bm25_reader: Option<Bm25Reader>,
     ) -> Result<Snapshot, IndexError> {
         let dim = manifest.config.dimension;
-        let (entries, segments, damage) = read_live_documents(dir, &manifest);
+        let (entries, segments, vector_checks, damage) = read_live_documents(dir, &manifest);
+        let vector_checks: Arc<[VectorsCheck]> = vector_checks.into();
+        check_ahead(&vector_checks);
         let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
         let mut doc_rows = Vec::with_capacity(entries.len());
         let mut first_row = Vec::with_capacity(entries.len() + 1);
@@ -220,6 +226,7 @@ impl Snapshot {
             first_row,
             doc_rows,
             segments,
+            vector_checks,
             sentence_rows,
             sentence_vectors,
             bm25,
@@ -232,9 +239,30 @@ impl Snapshot {
     }
 
     /// What could not be read: segments left out (with the documents lost), a
-    /// recovered manifest, sentence vectors left out. Empty when the index is sound.
-    pub fn damage(&self) -> &Damage {
-        &self.damage
+    /// recovered manifest, sentence vectors left out, and the vectors of segments whose
+    /// files failed their check so far (their documents are still found by BM25).
+    /// Empty when the index is sound. Vectors files are checked after the open
+    /// ([`crate::in_place`]); [`Snapshot::check_vectors`] waits for every check.
+    pub fn damage(&self) -> Damage {
+        let mut damage = self.damage.clone();
+        for (meta, check) in self.manifest.segments.iter().zip(self.vector_checks.iter()) {
+            if let Some(Err(problem)) = check.found() {
+                damage.degraded.push(format!(
+                    "segment {}: {problem} (its vectors are left out: its documents are \
+                     found by BM25 only)",
+                    meta.name
+                ));
+            }
+        }
+        damage
+    }
+
+    /// Checks every segment's vectors file now (each is checked once; this waits for
+    /// checks already running), so that [`Snapshot::damage`] reports all of them.
+    pub fn check_vectors(&self) {
+        for check in self.vector_checks.iter() {
+            let _ = check.result();
+        }
     }
 
     /// The index directory.
@@ -277,6 +305,12 @@ impl Snapshot {
         let dim = self.manifest.config.dimension;
         let n = self.first_row.get(d + 1)? - self.first_row.get(d)?;
         let &(segment, first) = self.doc_rows.get(d)?;
+        // No row is read before its file passed its check.
+        self.vector_checks
+            .get(segment as usize)?
+            .result()
+            .as_ref()
+            .ok()?;
         self.segments
             .get(segment as usize)?
             .rows()
@@ -499,7 +533,8 @@ impl Snapshot {
         self.bm25.terms(text)
     }
 
-    /// Figures about this snapshot.
+    /// Figures about this snapshot, its damage complete: every vectors file is
+    /// checked first ([`Snapshot::check_vectors`]).
     pub fn stats(&self) -> SnapshotStats {
         SnapshotStats {
             generation: self.manifest.generation,
@@ -513,7 +548,10 @@ impl Snapshot {
             ann: self.ann_status.clone(),
             sentence_vector_documents: self.sentence_rows.iter().filter(|r| r.1 > 0).count(),
             sentence_vectors: self.sentence_vectors.len(),
-            damage: self.damage.clone(),
+            damage: {
+                self.check_vectors();
+                self.damage()
+            },
         }
     }
 }
@@ -529,10 +567,16 @@ type LiveDocument = (Document, usize, usize, Option<SentenceRows>);
 fn read_live_documents(
     dir: &Path,
     manifest: &Manifest,
-) -> (Vec<LiveDocument>, Vec<SegmentVectors>, Damage) {
+) -> (
+    Vec<LiveDocument>,
+    Vec<SegmentVectors>,
+    Vec<VectorsCheck>,
+    Damage,
+) {
     let dim = manifest.config.dimension;
     let mut entries: Vec<LiveDocument> = Vec::new();
     let mut segments: Vec<SegmentVectors> = Vec::new();
+    let mut checks: Vec<VectorsCheck> = Vec::new();
     let mut damage = Damage::default();
     // Segments are read (documents decoded, vectors files checked and mapped) in
     // parallel, then gathered in manifest order.
@@ -545,13 +589,14 @@ fn read_live_documents(
             .collect()
     };
     for (si, (meta, read)) in manifest.segments.iter().zip(read).enumerate() {
-        let (docs, vectors, sentences) = match read {
+        let (docs, (vectors, check), sentences) = match read {
             Ok(read) => read,
             Err(e) => {
                 damage
                     .segments
                     .push(health::lost_of(dir, meta, health::describe(&e)));
                 segments.push(SegmentVectors::empty());
+                checks.push(VectorsCheck::sound());
                 continue;
             }
         };
@@ -574,6 +619,7 @@ fn read_live_documents(
             row += n;
         }
         segments.push(vectors);
+        checks.push(check);
     }
     // By id, then newest segment first: a document live in two segments (only
     // after a manifest was recovered) is read from the newest, as writers do.
@@ -587,14 +633,36 @@ fn read_live_documents(
                 .is_err()
         });
     }
-    (entries, segments, damage)
+    (entries, segments, checks, damage)
 }
 
-/// A segment's documents, its mapped vectors and its sentence vectors (per document;
-/// their own result, as losing them only degrades the segment).
+/// Runs the vectors checks of a new snapshot on a thread of their own, one after the
+/// other, ahead of the readers (which wait for a check still running, or run it
+/// themselves if this thread has not reached it). Stops when the snapshot is dropped.
+fn check_ahead(checks: &Arc<[VectorsCheck]>) {
+    if checks.iter().all(|c| c.found().is_some()) {
+        return;
+    }
+    let checks = Arc::clone(checks);
+    // Without the thread, readers run the checks themselves.
+    let _ = std::thread::Builder::new()
+        .name("excerpt-check".into())
+        .spawn(move || {
+            for check in checks.iter() {
+                // Only this thread holds the checks: the snapshot is gone.
+                if Arc::strong_count(&checks) == 1 {
+                    return;
+                }
+                let _ = check.result();
+            }
+        });
+}
+
+/// A segment's documents, its mapped vectors with their check, and its sentence vectors
+/// (per document; their own result, as losing them only degrades the segment).
 type SegmentRead = (
     Vec<Document>,
-    SegmentVectors,
+    (SegmentVectors, VectorsCheck),
     Result<Vec<Option<SentenceRows>>, IndexError>,
 );
 

@@ -298,11 +298,71 @@ fn corrupt_segment_is_reported_not_panicked() {
     w.put(a.clone(), vectors(&a, 0)).unwrap();
     w.commit().unwrap();
     drop(w);
-    flip_last_byte(dir.path(), "vec");
+    flip_last_byte(dir.path(), "docs");
     // Readers leave the segment out and name its documents; writers refuse.
     let s = Snapshot::open(dir.path()).unwrap();
     assert!(s.documents().is_empty());
     assert_eq!(s.damage().lost_documents(), ["a"]);
+    assert!(matches!(
+        IndexWriter::open(dir.path(), config()),
+        Err(IndexError::Corrupt { .. })
+    ));
+}
+
+/// A vectors file is checked after the open, before any of its rows is read: one that
+/// fails leaves its segment's vectors out of every dense search (its documents stay,
+/// found by BM25) and is named in the damage; writers refuse the index.
+#[test]
+fn a_vectors_file_failing_its_check_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let a = doc("a", "alpha|beta");
+    w.put(a.clone(), vectors(&a, 0)).unwrap();
+    w.commit().unwrap();
+    let b = doc("b", "gamma|delta");
+    w.put(b.clone(), vectors(&b, 2)).unwrap();
+    w.commit().unwrap();
+    drop(w);
+    // The first segment's vectors (it holds "a"): a flipped byte in a row.
+    let path = std::fs::read_dir(dir.path().join("segments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "vec"))
+        .min()
+        .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    std::fs::write(&path, bytes).unwrap();
+
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.documents().len(), 2, "the documents are intact");
+    let (da, db) = (s.doc_index("a").unwrap(), s.doc_index("b").unwrap());
+    assert!(
+        s.doc_vectors(da).is_none(),
+        "rows of a failing file are not read"
+    );
+    assert!(s.doc_vectors(db).is_some());
+    let found: Vec<u32> = s
+        .dense_search(s.doc_vectors(db).unwrap().get(..DIM).unwrap(), 10, None)
+        .into_iter()
+        .map(|(k, _)| k.doc)
+        .collect();
+    assert!(
+        !found.is_empty() && found.iter().all(|&d| d == db),
+        "{found:?}"
+    );
+    let hits = s.bm25_search("alpha", 10, None).unwrap();
+    assert!(hits.iter().any(|(k, _)| k.doc == da), "BM25 still finds it");
+    let damage = s.damage();
+    assert!(damage.lost_documents().is_empty());
+    assert_eq!(damage.degraded.len(), 1, "{damage:?}");
+    assert!(
+        damage.degraded[0].contains("checksum mismatch"),
+        "{damage:?}"
+    );
+    assert_eq!(s.stats().damage, damage);
     assert!(matches!(
         IndexWriter::open(dir.path(), config()),
         Err(IndexError::Corrupt { .. })

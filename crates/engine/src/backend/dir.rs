@@ -93,6 +93,9 @@ impl Backend for DirBackend {
 
     fn store(&self) -> Result<OpenStore, EngineError> {
         let snapshot = self.snapshot()?;
+        // A query reads the vectors of every segment: its warnings name the files that
+        // fail their check (each is checked once; see excerpt_index's `in_place`).
+        snapshot.check_vectors();
         let warnings = damage_warnings(&snapshot);
         Ok((Arc::new(SnapshotStore(snapshot)), warnings))
     }
@@ -226,12 +229,11 @@ impl Sink for DirSink {
         let mut out = HashMap::new();
         for k in keys {
             if let Some(&key) = map.get(*k) {
-                let v = snap.vector(key).ok_or_else(|| {
-                    EngineError::Internal(format!(
-                        "internal: cached vector {key:?} missing from the snapshot"
-                    ))
-                })?;
-                out.insert((*k).clone(), v.to_vec());
+                // A vector whose segment failed its check is not reused: the chunk is
+                // embedded again.
+                if let Some(v) = snap.vector(key) {
+                    out.insert((*k).clone(), v.to_vec());
+                }
             }
         }
         Ok(out)

@@ -1,9 +1,15 @@
 //! Single-precision matrix products for the encoder: `C = A · Wᵀ (+ C) (+ bias)`,
 //! then an optional activation, with `W` packed once.
 //!
-//! Two kernels compute them ([`Kernel`]):
+//! Three kernels compute them ([`Kernel`]):
 //!
-//! - **Our own** (x86-64 CPUs with AVX2 and FMA). A model's weights never change, so
+//! - **Our own AVX-512 tiles** (x86-64 CPUs with AVX-512F): the same packed panels and
+//!   loops as the AVX2 kernel below, with a register tile of 8 rows × 2 panels in
+//!   sixteen `zmm` accumulators ([`wide`], which also explains how it is tested on CPUs
+//!   without AVX-512). Its products are bit-identical to the AVX2 kernel's (but for
+//!   an activation on a last panel narrower than 16 columns, which the AVX2 kernel
+//!   finishes in scalar code).
+//! - **Our own AVX2 tiles** (x86-64 CPUs with AVX2 and FMA). A model's weights never change, so
 //!   they are rearranged at load into the layout the inner kernel reads ([`Packed`]:
 //!   panels of [`NR`] output columns, each stored `k`-major and zero-padded), instead
 //!   of being repacked on every product as a general-purpose library does. The
