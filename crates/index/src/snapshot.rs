@@ -242,7 +242,8 @@ impl Snapshot {
     /// recovered manifest, sentence vectors left out, and the vectors of segments whose
     /// files failed their check so far (their documents are still found by BM25).
     /// Empty when the index is sound. Vectors files are checked after the open
-    /// ([`crate::in_place`]); [`Snapshot::check_vectors`] waits for every check.
+    /// (on a thread of the snapshot's); [`Snapshot::check_vectors`] waits for every
+    /// check.
     pub fn damage(&self) -> Damage {
         let mut damage = self.damage.clone();
         for (meta, check) in self.manifest.segments.iter().zip(self.vector_checks.iter()) {
