@@ -4,7 +4,7 @@
 #
 # Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
 # target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
-# matrix tiles run in a CPU emulator against their AVX2 twins (so they are checked on
+# kernels run in a CPU emulator against their AVX2 twins (so they are checked on
 # machines without AVX-512 too), the doc tests, the Python package's tests
 # (scripts/test-python.sh).
 set -euo pipefail
@@ -37,7 +37,7 @@ step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 step "cargo nextest"
 cargo nextest run --workspace --locked --no-fail-fast "$@"
-step "AVX-512 tiles under CPU emulation (scripts/avx512-emu)"
+step "AVX-512 kernels under CPU emulation (scripts/avx512-emu)"
 scripts/avx512-emu/check.sh
 step "doc tests"
 cargo test --workspace --locked --doc

@@ -1,8 +1,8 @@
-"""Runs Excerpt's AVX-512 matrix tiles inside the emulator and checks them against
-their AVX2 twins: calls `excerpt_avx512_self_check` (crates/embed/src/local/sgemm/wide.rs)
-in a binary built from this repository, which computes the same small products through
-every AVX-512 build of the tile and its AVX2 twin and returns how many output values
-differ in their bits.
+"""Runs Excerpt's AVX-512 kernels inside the emulator and checks them against their
+AVX2 twins: calls `excerpt_avx512_self_check` (crates/embed/src/local/sgemm/wide.rs) in a
+binary built from this repository, which computes the same small products through every
+AVX-512 build of the matrix tile and its AVX2 twin, and the same softmax and layer-norm
+rows through both, and returns how many output values differ in their bits.
 
     check_kernel.py BINARY [BINARY ...]
 
@@ -29,8 +29,8 @@ def check(path):
     verdict = "ok" if differing == 0 else "FAILED"
     path = os.path.relpath(path)
     print(
-        f"{verdict}: {path}: {differing} values differ between the AVX-512 tiles and their "
-        f"AVX2 twins ({machine.instructions:,} instructions emulated in {seconds:.1f} s)"
+        f"{verdict}: {path}: {differing} values differ between the AVX-512 builds (matrix "
+        f"tiles, softmax and layer-norm rows) and their AVX2 twins ({machine.instructions:,} instructions emulated in {seconds:.1f} s)"
     )
     return differing == 0
 

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::config::{BertConfig, HiddenAct};
-use super::math::{with_simd, Activation};
+use super::math::{has_avx512, with_simd, Activation};
 use super::sgemm::{matmul, matmul_to, Epilogue, Kernel, Packed, SendPtr};
 use super::weights::Weights;
 
@@ -231,8 +231,7 @@ impl BertEncoder {
         let Scratch { x, qkv, ctx, inter } = &mut scratch;
 
         self.embeddings(seqs, &offsets, x)?;
-        let simd = self.kernel.simd();
-        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, simd);
+        layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, self.kernel);
         for layer in &self.layers {
             self.layer(layer, &offsets, x, qkv, ctx, inter, half);
         }
@@ -305,7 +304,7 @@ impl BertEncoder {
     ) {
         let h = self.hidden;
         let total = offsets[offsets.len() - 1];
-        let simd = self.kernel.simd();
+        let kernel = self.kernel;
         let inter_width = self.intermediate;
         // Q, K and V (with their biases) in one product.
         let with_bias = |bias| Epilogue {
@@ -341,7 +340,7 @@ impl BertEncoder {
             residual(&layer.attn_out_b),
             true,
         );
-        layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps, simd);
+        layer_norm(x, h, &layer.attn_ln_g, &layer.attn_ln_b, self.eps, kernel);
         // inter = act(x · Wiᵀ + bi); x = LN(x + inter · Woᵀ + bo)
         let feed_forward = Epilogue {
             activation: Some(self.activation),
@@ -367,7 +366,7 @@ impl BertEncoder {
             residual(&layer.out_b),
             true,
         );
-        layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps, simd);
+        layer_norm(x, h, &layer.out_ln_g, &layer.out_ln_b, self.eps, kernel);
     }
 
     /// Self-attention of every sequence and head, in parallel over (sequence, head).
@@ -379,7 +378,7 @@ impl BertEncoder {
         let stride = 3 * h;
         let out = SendPtr(ctx.as_mut_ptr());
         let n_seqs = offsets.len() - 1;
-        let (kernel, simd) = (self.kernel, self.kernel.simd());
+        let kernel = self.kernel;
         (0..n_seqs * heads).into_par_iter().for_each_init(
             || AttentionScratch::new(kernel),
             |scratch, task| {
@@ -405,7 +404,7 @@ impl BertEncoder {
                 matmul(q, stride, len, keys, scores, len, Epilogue::STORE, false);
                 // Softmax: exponentials here, their normalisation in the next product.
                 for (row, scale) in scores.chunks_exact_mut(len).zip(row_scale.iter_mut()) {
-                    *scale = with_simd!(allowed: simd, exp_shifted_row(row));
+                    *scale = exp_shifted_row(row, kernel);
                 }
                 // ctx block = softmax(S) V  (len x len) · (len x d), into this task's own rows
                 // and head columns of `ctx`.
@@ -454,11 +453,30 @@ impl AttentionScratch {
     }
 }
 
-/// Layer norm of every row of width `h`, in parallel (AVX2 build only if `simd`).
-fn layer_norm(xs: &mut [f32], h: usize, gamma: &[f32], beta: &[f32], eps: f32, simd: bool) {
+/// Layer norm of every row of width `h`, in parallel, by the build of `kernel`: on
+/// sixteen lanes for the AVX-512 kernel, the AVX2 build for the AVX2 kernel, the
+/// portable code for `gemm`.
+fn layer_norm(xs: &mut [f32], h: usize, gamma: &[f32], beta: &[f32], eps: f32, kernel: Kernel) {
     xs.par_chunks_mut(h * ROWS_PER_TASK).for_each(|rows| {
         for row in rows.chunks_exact_mut(h) {
-            with_simd!(allowed: simd, layer_norm_row(row, gamma, beta, eps));
+            #[cfg(target_arch = "x86_64")]
+            if kernel == Kernel::Avx512 && has_avx512() {
+                // SAFETY: the CPU has AVX-512F, AVX2, FMA and F16C (just checked).
+                unsafe { super::lanes::layer_norm_row_avx512(row, gamma, beta, eps) };
+                continue;
+            }
+            with_simd!(allowed: kernel.simd(), layer_norm_row(row, gamma, beta, eps));
         }
     });
+}
+
+/// The softmax exponentials of one row (`math::exp_shifted_row`), by the build of
+/// `kernel`, as [`layer_norm`].
+fn exp_shifted_row(row: &mut [f32], kernel: Kernel) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx512 && has_avx512() {
+        // SAFETY: the CPU has AVX-512F, AVX2, FMA and F16C (just checked).
+        return unsafe { super::lanes::exp_shifted_row_avx512(row) };
+    }
+    with_simd!(allowed: kernel.simd(), exp_shifted_row(row))
 }

@@ -116,21 +116,21 @@ pub(crate) fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: 
     }
 }
 
-const LOG2E: f32 = std::f32::consts::LOG2_E;
+pub(crate) const LOG2E: f32 = std::f32::consts::LOG2_E;
 // ln 2 split in a part exact in few bits and a remainder.
-const LN2_HI: f32 = 0.693_359_4;
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
 // 1.5 * 2^23: adding it rounds to an integer held in the low mantissa bits.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 // The rational approximation of erf used by `gelu_erf`: for z >= 0,
 // erf(z) ≈ 1 - (A1 t + A2 t² + A3 t³ + A4 t⁴ + A5 t⁵) e^(-z²) with t = 1 / (1 + P z).
-const P: f32 = 0.327_591_1;
-const A1: f32 = 0.254_829_6;
-const A2: f32 = -0.284_496_74;
-const A3: f32 = 1.421_413_7;
-const A4: f32 = -1.453_152_1;
-const A5: f32 = 1.061_405_4;
-const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+pub(crate) const P: f32 = 0.327_591_1;
+pub(crate) const A1: f32 = 0.254_829_6;
+pub(crate) const A2: f32 = -0.284_496_74;
+pub(crate) const A3: f32 = 1.421_413_7;
+pub(crate) const A4: f32 = -1.453_152_1;
+pub(crate) const A5: f32 = 1.061_405_4;
+pub(crate) const SQRT_2_OVER_PI: f32 = 0.797_884_6;
 
 /// `e^x` for f32, vectorisable (no calls, no branches): range reduction by `ln 2`
 /// and a degree-6 polynomial; relative error around 2e-7 on the normal range.

@@ -9,15 +9,17 @@
 //! Below them, in layers: the model directory's files (`files.rs`), its
 //! `config.json` (`config.rs`), its `model.safetensors` (`weights.rs`) and tokenizer
 //! set-up (`tokenize.rs`); the encoder forward pass (`bert.rs`) over our matrix
-//! kernel (`sgemm.rs`) and element-wise kernels (`math.rs`); the machine's measured
-//! FMA peak and a pass's arithmetic, for benchmarks (`peak.rs`). Only these four
-//! files hold unsafe code.
+//! kernels (`sgemm/`) and element-wise kernels (`math.rs`, and `lanes.rs` for
+//! sixteen-lane vectors: AVX-512 and its AVX2 twin); the machine's measured FMA peak
+//! and a pass's arithmetic, for benchmarks (`peak.rs`). Only these files hold unsafe
+//! code.
 
 mod bert;
 mod config;
 mod cross_encoder;
 mod embedder;
 mod files;
+mod lanes;
 mod location;
 mod math;
 mod peak;

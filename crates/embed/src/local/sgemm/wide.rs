@@ -1,50 +1,39 @@
 //! The AVX-512 register tile: [`MR`] rows × two packed panels (32 columns) in sixteen
 //! `zmm` accumulators, one broadcast of `A` and two loads of the panels per step of `k`.
 //!
-//! The tile is written once, over a sixteen-lane vector ([`Lanes16`]), and built
-//! twice: on `zmm` registers (AVX-512F, [`Zmm`]) for the products, and on pairs of
-//! `ymm` registers (AVX2, [`YmmPair`]) as its twin. The twin computes the same
-//! operations in the same order, so both give the same bits; it is how the tile's
-//! logic (strips, panels, edges, epilogue) is tested on CPUs without AVX-512, and
-//! [`self_check`] compares the two builds on the CPU that runs them.
+//! The tile is written once, over sixteen lanes ([`Lanes16`]), and built twice: on
+//! `zmm` registers (AVX-512F) for the products, and on pairs of `ymm` registers (AVX2)
+//! as its twin. The twin computes the same operations in the same order, so both give
+//! the same bits; it is how the tile's logic (strips, panels, edges, epilogue) is
+//! tested on CPUs without AVX-512, and [`excerpt_avx512_self_check`] compares the two
+//! builds on the CPU (or the emulator) that runs them.
 //!
 //! Every output element is the same chain of fused multiply-adds over `k`, in order,
 //! as in the AVX2 kernel of six rows × one panel, and the epilogue applies the row
-//! scale, `C`, the bias and the activation in the same order: the products are
-//! bit-identical to that kernel's. Partial tiles (a last panel narrower than 16
-//! columns) load and store with lane masks instead of going through a scalar copy.
+//! scale, `C`, the bias and the activation in the same order (the activation as
+//! `activate8` does, on sixteen lanes): the products are bit-identical to that
+//! kernel's. Partial tiles (a last panel narrower than 16 columns) load and store with
+//! lane masks instead of going through a scalar copy.
 
 use super::{Strip, Tile, TileFn, NR};
+use crate::local::lanes::Lanes16;
+#[cfg(target_arch = "x86_64")]
+use crate::local::lanes::{
+    exp_shifted_row_avx512, exp_shifted_row_twin, layer_norm_row_avx512, layer_norm_row_twin,
+    YmmPair, Zmm,
+};
+#[cfg(target_arch = "x86_64")]
 use crate::local::math::Activation;
 
 /// Rows of the wide tile; [`super::MC`] is a multiple of it.
 pub(super) const MR: usize = 8;
 
-/// Sixteen f32 lanes.
-///
-/// # Safety
-/// Every method may only be called on a CPU with the features its implementation
-/// enables; pointers must be valid for the lanes read or written.
-pub(super) trait Lanes16: Copy {
-    unsafe fn zero() -> Self;
-    /// `*p` in every lane.
-    unsafe fn broadcast(p: *const f32) -> Self;
-    unsafe fn splat(x: f32) -> Self;
-    /// Sixteen values from `p`.
-    unsafe fn load(p: *const f32) -> Self;
-    /// Sixteen half-precision values from `p`, as f32.
-    unsafe fn load_half(p: *const u16) -> Self;
-    /// Lanes `0..n` from `p` (`n < 16`), zero past them; nothing past `n` is read.
-    unsafe fn load_first(p: *const f32, n: usize) -> Self;
-    /// `a · b + c`, rounded once.
-    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
-    unsafe fn add(a: Self, b: Self) -> Self;
-    unsafe fn mul(a: Self, b: Self) -> Self;
-    unsafe fn store(self, p: *mut f32);
-    /// Lanes `0..n` to `p` (`n < 16`); nothing past `n` is written.
-    unsafe fn store_first(self, p: *mut f32, n: usize);
-    unsafe fn activate(self, act: Activation) -> Self;
-    /// [`sums`] on these vectors, in a function of its own.
+/// [`sums`] on a vector type, in a function of its own.
+pub(super) trait TileSums: Lanes16 {
+    /// [`sums`] on these vectors, not inlined.
+    ///
+    /// # Safety
+    /// As [`sums`]; the CPU has the vectors' features.
     unsafe fn sums<const P: usize, const HALF: bool>(
         tile: &Tile,
         rows: &[*const f32; MR],
@@ -97,7 +86,10 @@ pub(super) unsafe fn sums<V: Lanes16, const P: usize, const HALF: bool>(
 /// `tile.half`) and `tile.stride` values apart, `strip.rows <= MR`, and `tile.nr`
 /// columns with `16 · (P - 1) < tile.nr <= 16 · P`; the CPU has `V`'s features.
 #[inline(always)]
-pub(super) unsafe fn tile<V: Lanes16, const P: usize, const HALF: bool>(tile: &Tile, strip: Strip) {
+pub(super) unsafe fn tile<V: TileSums, const P: usize, const HALF: bool>(
+    tile: &Tile,
+    strip: Strip,
+) {
     let Strip {
         a,
         lda,
@@ -157,96 +149,8 @@ pub(super) use x86::*;
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use crate::local::math::x86::activate8;
-    use std::arch::x86_64::*;
 
-    /// One `zmm` register.
-    #[derive(Clone, Copy)]
-    pub(in crate::local::sgemm) struct Zmm(__m512);
-
-    /// The mask of lanes `0..n`.
-    #[inline(always)]
-    fn first_lanes(n: usize) -> __mmask16 {
-        ((1u32 << n.min(16)) - 1) as __mmask16
-    }
-
-    impl Lanes16 for Zmm {
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn zero() -> Self {
-            Self(_mm512_setzero_ps())
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn broadcast(p: *const f32) -> Self {
-            // SAFETY: the caller's pointer holds one f32.
-            Self(_mm512_set1_ps(unsafe { *p }))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn splat(x: f32) -> Self {
-            Self(_mm512_set1_ps(x))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: the caller's pointer holds sixteen f32.
-            Self(unsafe { _mm512_loadu_ps(p) })
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn load_half(p: *const u16) -> Self {
-            // SAFETY: the caller's pointer holds sixteen half-precision values.
-            Self(_mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p.cast()) }))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn load_first(p: *const f32, n: usize) -> Self {
-            // SAFETY: masked-off lanes are neither read nor fault; the caller's
-            // pointer holds `n` f32.
-            Self(unsafe { _mm512_maskz_loadu_ps(first_lanes(n), p) })
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
-            Self(_mm512_fmadd_ps(a.0, b.0, c.0))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn add(a: Self, b: Self) -> Self {
-            Self(_mm512_add_ps(a.0, b.0))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn mul(a: Self, b: Self) -> Self {
-            Self(_mm512_mul_ps(a.0, b.0))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn store(self, p: *mut f32) {
-            // SAFETY: the caller's pointer holds sixteen writable f32.
-            unsafe { _mm512_storeu_ps(p, self.0) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn store_first(self, p: *mut f32, n: usize) {
-            // SAFETY: masked-off lanes are not written; the caller's pointer holds `n`
-            // writable f32.
-            unsafe { _mm512_mask_storeu_ps(p, first_lanes(n), self.0) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn activate(self, act: Activation) -> Self {
-            // The AVX2 formulas on each half, so both builds of the tile agree.
-            let x = _mm512_castps_pd(self.0);
-            let lo = activate8(_mm512_castps512_ps256(self.0), act);
-            let hi = activate8(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(x)), act);
-            let joined = _mm512_insertf64x4::<1>(
-                _mm512_castpd256_pd512(_mm256_castps_pd(lo)),
-                _mm256_castps_pd(hi),
-            );
-            Self(_mm512_castpd_ps(joined))
-        }
+    impl TileSums for Zmm {
         #[inline(never)]
         #[target_feature(enable = "avx512f,avx2,fma,f16c")]
         unsafe fn sums<const P: usize, const HALF: bool>(
@@ -258,115 +162,7 @@ mod x86 {
         }
     }
 
-    /// Two `ymm` registers: the wide tile's twin on AVX2.
-    #[derive(Clone, Copy)]
-    pub(in crate::local::sgemm) struct YmmPair(__m256, __m256);
-
-    /// The lane mask of `_mm256_maskload_ps` for lanes `0..n` (`n` may exceed 8).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn ymm_first_lanes(n: usize) -> __m256i {
-        let n = n.min(8) as i32;
-        _mm256_cmpgt_epi32(
-            _mm256_set1_epi32(n),
-            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-        )
-    }
-
-    impl Lanes16 for YmmPair {
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn zero() -> Self {
-            Self(_mm256_setzero_ps(), _mm256_setzero_ps())
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn broadcast(p: *const f32) -> Self {
-            // SAFETY: the caller's pointer holds one f32.
-            let x = unsafe { _mm256_broadcast_ss(&*p) };
-            Self(x, x)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn splat(x: f32) -> Self {
-            Self(_mm256_set1_ps(x), _mm256_set1_ps(x))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: the caller's pointer holds sixteen f32.
-            unsafe { Self(_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))) }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load_half(p: *const u16) -> Self {
-            // SAFETY: the caller's pointer holds sixteen half-precision values.
-            unsafe {
-                Self(
-                    _mm256_cvtph_ps(_mm_loadu_si128(p.cast())),
-                    _mm256_cvtph_ps(_mm_loadu_si128(p.add(8).cast())),
-                )
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load_first(p: *const f32, n: usize) -> Self {
-            // SAFETY: masked-off lanes are neither read nor fault; the caller's
-            // pointer holds `n` f32, so the upper half's address is in bounds or
-            // entirely masked off.
-            unsafe {
-                Self(
-                    _mm256_maskload_ps(p, ymm_first_lanes(n)),
-                    _mm256_maskload_ps(p.wrapping_add(8), ymm_first_lanes(n.saturating_sub(8))),
-                )
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
-            Self(
-                _mm256_fmadd_ps(a.0, b.0, c.0),
-                _mm256_fmadd_ps(a.1, b.1, c.1),
-            )
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn add(a: Self, b: Self) -> Self {
-            Self(_mm256_add_ps(a.0, b.0), _mm256_add_ps(a.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn mul(a: Self, b: Self) -> Self {
-            Self(_mm256_mul_ps(a.0, b.0), _mm256_mul_ps(a.1, b.1))
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn store(self, p: *mut f32) {
-            // SAFETY: the caller's pointer holds sixteen writable f32.
-            unsafe {
-                _mm256_storeu_ps(p, self.0);
-                _mm256_storeu_ps(p.add(8), self.1);
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn store_first(self, p: *mut f32, n: usize) {
-            // SAFETY: masked-off lanes are not written; the caller's pointer holds `n`
-            // writable f32.
-            unsafe {
-                _mm256_maskstore_ps(p, ymm_first_lanes(n), self.0);
-                _mm256_maskstore_ps(
-                    p.wrapping_add(8),
-                    ymm_first_lanes(n.saturating_sub(8)),
-                    self.1,
-                );
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn activate(self, act: Activation) -> Self {
-            Self(activate8(self.0, act), activate8(self.1, act))
-        }
+    impl TileSums for YmmPair {
         #[inline(never)]
         #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn sums<const P: usize, const HALF: bool>(
@@ -403,8 +199,9 @@ mod x86 {
 
     /// Runs every AVX-512 build of the wide tile and its AVX2 twin on the same small
     /// products (one and two panels, f32 and half-precision weights, full and short
-    /// strips and panels, every epilogue) and returns how many output values differ
-    /// in their bits; 0 when the builds agree.
+    /// strips and panels, every epilogue), and the sixteen-lane softmax exponentials
+    /// and layer norm on both on rows of several lengths, and returns how many output
+    /// values differ in their bits; 0 when the builds agree.
     ///
     /// The kernel choice runs it once before taking the AVX-512 kernel. It allocates
     /// nothing and calls no C library function, so it can also run under a CPU
@@ -506,6 +303,41 @@ mod x86 {
                 .zip(&y)
                 .filter(|(x, y)| x.to_bits() != y.to_bits())
                 .count() as u64;
+        }
+        // The forward pass's row steps on sixteen lanes: softmax exponentials (with
+        // their normalising factor) and layer norm, at lengths around the lane count.
+        let gamma: [f32; 384] = std::array::from_fn(|_| value());
+        let beta: [f32; 384] = std::array::from_fn(|_| value());
+        let row = |seed: u64| -> [f32; 384] {
+            let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ seed;
+            std::array::from_fn(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 8.0
+            })
+        };
+        let unlike = |x: &[f32], y: &[f32]| {
+            x.iter()
+                .zip(y)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count() as u64
+        };
+        for (i, len) in [1usize, 15, 16, 17, 250, 384].into_iter().enumerate() {
+            let (mut x, mut y) = (row(i as u64), row(i as u64));
+            // SAFETY: the CPU has AVX-512F, AVX2, FMA and F16C (this function's
+            // contract); `gamma` and `beta` hold 384 >= len values.
+            unsafe {
+                let (sx, sy) = (
+                    exp_shifted_row_avx512(&mut x[..len]),
+                    exp_shifted_row_twin(&mut y[..len]),
+                );
+                differing += unlike(&[sx], &[sy]) + unlike(&x, &y);
+                let (mut x, mut y) = (row(100 + i as u64), row(100 + i as u64));
+                layer_norm_row_avx512(&mut x[..len], &gamma, &beta, 1e-12);
+                layer_norm_row_twin(&mut y[..len], &gamma, &beta, 1e-12);
+                differing += unlike(&x, &y);
+            }
         }
         differing
     }
