@@ -1,5 +1,5 @@
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use excerpt_context::{
     assemble, feedback_terms, AssembleRequest, Context, Corpus, Hit, StrategyConfig, Timings,
@@ -50,10 +50,34 @@ const FEEDBACK_SENTENCES: usize = 10;
 /// Feedback terms kept.
 const FEEDBACK_TERMS: usize = 30;
 
+/// Whether the feedback terms of `req` are read from its first stage's own BM25 list
+/// (no document ids in the filter, lexical search on, at least [`FEEDBACK_CHUNKS`]
+/// candidates).
+fn feedback_from_first_stage(req: &QueryRequest) -> bool {
+    req.strategy.uses_feedback()
+        && req.filter.doc_ids.is_empty()
+        && req.mode != Mode::Dense
+        && req.candidates >= FEEDBACK_CHUNKS
+}
+
+/// The feedback terms of `text` from the first [`FEEDBACK_CHUNKS`] chunks of a BM25
+/// list.
+fn feedback_from_list(
+    text: &str,
+    corpus: &dyn Corpus,
+    lexical: &[(ChunkKey, f32)],
+) -> Vec<(String, f32)> {
+    let keys: Vec<ChunkKey> = lexical
+        .iter()
+        .take(FEEDBACK_CHUNKS)
+        .map(|(k, _)| *k)
+        .collect();
+    feedback_from(text, corpus, &keys)
+}
+
 /// The feedback terms of `req` after its first stage `found`: none when its strategy does
 /// not read them; from the first stage's own BM25 list when that is the feedback search
-/// (no document ids in the filter, lexical search on, at least [`FEEDBACK_CHUNKS`]
-/// candidates); else from a search of their own ([`feedback`]).
+/// ([`feedback_from_first_stage`]); else from a search of their own ([`feedback`]).
 fn query_feedback(
     store: &dyn Store,
     req: &QueryRequest,
@@ -63,15 +87,8 @@ fn query_feedback(
         return Ok(Vec::new());
     }
     let corpus = found.corpus.as_corpus();
-    if req.filter.doc_ids.is_empty() && req.mode != Mode::Dense && req.candidates >= FEEDBACK_CHUNKS
-    {
-        let keys: Vec<ChunkKey> = found
-            .lexical
-            .iter()
-            .take(FEEDBACK_CHUNKS)
-            .map(|(k, _)| *k)
-            .collect();
-        return Ok(feedback_from(&req.text, corpus, &keys));
+    if feedback_from_first_stage(req) {
+        return Ok(feedback_from_list(&req.text, corpus, &found.lexical));
     }
     // The scoped documents' chunks (of those the first stage read), which the feedback
     // search skips over.
@@ -162,16 +179,33 @@ impl Engine {
             Some(_) => self.reranker()?,
             None => None,
         };
-        let found = excerpt_retrieve::retrieve(
+        // Feedback terms read from the first stage's BM25 list are read as soon as
+        // that list exists: beside the query's embedding, where the store runs the
+        // lexical search so (their time is then the work's own, hidden by the
+        // embedding's).
+        let early: OnceLock<(Vec<(String, f32)>, Duration)> = OnceLock::new();
+        let read_early = |corpus: &dyn Corpus, lexical: &[(ChunkKey, f32)]| {
+            let started = Instant::now();
+            let terms = feedback_from_list(&req.text, corpus, lexical);
+            let _ = early.set((terms, started.elapsed()));
+        };
+        let found = excerpt_retrieve::retrieve_with(
             store.as_ref(),
             embedder.as_deref(),
             reranker.as_deref(),
             &stage,
+            feedback_from_first_stage(req).then_some(&read_early),
         )?;
-        let started = Instant::now();
-        let feedback = query_feedback(store.as_ref(), req, &found)?;
+        let (feedback, feedback_time) = match early.into_inner() {
+            Some(early) => early,
+            None => {
+                let started = Instant::now();
+                let feedback = query_feedback(store.as_ref(), req, &found)?;
+                (feedback, started.elapsed())
+            }
+        };
         let timings = Timings {
-            feedback_ms: Timings::ms(started.elapsed()),
+            feedback_ms: Timings::ms(feedback_time),
             ..found.timings
         };
         Ok(Retrieved {

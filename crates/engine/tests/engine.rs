@@ -940,6 +940,11 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_f
         );
     }
     assert_eq!(deep, shallow);
+    // Read beside the query's embedding (hybrid: the list is handed over as soon as
+    // the lexical search ends) or after the search (BM25 alone): the same terms.
+    open.candidates = 100;
+    open.mode = Mode::Bm25;
+    assert_eq!(terms(&engine.retrieve(&open).unwrap()), deep);
     // A strategy that does not read them does not pay for them.
     req.strategy = "rse".parse().unwrap();
     assert!(engine.retrieve(&req).unwrap().feedback.is_empty());

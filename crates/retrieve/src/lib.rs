@@ -24,9 +24,10 @@ pub use fusion::{
     fuse, fuse_hybrid, ChunkKey, Fused, FusionError, FusionMethod, Normalization, WeightedList,
 };
 pub use stage::{
-    retrieve, Mode, Retrieval, RetrieveError, RetrieveRequest, MAX_CANDIDATES, MAX_QUERY_BYTES,
+    retrieve, retrieve_with, Mode, Retrieval, RetrieveError, RetrieveRequest, MAX_CANDIDATES,
+    MAX_QUERY_BYTES,
 };
 pub use store::{
-    EmbedQuery, Found, SearchRequest, SearchTimes, SnapshotCorpus, SnapshotStore, Store,
-    StoreCorpus, StoreError,
+    AfterLexical, EmbedQuery, Found, SearchRequest, SearchTimes, SnapshotCorpus, SnapshotStore,
+    Store, StoreCorpus, StoreError,
 };

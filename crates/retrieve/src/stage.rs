@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::calibrate::{bm25_hits, dense_hits, fused_hits, with_score_relevance};
 use crate::filter::Filter;
 use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
-use crate::store::{timed, SearchRequest, Store, StoreCorpus, StoreError};
+use crate::store::{timed, AfterLexical, SearchRequest, Store, StoreCorpus, StoreError};
 
 /// Which first-stage retrieval runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -270,6 +270,19 @@ pub fn retrieve(
     reranker: Option<&dyn Reranker>,
     req: &RetrieveRequest<'_>,
 ) -> Result<Retrieval, RetrieveError> {
+    retrieve_with(store, embedder, reranker, req, None)
+}
+
+/// [`retrieve`], calling `after_lexical` with the lexical results as soon as they
+/// exist when the query is also embedded (beside the embedding, where the store runs
+/// the two at once: [`Store::search_embedding`]); not called in the other modes.
+pub fn retrieve_with(
+    store: &dyn Store,
+    embedder: Option<&dyn Embedder>,
+    reranker: Option<&dyn Reranker>,
+    req: &RetrieveRequest<'_>,
+    after_lexical: Option<AfterLexical<'_>>,
+) -> Result<Retrieval, RetrieveError> {
     req.validate()?;
     let search = SearchRequest {
         dense: None,
@@ -286,7 +299,7 @@ pub fn retrieve(
             });
         }
         let embed = || e.embed_query(req.text);
-        let (vector, found) = store.search_embedding(&search, &embed)?;
+        let (vector, found) = store.search_embedding(&search, &embed, after_lexical)?;
         (Some(vector), found)
     } else {
         (None, store.search(&search)?)

@@ -97,6 +97,11 @@ pub(crate) fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
 /// Embeds the query text: what [`Store::search_embedding`] calls.
 pub type EmbedQuery<'a> = &'a (dyn Fn() -> Result<Vec<f32>, EmbedError> + Sync);
 
+/// Work on the lexical results as soon as they exist, given with them the documents
+/// they index: [`Store::search_embedding`] runs it beside the query's embedding where
+/// it runs the lexical search so (the engine reads its feedback terms there).
+pub type AfterLexical<'a> = &'a (dyn Fn(&dyn Corpus, &[(ChunkKey, f32)]) + Sync);
+
 impl std::fmt::Debug for Found {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Found")
@@ -130,13 +135,16 @@ pub trait Store: Send + Sync {
     fn search(&self, req: &SearchRequest<'_>) -> Result<Found, StoreError>;
 
     /// Embeds the query with `embed` and runs the searches of `req` with that vector
-    /// (`req.dense` is ignored), returning the vector with what was found. A store that
-    /// can runs its lexical search while the query is embedded (the embedded index: both
-    /// read one snapshot); this default embeds first, then calls [`Store::search`].
+    /// (`req.dense` is ignored), returning the vector with what was found, and calls
+    /// `after_lexical` (when given) with the lexical results. A store that can runs its
+    /// lexical search, then `after_lexical`, while the query is embedded (the embedded
+    /// index: both read one snapshot); this default embeds first, then calls
+    /// [`Store::search`], then `after_lexical`.
     fn search_embedding(
         &self,
         req: &SearchRequest<'_>,
         embed: EmbedQuery<'_>,
+        after_lexical: Option<AfterLexical<'_>>,
     ) -> Result<(Vec<f32>, Found), StoreError> {
         let (vector, embed_time) = timed(embed);
         let vector = vector?;
@@ -145,6 +153,9 @@ pub trait Store: Send + Sync {
             ..*req
         })?;
         found.times.embed = embed_time;
+        if let (Some(after), Some(_)) = (after_lexical, req.lexical) {
+            after(found.corpus.as_corpus(), &found.lexical);
+        }
         Ok((vector, found))
     }
 }
@@ -203,12 +214,20 @@ impl Store for SnapshotStore {
         &self,
         req: &SearchRequest<'_>,
         embed: EmbedQuery<'_>,
+        after_lexical: Option<AfterLexical<'_>>,
     ) -> Result<(Vec<f32>, Found), StoreError> {
         let mask = self.mask(req.filter)?;
+        let corpus = SnapshotCorpus(self.0.clone());
         let ((vector, embed_time), (lexical, lexical_time)) = std::thread::scope(|scope| {
-            let lexical = req
-                .lexical
-                .map(|_| scope.spawn(|| timed(|| self.lexical(req, mask.as_ref()))));
+            let lexical = req.lexical.map(|_| {
+                scope.spawn(|| {
+                    let found = timed(|| self.lexical(req, mask.as_ref()));
+                    if let (Some(after), (Ok(lexical), _)) = (after_lexical, &found) {
+                        after(&corpus, lexical);
+                    }
+                    found
+                })
+            });
             let vector = timed(embed);
             let lexical = match lexical {
                 Some(handle) => handle
