@@ -157,6 +157,25 @@ fn feedback(
     Ok(feedback_from(text, corpus, &keys))
 }
 
+/// The chunks of the scoped documents `ids`, each found among the documents of the
+/// first stage's lexical results `lexical`; `None` when one is not among them (the
+/// count [`query_feedback`] makes from all of the first stage's hits may then differ).
+fn scoped_chunks_in(
+    corpus: &dyn Corpus,
+    lexical: &[(ChunkKey, f32)],
+    ids: &[String],
+) -> Option<usize> {
+    ids.iter()
+        .map(|id| {
+            lexical
+                .iter()
+                .filter_map(|(k, _)| corpus.document(k.doc))
+                .find(|d| &d.id == id)
+                .map(|d| d.chunks.len())
+        })
+        .sum()
+}
+
 /// The feedback terms of `text` from the sentences of `keys` in `corpus`.
 fn feedback_from(text: &str, corpus: &dyn Corpus, keys: &[ChunkKey]) -> Vec<(String, f32)> {
     feedback_terms(text, corpus, keys, FEEDBACK_SENTENCES, FEEDBACK_TERMS)
@@ -179,22 +198,36 @@ impl Engine {
             Some(_) => self.reranker()?,
             None => None,
         };
-        // Feedback terms read from the first stage's BM25 list are read as soon as
-        // that list exists: beside the query's embedding, where the store runs the
-        // lexical search so (their time is then the work's own, hidden by the
-        // embedding's).
+        // The feedback terms are read as soon as the first stage's BM25 list exists:
+        // beside the query's embedding, where the store runs the lexical search so
+        // (their time is then the work's own, hidden by the embedding's). From that
+        // list when it is the feedback search; else by a search of their own, once the
+        // scoped documents' chunks are counted as `query_feedback` counts them (not
+        // when reranking or a top k may drop hits, or a scoped document has no
+        // lexical hit: then after the first stage, as before).
+        let from_first_stage = feedback_from_first_stage(req);
+        let early_allowed = req.strategy.uses_feedback()
+            && (from_first_stage || (stage.top_k.is_none() && stage.rerank_top.is_none()));
         let early: OnceLock<(Vec<(String, f32)>, Duration)> = OnceLock::new();
+        let store_ref = store.as_ref();
         let read_early = |corpus: &dyn Corpus, lexical: &[(ChunkKey, f32)]| {
             let started = Instant::now();
-            let terms = feedback_from_list(&req.text, corpus, lexical);
-            let _ = early.set((terms, started.elapsed()));
+            let terms = if from_first_stage {
+                Some(feedback_from_list(&req.text, corpus, lexical))
+            } else {
+                scoped_chunks_in(corpus, lexical, &req.filter.doc_ids)
+                    .and_then(|scoped| feedback(store_ref, &req.text, &req.filter, scoped).ok())
+            };
+            if let Some(terms) = terms {
+                let _ = early.set((terms, started.elapsed()));
+            }
         };
         let found = excerpt_retrieve::retrieve_with(
-            store.as_ref(),
+            store_ref,
             embedder.as_deref(),
             reranker.as_deref(),
             &stage,
-            feedback_from_first_stage(req).then_some(&read_early),
+            early_allowed.then_some(&read_early),
         )?;
         let (feedback, feedback_time) = match early.into_inner() {
             Some(early) => early,

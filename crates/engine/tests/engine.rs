@@ -907,6 +907,11 @@ fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_f
         assert!(all.iter().any(|t| t == w), "{w}: {all:?}");
     }
     assert!(!all.iter().any(|t| t == "solicit"), "{all:?}");
+    // Read beside the query's embedding (as here), or after the first stage (where a
+    // top k could drop hits): the same terms.
+    let mut late = req.clone();
+    late.top_k = Some(100);
+    assert_eq!(terms(&engine.retrieve(&late).unwrap()), all);
     // The default strategy uses them, and says so; the context stays in scope.
     let ctx = engine.query(&req).unwrap();
     assert!(
