@@ -1028,6 +1028,11 @@ mod tests {
         out
     }
 
+    /// Whether two results are equal bit for bit.
+    fn same_bits(x: &[f32], y: &[f32]) -> bool {
+        x.len() == y.len() && x.iter().zip(y).all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
     /// The kernels this CPU can run (saying which it cannot).
     fn kernels() -> Vec<Kernel> {
         let all = [Kernel::Avx512, Kernel::Avx2, Kernel::Gemm];
@@ -1190,12 +1195,7 @@ mod tests {
                 let (mut one, mut shared) = (c0.clone(), c0.clone());
                 matmul(&a, k, m, &packed, &mut one, n, ep, false);
                 pool.install(|| matmul(&a, k, m, &packed, &mut shared, n, ep, true));
-                assert!(
-                    one.iter()
-                        .zip(&shared)
-                        .all(|(x, y)| x.to_bits() == y.to_bits()),
-                    "{kernel:?} {m}x{n}x{k}"
-                );
+                assert!(same_bits(&one, &shared), "{kernel:?} {m}x{n}x{k}");
                 pool.install(|| check(kernel, m, n, k, ep, true));
             }
         }
@@ -1279,9 +1279,7 @@ mod tests {
                 if has_avx512() {
                     let wide = run(Kernel::Avx512);
                     assert!(
-                        wide.iter()
-                            .zip(&own)
-                            .all(|(x, y)| x.to_bits() == y.to_bits()),
+                        same_bits(&wide, &own),
                         "avx512 and avx2 differ: {m}x{n}x{k}"
                     );
                 }
@@ -1387,9 +1385,7 @@ mod tests {
                     }
                     if ep.activation.is_none() || n % NR == 0 {
                         assert!(
-                            twin.iter()
-                                .zip(&own)
-                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            same_bits(&twin, &own),
                             "the twin and the avx2 kernel differ: m {m} n {n} k {k}"
                         );
                     }
