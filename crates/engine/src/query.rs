@@ -92,19 +92,11 @@ fn query_feedback(
     }
     // The scoped documents' chunks (of those the first stage read), which the feedback
     // search skips over.
-    let scoped: usize = req
-        .filter
-        .doc_ids
-        .iter()
-        .filter_map(|id| {
-            found
-                .hits
-                .iter()
-                .filter_map(|h| corpus.document(h.key.doc))
-                .find(|d| &d.id == id)
-        })
-        .map(|d| d.chunks.len())
-        .sum();
+    let (scoped, _) = scoped_chunks(
+        corpus,
+        found.hits.iter().map(|h| h.key),
+        &req.filter.doc_ids,
+    );
     feedback(store, &req.text, &req.filter, scoped)
 }
 
@@ -157,23 +149,26 @@ fn feedback(
     Ok(feedback_from(text, corpus, &keys))
 }
 
-/// The chunks of the scoped documents `ids`, each found among the documents of the
-/// first stage's lexical results `lexical`; `None` when one is not among them (the
-/// count [`query_feedback`] makes from all of the first stage's hits may then differ).
-fn scoped_chunks_in(
+/// The chunks of those scoped documents `ids` that are among the documents of `keys`,
+/// and whether all of them are.
+fn scoped_chunks(
     corpus: &dyn Corpus,
-    lexical: &[(ChunkKey, f32)],
+    keys: impl Iterator<Item = ChunkKey> + Clone,
     ids: &[String],
-) -> Option<usize> {
-    ids.iter()
-        .map(|id| {
-            lexical
-                .iter()
-                .filter_map(|(k, _)| corpus.document(k.doc))
-                .find(|d| &d.id == id)
-                .map(|d| d.chunks.len())
+) -> (usize, bool) {
+    let mut all = true;
+    let chunks = ids
+        .iter()
+        .filter_map(|id| {
+            let found = keys
+                .clone()
+                .filter_map(|k| corpus.document(k.doc))
+                .find(|d| &d.id == id);
+            all &= found.is_some();
+            found.map(|d| d.chunks.len())
         })
-        .sum()
+        .sum();
+    (chunks, all)
 }
 
 /// The feedback terms of `text` from the sentences of `keys` in `corpus`.
@@ -215,8 +210,13 @@ impl Engine {
             let terms = if from_first_stage {
                 Some(feedback_from_list(&req.text, corpus, lexical))
             } else {
-                scoped_chunks_in(corpus, lexical, &req.filter.doc_ids)
-                    .and_then(|scoped| feedback(store_ref, &req.text, &req.filter, scoped).ok())
+                // Counted from the lexical hits, the count of `query_feedback` (from all
+                // hits) when every scoped document is among them.
+                let keys = lexical.iter().map(|(k, _)| *k);
+                match scoped_chunks(corpus, keys, &req.filter.doc_ids) {
+                    (scoped, true) => feedback(store_ref, &req.text, &req.filter, scoped).ok(),
+                    (_, false) => None,
+                }
             };
             if let Some(terms) = terms {
                 let _ = early.set((terms, started.elapsed()));
