@@ -213,6 +213,29 @@ pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Docum
     Ok(docs)
 }
 
+/// Reads and verifies a segment's documents (decoded into memory) and checks its
+/// vectors file without decoding it: header and length, then its BLAKE3 read in blocks
+/// (once per file and process, [`VectorsCheck`]). What a writer reads of every segment
+/// before it changes anything: the rows themselves are not needed, and decoding them
+/// held a copy of every vector on the heap (1.5 GB at a million chunks).
+pub(crate) fn read_checked_segment_documents(
+    dir: &Path,
+    meta: &SegmentMeta,
+    dimension: usize,
+) -> Result<Vec<Document>, IndexError> {
+    let docs = crate::segment::read_documents(dir, meta)?;
+    let rows = docs.iter().map(|d| d.chunks.len()).sum();
+    let (_, check) = SegmentVectors::open(dir, meta, dimension, rows)?;
+    check
+        .result()
+        .clone()
+        .map_err(|detail| IndexError::Corrupt {
+            dir: dir.to_path_buf(),
+            detail: format!("segment {}: {detail}", meta.name),
+        })?;
+    Ok(docs)
+}
+
 /// The check of one segment's vectors file against the manifest's BLAKE3, run once, by
 /// the first to ask for its result.
 pub(crate) struct VectorsCheck {

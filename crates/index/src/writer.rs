@@ -8,6 +8,7 @@ use tantivy::TantivyDocument;
 use crate::ann::{self, AnnOptions, ANN_DIR};
 use crate::bm25::{self, Bm25Reader, Fields};
 use crate::health::{self, SegmentDamage};
+use crate::in_place::read_checked_segment_documents;
 use crate::manifest::sync_dir;
 use crate::segment::{
     read_segment, read_segment_ids, segment_file, write_segment, write_segment_ids,
@@ -100,7 +101,7 @@ impl IndexWriter {
         // refuses a damaged index leaves it as it found it.
         let mut live = HashMap::new();
         for meta in &manifest.segments {
-            let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
+            let docs = read_checked_segment_documents(dir, meta, manifest.config.dimension)?;
             for d in docs {
                 if meta.deleted.binary_search(&d.id).is_err() {
                     live.insert(d.id, (meta.name.clone(), d.hash));
@@ -134,7 +135,7 @@ impl IndexWriter {
             // Rebuilt from the segments (read again: this is the rare path).
             tantivy.delete_all_documents()?;
             for meta in &manifest.segments {
-                let (docs, _) = read_segment(dir, meta, manifest.config.dimension)?;
+                let docs = read_checked_segment_documents(dir, meta, manifest.config.dimension)?;
                 for d in docs {
                     if meta.deleted.binary_search(&d.id).is_err() {
                         bm25::add_document(&tantivy, fields, &d, manifest.config.headers)?;
