@@ -608,15 +608,11 @@ mod tests {
     use crate::local::math::{has_f16c, x86::activate8};
     use std::arch::x86_64::*;
 
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s >> 8) as f32 / (1u32 << 24) as f32 * 12.0 - 6.0
-            })
+    /// Deterministic pseudo-random values in [-6, 6).
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        crate::local::test_values(n, seed)
+            .into_iter()
+            .map(|x| 6.0 * x)
             .collect()
     }
 
@@ -663,7 +659,7 @@ mod tests {
         let gamma = values(400, 2);
         let beta = values(400, 3);
         for len in [1, 7, 15, 16, 17, 31, 33, 250, 384] {
-            let row = values(len, len as u32);
+            let row = values(len, len as u64);
             let (mut wide, mut portable) = (row.clone(), row.clone());
             // SAFETY: the CPU has AVX2, FMA and F16C (checked above).
             let s = unsafe { exp_shifted_row_twin(&mut wide) };

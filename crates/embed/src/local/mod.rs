@@ -40,6 +40,20 @@ pub use sgemm::KernelChoice;
 
 use excerpt_core::EmbedError;
 
+/// Deterministic pseudo-random values in [-1, 1), for the kernels' tests.
+#[cfg(test)]
+pub(crate) fn test_values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// [`EmbedError::Inference`] with `context: err`.
 pub(crate) fn inference_error(context: &str, err: impl std::fmt::Display) -> EmbedError {
     EmbedError::Inference {

@@ -975,18 +975,7 @@ avx2_kernel!(
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random values in [-1, 1).
-    fn values(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::local::test_values as values;
 
     /// `act(A · Wᵀ + C? + bias?)` in f64, the reference.
     #[allow(clippy::too_many_arguments)]
