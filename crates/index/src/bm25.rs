@@ -250,31 +250,66 @@ impl Bm25Reader {
         let hits = self
             .searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())?;
-        let mut out = Vec::with_capacity(hits.len());
-        // Per segment: its id and ordinal columns, when its schema has them.
-        let mut columns: HashMap<u32, Option<KeyColumns>> = HashMap::new();
-        for (score, addr) in hits {
-            let cols = columns
-                .entry(addr.segment_ord)
-                .or_insert_with(|| self.key_columns(addr.segment_ord));
-            let key = cols.as_ref().and_then(|(ids, ords)| {
-                let mut id = String::new();
-                let ord = ids.term_ords(addr.doc_id).next()?;
-                ids.ord_to_str(ord, &mut id).ok()?.then_some(())?;
-                Some((id, ords.first(addr.doc_id)?))
-            });
-            let (id, ord) = match key {
-                Some(k) => k,
-                None => self.stored_key(addr)?,
-            };
-            out.push((id, ord as u32, score));
-        }
+        let mut out = self.hit_keys(&hits)?;
         out.sort_by(|a, b| {
             b.2.total_cmp(&a.2)
                 .then_with(|| a.0.cmp(&b.0))
                 .then(a.1.cmp(&b.1))
         });
         out.truncate(k);
+        Ok(out)
+    }
+
+    /// The `(document id, ordinal, score)` of each hit. Ids come from the segments' id
+    /// columns, each segment's distinct ids decoded in one sorted pass over its
+    /// dictionary (a lookup per hit would decompress a dictionary block per hit), else
+    /// from the stored documents.
+    fn hit_keys(&self, hits: &[(f32, DocAddress)]) -> Result<Vec<(String, u32, f32)>, IndexError> {
+        // Per segment: its columns, when its schema has them, and its hits' id ordinals.
+        let mut segments: HashMap<u32, (Option<KeyColumns>, Vec<u64>)> = HashMap::new();
+        // Per hit: its id ordinal and chunk ordinal when read from columns.
+        let mut from_columns = Vec::with_capacity(hits.len());
+        for &(_, addr) in hits {
+            let (cols, ords) = segments
+                .entry(addr.segment_ord)
+                .or_insert_with(|| (self.key_columns(addr.segment_ord), Vec::new()));
+            let key = cols.as_ref().and_then(|(ids, ordinals)| {
+                Some((ids.term_ords(addr.doc_id).next()?, ordinals.first(addr.doc_id)?))
+            });
+            if let Some((ord, _)) = key {
+                ords.push(ord);
+            }
+            from_columns.push(key);
+        }
+        // Per segment: its hits' distinct id ordinals, sorted, and their ids.
+        let mut names: HashMap<u32, (Vec<u64>, Vec<String>)> = HashMap::new();
+        for (segment, (cols, mut ords)) in segments {
+            let Some((ids, _)) = cols else { continue };
+            ords.sort_unstable();
+            ords.dedup();
+            let mut decoded = Vec::with_capacity(ords.len());
+            ids.dictionary().sorted_ords_to_term_cb(&ords, |bytes| {
+                decoded.push(String::from_utf8_lossy(bytes).into_owned());
+            })
+            .map_err(tantivy::TantivyError::from)?;
+            // An ordinal the dictionary lacks leaves the segment to the stored documents.
+            if decoded.len() == ords.len() {
+                names.insert(segment, (ords, decoded));
+            }
+        }
+        let mut out = Vec::with_capacity(hits.len());
+        for (&(score, addr), key) in hits.iter().zip(from_columns) {
+            let id = key.and_then(|(ord, ordinal)| {
+                let (ords, decoded) = names.get(&addr.segment_ord)?;
+                let at = ords.binary_search(&ord).ok()?;
+                Some((decoded.get(at)?.clone(), ordinal))
+            });
+            let (id, ordinal) = match id {
+                Some(k) => k,
+                None => self.stored_key(addr)?,
+            };
+            out.push((id, ordinal as u32, score));
+        }
         Ok(out)
     }
 
@@ -313,14 +348,23 @@ mod tests {
 
     /// An index in RAM of `schema` holding `chunks` (document id, ordinal, body),
     /// committed every three chunks, so it has several segments.
-    fn reader((schema, f): (Schema, Fields), chunks: &[(&str, u64, &str)]) -> Bm25Reader {
+    fn reader(schema: (Schema, Fields), chunks: &[(&str, u64, &str)]) -> Bm25Reader {
+        reader_committing(schema, chunks, 3)
+    }
+
+    /// [`reader`], committing every `every` chunks.
+    fn reader_committing(
+        (schema, f): (Schema, Fields),
+        chunks: &[(&str, u64, &str)],
+        every: usize,
+    ) -> Bm25Reader {
         let index = Index::create_in_ram(schema);
         let mut w: tantivy::IndexWriter<TantivyDocument> =
             index.writer_with_num_threads(1, 15_000_000).unwrap();
         for (i, &(id, ordinal, body)) in chunks.iter().enumerate() {
             w.add_document(doc!(f.doc_id => id, f.ordinal => ordinal, f.body => body))
                 .unwrap();
-            if i % 3 == 2 {
+            if i % every == every - 1 {
                 w.commit().unwrap();
             }
         }
@@ -355,6 +399,29 @@ mod tests {
             let a = fast.search(q, 3, only).unwrap();
             assert!(a.iter().all(|h| h.0 == "d2" || h.0 == "d10"), "{a:?}");
             assert_eq!(a, stored.search(q, 3, only).unwrap(), "{q}");
+        }
+    }
+
+    #[test]
+    fn keys_of_many_hits_over_dictionaries_of_many_blocks_equal_the_stored_ones() {
+        // 3,000 chunks of 700 documents with long ids, in two segments: each segment's
+        // id dictionary spans many blocks, and most hits share a document with others.
+        let ids: Vec<String> = (0..700)
+            .map(|d| format!("filings/{:04}/annual-report-{}.pdf", (d * 7919) % 700, d))
+            .collect();
+        let bodies: Vec<String> = (0..3000)
+            .map(|i| format!("revenue w{} w{} report", i % 13, i % 29))
+            .collect();
+        let chunks: Vec<(&str, u64, &str)> = (0..3000)
+            .map(|i| (ids[i % 700].as_str(), (i / 700) as u64, bodies[i].as_str()))
+            .collect();
+        let fast = reader_committing(schema(), &chunks, 1800);
+        let stored = reader_committing(schema_with(STRING | STORED), &chunks, 1800);
+        assert_eq!(fast.searcher.segment_readers().len(), 2);
+        for q in ["revenue", "w3 w7 report", "w12"] {
+            let a = fast.search(q, 900, None).unwrap();
+            assert!(a.len() >= 100, "{q}: {}", a.len());
+            assert_eq!(a, stored.search(q, 900, None).unwrap(), "{q}");
         }
     }
 }
