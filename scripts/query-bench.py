@@ -5,7 +5,8 @@ reports (`"timings": true`).
 
     excerpt --index IDX serve --port 8765 &
     scripts/query-bench.py --url http://127.0.0.1:8765 --queries QUERIES.jsonl \
-        [--strategy topk --strategy auto] [--budget 1000] [--rounds 3] [--scoped]
+        [--strategy topk --strategy auto] [--budget 1000] [--rounds 3] [--scoped] \
+        [--mode dense]
 
 QUERIES.jsonl holds one {"query": ...} per line (an eval set's queries file will do;
 with --scoped, a query's "doc" or "scope" restricts it as `excerpt eval` does). Queries
@@ -20,6 +21,8 @@ ap.add_argument("--budget", type=int, default=1000)
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--limit", type=int, default=200)
 ap.add_argument("--scoped", action="store_true")
+ap.add_argument("--mode", choices=["hybrid", "dense", "bm25"],
+                help="retrieval mode (default: the server's, hybrid)")
 ap.add_argument("--no-timings", action="store_true",
                 help="do not ask for the stage times (a server older than `timings`)")
 a = ap.parse_args()
@@ -32,6 +35,8 @@ for line in open(a.queries):
     body = {"query": q["query"], "budget": a.budget}
     if not a.no_timings:
         body["timings"] = True
+    if a.mode:
+        body["mode"] = a.mode
     scope = q.get("scope") or ([q["doc"]] if q.get("doc") else None)
     if a.scoped and scope:
         body["filter"] = {"doc_ids": scope}

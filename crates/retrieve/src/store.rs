@@ -218,25 +218,34 @@ impl Store for SnapshotStore {
     ) -> Result<(Vec<f32>, Found), StoreError> {
         let mask = self.mask(req.filter)?;
         let corpus = SnapshotCorpus(self.0.clone());
-        let ((vector, embed_time), (lexical, lexical_time)) = std::thread::scope(|scope| {
-            let lexical = req.lexical.map(|_| {
-                scope.spawn(|| {
-                    let found = timed(|| self.lexical(req, mask.as_ref()));
-                    if let (Some(after), (Ok(lexical), _)) = (after_lexical, &found) {
-                        after(&corpus, lexical);
-                    }
-                    found
-                })
-            });
-            let vector = timed(embed);
-            let lexical = match lexical {
-                Some(handle) => handle
+        let lexical_part = || {
+            let found = timed(|| self.lexical(req, mask.as_ref()));
+            if let (Some(after), (Ok(lexical), _)) = (after_lexical, &found) {
+                after(&corpus, lexical);
+            }
+            found
+        };
+        let ((vector, embed_time), (lexical, lexical_time)) = if req.lexical.is_none() {
+            (timed(embed), (Ok(Vec::new()), Duration::ZERO))
+        } else if rayon::current_num_threads() >= 2 {
+            // Both halves in the thread pool the encoder's products run in: while one
+            // worker searches, the other embeds (taking every task of the products
+            // itself), and takes its share of them back when the search is done. A
+            // thread of its own for the search would make three busy threads on two
+            // cores, and a product would wait on whichever of its halves lost its core.
+            rayon::join(|| timed(embed), lexical_part)
+        } else {
+            // One worker: a thread of its own, so the search still overlaps an
+            // embedding that waits (a remote endpoint).
+            std::thread::scope(|scope| {
+                let lexical = scope.spawn(lexical_part);
+                let vector = timed(embed);
+                let lexical = lexical
                     .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => (Ok(Vec::new()), Duration::ZERO),
-            };
-            (vector, lexical)
-        });
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (vector, lexical)
+            })
+        };
         let vector = vector?;
         let lexical = lexical?;
         let (dense, dense_time) = timed(|| self.0.dense_search(&vector, req.k, mask.as_ref()));
