@@ -11,7 +11,7 @@ reports (`"timings": true`).
 QUERIES.jsonl holds one {"query": ...} per line (an eval set's queries file will do;
 with --scoped, a query's "doc" or "scope" restricts it as `excerpt eval` does). Queries
 run one at a time, after one warm-up pass; the rounds are interleaved by strategy."""
-import argparse, json, statistics, time, urllib.request
+import argparse, http.client, json, statistics, time, urllib.parse, urllib.request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--url", required=True)
@@ -23,6 +23,9 @@ ap.add_argument("--limit", type=int, default=200)
 ap.add_argument("--scoped", action="store_true")
 ap.add_argument("--mode", choices=["hybrid", "dense", "bm25"],
                 help="retrieval mode (default: the server's, hybrid)")
+ap.add_argument("--keep-alive", action="store_true",
+                help="send every query on one kept-alive connection (as a client pool does) "
+                     "instead of a new connection each")
 ap.add_argument("--no-timings", action="store_true",
                 help="do not ask for the stage times (a server older than `timings`)")
 a = ap.parse_args()
@@ -44,12 +47,25 @@ for line in open(a.queries):
 queries = queries[: a.limit]
 
 
+url = urllib.parse.urlsplit(a.url)
+conn = http.client.HTTPConnection(url.hostname, url.port or 80) if a.keep_alive else None
+
+
 def post(body):
-    req = urllib.request.Request(a.url.rstrip("/") + "/v1/query", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
+    data = json.dumps(body).encode()
     start = time.perf_counter()
-    with urllib.request.urlopen(req) as r:
-        out = json.load(r)
+    if conn is not None:
+        conn.request("POST", url.path.rstrip("/") + "/v1/query", data,
+                     {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        out = json.loads(r.read())
+        if r.status != 200:
+            raise SystemExit(f"HTTP {r.status}: {out}")
+    else:
+        req = urllib.request.Request(a.url.rstrip("/") + "/v1/query", data,
+                                     {"Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as r:
+            out = json.load(r)
     return (time.perf_counter() - start) * 1000, out.get("timings", {})
 
 
@@ -71,7 +87,8 @@ for _ in range(a.rounds):
             wall[s].append(ms)
             for k, v in t.items():
                 stages[s].setdefault(k, []).append(v)
-print(f"{len(queries)} queries x {a.rounds} rounds, budget {a.budget}, one at a time")
+conn_kind = "one kept-alive connection" if conn is not None else "a connection each"
+print(f"{len(queries)} queries x {a.rounds} rounds, budget {a.budget}, one at a time, {conn_kind}")
 names = ["embed_ms", "lexical_ms", "dense_ms", "fusion_ms", "feedback_ms", "assembly_ms", "total_ms"]
 print("| strategy | HTTP p50 | HTTP p99 | " + " | ".join(n[:-3] + " p50" for n in names) + " |")
 print("|---" * (3 + len(names)) + "|")
