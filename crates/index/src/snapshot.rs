@@ -426,7 +426,7 @@ impl Snapshot {
         };
         Some(
             // In row order, the rows are read front to back through the segment files.
-            dense::top_k_rows(query, k, self.rows_in_order(rows).into_iter())
+            dense::top_k_rows_split(query, k, &self.rows_in_order(rows))
                 .into_iter()
                 .map(|(row, s)| (self.key_of_row(row), s))
                 .collect(),
@@ -447,7 +447,8 @@ impl Snapshot {
             return Vec::new();
         }
         let docs = (0..self.docs.len()).filter(|&d| mask.is_none_or(|m| m.allows(d as u32)));
-        dense::top_k_rows(query, k, self.doc_rows_of(docs))
+        let rows: Vec<(usize, &[f32])> = self.doc_rows_of(docs).collect();
+        dense::top_k_rows_split(query, k, &rows)
             .into_iter()
             .map(|(row, s)| (self.key_of_row(row), s))
             .collect()
