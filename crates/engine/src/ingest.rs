@@ -594,7 +594,7 @@ impl Flush<'_> {
             if self.cancelled() {
                 return Ok(None);
             }
-            let Some(pools) = self.embedder.pool_spans(ts, sps)? else {
+            let Some(pools) = in_ingest_pool(|| self.embedder.pool_spans(ts, sps))? else {
                 return Err(EngineError::Unsupported(LATE_CHUNKING_NEEDS_TOKENS.into()));
             };
             let fits = pools.len() == ts.len()
@@ -639,7 +639,7 @@ impl Flush<'_> {
     /// embedder returned one vector of the index's dimension per text.
     fn embed_group(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
         let dim = self.config.dimension;
-        let out = self.embedder.embed(texts)?;
+        let out = in_ingest_pool(|| self.embedder.embed(texts))?;
         if out.len() != texts.len() || out.iter().any(|v| v.len() != dim) {
             return Err(EngineError::Embed(excerpt_core::EmbedError::Inference {
                 message: format!(
@@ -833,6 +833,27 @@ type ChunkInputs = Vec<(String, String)>;
 
 /// Vectors, one per text or per document, each a `Vec`.
 type Rows = Vec<Vec<f32>>;
+
+/// Runs `work` (embedding documents) in a thread pool of its own, as many threads as
+/// rayon's global pool, made on first use; in the caller's pool when one cannot be made.
+/// Queries run their searches and embedding in the global pool: a server ingesting
+/// while it answers would otherwise queue each step of a document batch's forward pass
+/// behind the queries' tasks (the two pools then share the cores as the system
+/// schedules them, as threads did before queries moved into the pool).
+fn in_ingest_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .thread_name(|i| format!("excerpt-ingest-{i}"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    }
+}
 
 /// The texts of `inputs` to embed: those whose key `stored` lacks, deduplicated by key,
 /// as (key, text); each such key's place among them; and how many chunks reuse a stored
