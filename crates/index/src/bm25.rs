@@ -19,6 +19,7 @@ use tantivy::schema::{
 };
 use tantivy::{doc, DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use crate::dense::TopK;
 use crate::IndexError;
 
 /// Postings per query term that [`Scoring::Auto`] scores exhaustively: a query of `t`
@@ -57,21 +58,6 @@ fn forced_scoring() -> Option<Scoring> {
         Ok("exhaustive") => Some(Scoring::Exhaustive),
         _ => None,
     })
-}
-
-/// A score ordered by `total_cmp`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Ordered(f32);
-impl Eq for Ordered {}
-impl PartialOrd for Ordered {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Ordered {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
 }
 
 /// A segment's fast columns of document id and chunk ordinal.
@@ -354,36 +340,25 @@ impl Bm25Reader {
         query: &dyn Query,
         limit: usize,
     ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
         let weight = query.weight(tantivy::query::EnableScoring::enabled_from_searcher(
             &self.searcher,
         ))?;
-        // A min-heap of the best `limit` so far: (score, segment, doc).
-        let mut heap: BinaryHeap<Reverse<(Ordered, u32, u32)>> =
-            BinaryHeap::with_capacity(limit + 1);
+        // Keyed by (segment, doc): of equal scores, the earlier document is kept.
+        let mut top = TopK::new(limit, limit);
         for (segment, reader) in self.searcher.segment_readers().iter().enumerate() {
             let alive = reader.alive_bitset();
             let segment = segment as u32;
-            let mut floor = f32::NEG_INFINITY;
             weight.for_each(reader, &mut |doc, score| {
-                if score < floor || alive.is_some_and(|a| a.is_deleted(doc)) {
-                    return;
-                }
-                heap.push(Reverse((Ordered(score), segment, doc)));
-                if heap.len() > limit {
-                    heap.pop();
-                }
-                if heap.len() == limit {
-                    floor = heap.peek().map_or(f32::NEG_INFINITY, |r| r.0 .0 .0);
+                if alive.is_none_or(|a| a.is_alive(doc)) {
+                    top.offer((segment, doc), score);
                 }
             })?;
         }
-        let mut out: Vec<(f32, DocAddress)> = heap
+        let out = top
+            .into_sorted()
             .into_iter()
-            .map(|Reverse((s, seg, doc))| (s.0, DocAddress::new(seg, doc)))
+            .map(|((segment, doc), score)| (score, DocAddress::new(segment, doc)))
             .collect();
-        out.sort_by(|a, b| b.0.total_cmp(&a.0));
         Ok(out)
     }
 

@@ -6,17 +6,54 @@ use std::collections::BinaryHeap;
 
 /// One candidate in the heap; the heap's top is the worst kept candidate.
 #[derive(PartialEq)]
-struct Cand(f32, usize);
-impl Eq for Cand {}
-impl Ord for Cand {
+struct Cand<R>(f32, R);
+impl<R: Ord> Eq for Cand<R> {}
+impl<R: Ord> Ord for Cand<R> {
     fn cmp(&self, o: &Self) -> Ordering {
         // Worse = lower score, then higher row. Max-heap on "worse".
         o.0.total_cmp(&self.0).then(self.1.cmp(&o.1))
     }
 }
-impl PartialOrd for Cand {
+impl<R: Ord> PartialOrd for Cand<R> {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
+    }
+}
+
+/// The best `k` of the `(row, score)` pairs offered: higher score first, ties by the
+/// lower row (a row offered later with an equal score does not displace one kept).
+pub(crate) struct TopK<R> {
+    k: usize,
+    heap: BinaryHeap<Cand<R>>,
+}
+
+impl<R: Ord + Copy> TopK<R> {
+    /// An empty top `k`, with room reserved for `reserve` candidates (at most `k`).
+    pub(crate) fn new(k: usize, reserve: usize) -> Self {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(reserve.min(k).saturating_add(1)),
+        }
+    }
+
+    /// Keeps `(row, score)` if it is among the best `k` so far.
+    #[inline]
+    pub(crate) fn offer(&mut self, row: R, score: f32) {
+        if self.heap.len() < self.k {
+            self.heap.push(Cand(score, row));
+        } else if let Some(worst) = self.heap.peek() {
+            if Cand(score, row).cmp(worst) == Ordering::Less {
+                self.heap.pop();
+                self.heap.push(Cand(score, row));
+            }
+        }
+    }
+
+    /// The kept pairs, best first, ties by row.
+    pub(crate) fn into_sorted(self) -> Vec<(R, f32)> {
+        let mut out: Vec<(R, f32)> = self.heap.into_iter().map(|c| (c.1, c.0)).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
     }
 }
 
@@ -49,22 +86,12 @@ pub fn top_k_rows<'a>(
         return Vec::new();
     }
     // Never reserve for more rows than may come, whatever `k` the caller asks for.
-    let reserve = k.min(rows.size_hint().1.unwrap_or(1 << 12)).min(1 << 16);
-    let mut heap: BinaryHeap<Cand> = BinaryHeap::with_capacity(reserve.saturating_add(1));
+    let reserve = rows.size_hint().1.unwrap_or(1 << 12).min(1 << 16);
+    let mut top = TopK::new(k, reserve);
     for (row, vector) in rows {
-        let s = dot(vector, query);
-        if heap.len() < k {
-            heap.push(Cand(s, row));
-        } else if let Some(worst) = heap.peek() {
-            if Cand(s, row).cmp(worst) == Ordering::Less {
-                heap.pop();
-                heap.push(Cand(s, row));
-            }
-        }
+        top.offer(row, dot(vector, query));
     }
-    let mut out: Vec<(usize, f32)> = heap.into_iter().map(|c| (c.1, c.0)).collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
+    top.into_sorted()
 }
 
 /// Rows below which [`top_k_rows_split`] scores on one thread: a hand-off to another
