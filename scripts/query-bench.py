@@ -26,6 +26,8 @@ ap.add_argument("--mode", choices=["hybrid", "dense", "bm25"],
 ap.add_argument("--keep-alive", action="store_true",
                 help="send every query on one kept-alive connection (as a client pool does) "
                      "instead of a new connection each")
+ap.add_argument("--slowest", type=int, default=0, metavar="N",
+                help="also print the stage times of each strategy's N slowest queries")
 ap.add_argument("--no-timings", action="store_true",
                 help="do not ask for the stage times (a server older than `timings`)")
 a = ap.parse_args()
@@ -80,11 +82,13 @@ for body in queries:  # warm-up: model, caches, page cache
     post(dict(body, strategy=strategies[0]))
 wall = {s: [] for s in strategies}
 stages = {s: {} for s in strategies}
+slow = {}
 for _ in range(a.rounds):
     for s in strategies:
         for body in queries:
             ms, t = post(dict(body, strategy=s))
             wall[s].append(ms)
+            slow.setdefault(s, []).append((ms, len(body["query"].split()), t))
             for k, v in t.items():
                 stages[s].setdefault(k, []).append(v)
 conn_kind = "one kept-alive connection" if conn is not None else "a connection each"
@@ -96,3 +100,9 @@ for s in strategies:
     cells = [f"{pct(wall[s], 50):.1f}", f"{pct(wall[s], 99):.1f}"]
     cells += [f"{statistics.median(stages[s][n]):.2f}" if n in stages[s] else "" for n in names]
     print(f"| `{s}` | " + " | ".join(cells) + " |")
+if a.slowest:
+    for s in strategies:
+        print(f"\n`{s}`, the {a.slowest} slowest: HTTP ms, words, then each stage's ms")
+        for ms, words, t in sorted(slow[s], key=lambda x: -x[0])[: a.slowest]:
+            print(f"  {ms:7.1f} {words:4d}w  " + "  ".join(
+                f"{n[:-3]} {t[n]:.1f}" for n in names if n in t))

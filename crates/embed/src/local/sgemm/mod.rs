@@ -48,6 +48,11 @@ const NR: usize = 16;
 const KC: usize = 384;
 /// Rows per block (a multiple of `MR`); also the unit of parallel work.
 const MC: usize = 48;
+/// Row blocks per thread from which a product's row blocks are its parallel tasks;
+/// with fewer, threads share out the column panels instead. Whole blocks per task
+/// leave threads idle when the blocks do not divide evenly among them (a 60-token
+/// query is a block of 48 rows and one of 12), and each reads all of the weights.
+const ROW_SPLIT_BLOCKS: usize = 4;
 /// Rows per parallel task of the `gemm` path's passes over `C`.
 const PASS_ROWS: usize = 32;
 /// Multiply-adds (`m · n · k`) below which a product of one row block is not shared
@@ -491,18 +496,24 @@ unsafe fn panel_product(
     } else {
         1
     };
-    if threads > 1 && blocks > 1 {
+    if threads > 1 && blocks >= ROW_SPLIT_BLOCKS * threads {
         (0..blocks)
             .into_par_iter()
             .for_each(|b| block(b * MC, 0..panels));
     } else if threads > 1 && panels >= 2 * threads && m * n * k >= MIN_SPLIT_WORK {
-        // One block of rows (a short input, such as a query): its panels are shared
-        // out instead, so that every thread computes a band of the output's columns.
+        // A few blocks of rows (a short input, such as a query): the panels are shared
+        // out instead, so that every thread computes a band of the output's columns
+        // for all the rows, and reads only its band of the weights.
         let per_task = panels.div_ceil(threads);
         (0..threads).into_par_iter().for_each(|t| {
             let first = t * per_task;
-            block(0, first.min(panels)..(first + per_task).min(panels));
+            let columns = first.min(panels)..(first + per_task).min(panels);
+            (0..blocks).for_each(|b| block(b * MC, columns.clone()));
         });
+    } else if threads > 1 && blocks > 1 {
+        (0..blocks)
+            .into_par_iter()
+            .for_each(|b| block(b * MC, 0..panels));
     } else {
         (0..blocks).for_each(|b| block(b * MC, 0..panels));
     }
@@ -1156,19 +1167,27 @@ mod tests {
     /// A product of one row block (a query's few tokens) is shared out by column
     /// panels: the same bits as computing it on one thread, and the naive product.
     #[test]
-    fn one_row_block_shared_by_columns_gives_the_same_bits() {
+    fn few_row_blocks_shared_by_columns_give_the_same_bits() {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
             .unwrap();
         let bias = values(1536, 12);
+        // One block of rows, then two, three and eleven blocks (fewer than
+        // `ROW_SPLIT_BLOCKS` per thread of the three): all shared out by columns.
         for &(m, n, k) in &[
             (12, 1152, 384),
             (12, 384, 1536),
             (3, 1536, 384),
             (47, 1000, 1100),
+            (60, 384, 384),
+            (2 * MC + 5, 1536, 384),
+            (11 * MC - 1, 400, 64),
         ] {
-            assert!(m <= MC && m * n * k >= MIN_SPLIT_WORK, "{m} {n} {k}");
+            assert!(
+                m.div_ceil(MC) < ROW_SPLIT_BLOCKS * 3 && m * n * k >= MIN_SPLIT_WORK,
+                "{m} {n} {k}"
+            );
             let ep = Epilogue {
                 accumulate: true,
                 bias: Some(&bias[..n]),
@@ -1452,6 +1471,12 @@ mod product_speed {
             (8000, 384, 1536),
             (252, 252, 32),
             (252, 32, 252),
+            (30, 1152, 384),
+            (30, 384, 384),
+            (30, 1536, 384),
+            (30, 384, 1536),
+            (25, 1536, 384),
+            (72, 1536, 384),
         ] {
             let a = vec![0.5f32; m * k];
             let mut c = vec![0f32; m * n];
@@ -1473,7 +1498,12 @@ mod product_speed {
                 for _ in 0..8 {
                     let t = std::time::Instant::now();
                     for _ in 0..reps {
-                        matmul(&a, k, m, &w, &mut c, n, Epilogue::STORE, par);
+                        // A query's few rows read the half-precision weights.
+                        let ep = Epilogue {
+                            half: m < 100,
+                            ..Epilogue::STORE
+                        };
+                        matmul(&a, k, m, &w, &mut c, n, ep, par);
                     }
                     s = s.min(t.elapsed().as_secs_f64());
                 }
