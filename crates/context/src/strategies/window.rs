@@ -454,13 +454,14 @@ fn sentence_seeded(
     };
     // (similarity, doc, sentence), every sentence of the candidate documents.
     let mut seeds: Vec<(f32, u32, usize)> = Vec::new();
+    let prepared = excerpt_core::CosineTo::new(&query);
     for &d in &docs {
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
         for i in 0..doc.sentences.len() {
             match req.corpus.sentence_vector(d, i) {
-                Some(v) if v.len() == query.len() => seeds.push((cosine(&v, &query), d, i)),
+                Some(v) if v.len() == query.len() => seeds.push((prepared.cosine(&v) as f32, d, i)),
                 Some(v) => {
                     return Err(ContextError::DimensionMismatch {
                         what: "stored sentence vector",

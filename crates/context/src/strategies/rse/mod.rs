@@ -440,6 +440,8 @@ fn chunk_values(
     n_hits: usize,
 ) -> Result<(Vec<DocValues>, Relevances), ContextError> {
     let decay = f64::from(p.rank_decay);
+    // The query, prepared once for its cosine with every unretrieved chunk.
+    let query = map.map(|(q, _)| excerpt_core::CosineTo::new(q));
     let unretrieved_factor = (-(n_hits as f64) / decay).exp() as f32;
     let mut doc_values = Vec::with_capacity(docs.len());
     let mut relevances: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
@@ -457,10 +459,10 @@ fn chunk_values(
                     let f = (-(h.rank as f64) / decay).exp() as f32;
                     (h.score_relevance * f - p.threshold, h.relevance)
                 }
-                None => match (map, req.corpus.chunk_vector(key)) {
-                    (Some((q, m)), Some(v)) => {
+                None => match (map, &query, req.corpus.chunk_vector(key)) {
+                    (Some((q, m)), Some(query), Some(v)) => {
                         check_dim(q, v)?;
-                        let r = m.apply(cosine(v, q));
+                        let r = m.apply(query.cosine(v) as f32);
                         (r * unretrieved_factor - p.threshold, r)
                     }
                     _ => (-p.threshold, 0.0),

@@ -31,7 +31,7 @@ use crate::context::AssembleRequest;
 use crate::error::ContextError;
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{DocValues, SegmentParams};
-use crate::selection::{cosine, RHit, Selection};
+use crate::selection::{RHit, Selection};
 use crate::sentences::lexical::{lexical_scores, terms};
 use crate::sentences::min_max_scaled;
 use crate::sentences::units::{units_of, Unit};
@@ -178,10 +178,11 @@ fn unit_matches(
     let mut lex = lexical_scores(&terms(req.query), &pool);
     if let Some(q) = req.query_vector {
         let mut sims = Vec::with_capacity(pool.len());
+        let prepared = excerpt_core::CosineTo::new(q);
         for &(di, i) in pool_index.keys() {
             let d = &docs[di].0;
             match req.corpus.sentence_vector(*d, i) {
-                Some(v) if v.len() == q.len() => sims.push(cosine(&v, q)),
+                Some(v) if v.len() == q.len() => sims.push(prepared.cosine(&v) as f32),
                 _ => break,
             }
         }

@@ -685,6 +685,10 @@ struct TileKernel {
     full: [TileFn; 2],
     /// The same, reading half-precision weights.
     half: [TileFn; 2],
+    /// Tiles of fewer rows for a block's last strip when its rows are not a multiple
+    /// of `rows` (by f32 then half-precision weights, then by rows less one), or
+    /// none: the full tile computes the missing rows and drops them.
+    short: Option<[[TileFn; MR - 1]; 2]>,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -695,6 +699,22 @@ impl TileKernel {
         panels: 1,
         full: [kernel_avx2, kernel_avx2],
         half: [kernel_avx2_f16, kernel_avx2_f16],
+        short: Some([
+            [
+                narrow_avx2::<1>,
+                narrow_avx2::<2>,
+                narrow_avx2::<3>,
+                narrow_avx2::<4>,
+                narrow_avx2::<5>,
+            ],
+            [
+                narrow_avx2_f16::<1>,
+                narrow_avx2_f16::<2>,
+                narrow_avx2_f16::<3>,
+                narrow_avx2_f16::<4>,
+                narrow_avx2_f16::<5>,
+            ],
+        ]),
     };
     /// Eight rows × two panels in `zmm` registers.
     const AVX512: Self = Self {
@@ -702,6 +722,7 @@ impl TileKernel {
         panels: 2,
         full: [wide::avx512_1, wide::avx512_2],
         half: [wide::avx512_1_f16, wide::avx512_2_f16],
+        short: None,
     };
 }
 
@@ -713,6 +734,7 @@ impl TileKernel {
         panels: 1,
         full: [no_tiles, no_tiles],
         half: [no_tiles, no_tiles],
+        short: None,
     };
     const AVX512: Self = Self::AVX2;
 }
@@ -794,6 +816,12 @@ unsafe fn block_product(
                             .map_or(std::ptr::null(), |s| s.as_ptr().add(ir)),
                         c: c.add(ir * ldc + col),
                         ldc,
+                    };
+                    let kernel = match tiles.short {
+                        Some(short) if strip.rows < tiles.rows => {
+                            short[usize::from(!tile.half.is_null())][strip.rows - 1]
+                        }
+                        _ => kernel,
                     };
                     kernel(&tile, strip);
                 }
@@ -920,41 +948,131 @@ macro_rules! avx2_kernel {
                     (c50, c51),
                 ];
                 for (i, &(lo, hi)) in sums.iter().enumerate().take(mr) {
-                    let out = c.add(i * ldc);
-                    let (lo, hi) = if scale.is_null() {
-                        (lo, hi)
-                    } else {
-                        let s = _mm256_set1_ps(*scale.add(i));
-                        (_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, s))
-                    };
-                    if tile.nr == NR {
-                        // Full-width tiles finish in registers.
-                        let (mut lo, mut hi) = (lo, hi);
-                        if tile.load_c {
-                            lo = _mm256_add_ps(lo, _mm256_loadu_ps(out));
-                            hi = _mm256_add_ps(hi, _mm256_loadu_ps(out.add(8)));
-                        }
-                        if !tile.bias.is_null() {
-                            lo = _mm256_add_ps(lo, _mm256_loadu_ps(tile.bias));
-                            hi = _mm256_add_ps(hi, _mm256_loadu_ps(tile.bias.add(8)));
-                        }
-                        if let Some(act) = tile.activation {
-                            lo = super::math::x86::activate8(lo, act);
-                            hi = super::math::x86::activate8(hi, act);
-                        }
-                        _mm256_storeu_ps(out, lo);
-                        _mm256_storeu_ps(out.add(8), hi);
-                    } else {
-                        let mut acc = [0f32; NR];
-                        _mm256_storeu_ps(acc.as_mut_ptr(), lo);
-                        _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
-                        finish_row(tile, &mut acc, out);
-                    }
+                    let scale = if scale.is_null() { scale } else { scale.add(i) };
+                    store_ymm_row(tile, lo, hi, scale, c.add(i * ldc));
                 }
             }
         }
     };
 }
+
+/// Finishes one row of an AVX2 tile, its 16 sums in `lo` and `hi`: scales it by
+/// `*scale` (unless null), adds `C`, the bias and the activation as `tile` says, and
+/// stores its `tile.nr` columns at `out`.
+///
+/// # Safety
+/// `out` holds `tile.nr` writable values, `tile.bias` (unless null) `tile.nr`
+/// readable ones, `scale` is null or readable. The CPU has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store_ymm_row(
+    tile: &Tile,
+    lo: std::arch::x86_64::__m256,
+    hi: std::arch::x86_64::__m256,
+    scale: *const f32,
+    out: *mut f32,
+) {
+    // SAFETY: full 16-column loads and stores happen only when `tile.nr == NR`; else
+    // `finish_row` touches `tile.nr` values (this function's contract).
+    unsafe {
+        use std::arch::x86_64::*;
+        let (lo, hi) = if scale.is_null() {
+            (lo, hi)
+        } else {
+            let s = _mm256_set1_ps(*scale);
+            (_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, s))
+        };
+        if tile.nr == NR {
+            // Full-width tiles finish in registers.
+            let (mut lo, mut hi) = (lo, hi);
+            if tile.load_c {
+                lo = _mm256_add_ps(lo, _mm256_loadu_ps(out));
+                hi = _mm256_add_ps(hi, _mm256_loadu_ps(out.add(8)));
+            }
+            if !tile.bias.is_null() {
+                lo = _mm256_add_ps(lo, _mm256_loadu_ps(tile.bias));
+                hi = _mm256_add_ps(hi, _mm256_loadu_ps(tile.bias.add(8)));
+            }
+            if let Some(act) = tile.activation {
+                lo = super::math::x86::activate8(lo, act);
+                hi = super::math::x86::activate8(hi, act);
+            }
+            _mm256_storeu_ps(out, lo);
+            _mm256_storeu_ps(out.add(8), hi);
+        } else {
+            let mut acc = [0f32; NR];
+            _mm256_storeu_ps(acc.as_mut_ptr(), lo);
+            _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
+            finish_row(tile, &mut acc, out);
+        }
+    }
+}
+
+/// Defines an AVX2 + FMA register tile of `R` (< [`MR`]) rows, for the last strip of
+/// a block: the 6-row tile would compute `MR - R` rows for nothing. Each row's sums
+/// are the same operations in the same order as in the 6-row tile, so the products
+/// have the same bits. `$start` and `$load` as in `avx2_kernel!`.
+macro_rules! narrow_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, |$tile:ident| $start:expr, |$p:ident| $load:expr) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name<const R: usize>($tile: &Tile, strip: Strip) {
+            let tile = $tile;
+            // SAFETY: `strip.rows == R`, so every row read and written exists; the
+            // panel is read at `tile.kc` groups and the row finished by
+            // `store_ymm_row` under its contract (this function's contract).
+            unsafe {
+                use std::arch::x86_64::*;
+                debug_assert_eq!(strip.rows, R);
+                let rows: [*const f32; R] = std::array::from_fn(|i| strip.a.add(i * strip.lda));
+                let mut sums = [[_mm256_setzero_ps(); 2]; R];
+                let mut b = $start;
+                for p in 0..tile.kc {
+                    let b0 = { let $p = b; $load };
+                    let b1 = { let $p = b.add(8); $load };
+                    for (row, [lo, hi]) in rows.iter().zip(sums.iter_mut()) {
+                        let x = _mm256_broadcast_ss(&*row.add(p));
+                        *lo = _mm256_fmadd_ps(x, b0, *lo);
+                        *hi = _mm256_fmadd_ps(x, b1, *hi);
+                    }
+                    b = b.add(NR);
+                }
+                for (i, &[lo, hi]) in sums.iter().enumerate() {
+                    let scale = if strip.scale.is_null() {
+                        strip.scale
+                    } else {
+                        strip.scale.add(i)
+                    };
+                    store_ymm_row(tile, lo, hi, scale, strip.c.add(i * strip.ldc));
+                }
+            }
+        }
+    };
+}
+
+narrow_kernel!(
+    /// [`kernel_avx2`] for a strip of `R` rows.
+    ///
+    /// # Safety
+    /// As [`kernel_avx2`], with `strip.rows == R`.
+    narrow_avx2,
+    "avx2,fma",
+    |tile| tile.b,
+    |p| std::arch::x86_64::_mm256_loadu_ps(p)
+);
+
+narrow_kernel!(
+    /// [`kernel_avx2_f16`] for a strip of `R` rows.
+    ///
+    /// # Safety
+    /// As [`kernel_avx2_f16`], with `strip.rows == R`.
+    narrow_avx2_f16,
+    "avx2,fma,f16c",
+    |tile| tile.half,
+    |p| std::arch::x86_64::_mm256_cvtph_ps(std::arch::x86_64::_mm_loadu_si128(p.cast()))
+);
 
 avx2_kernel!(
     /// The AVX2 + FMA register tile: 6 rows × 16 columns in twelve `ymm` accumulators,
@@ -1116,6 +1234,58 @@ mod tests {
     /// naive product of the rounded weights, on one thread or shared out by columns, in
     /// one row block or several; without F16C (or on the `gemm` path) the flag is
     /// ignored and the product is the f32 one.
+    #[test]
+    fn short_strips_give_the_bits_of_full_ones() {
+        // A product of `m` rows ends with a strip of `m % MR` rows, which the narrow
+        // tiles compute: each row must come out exactly as it does inside a full strip.
+        let bias = values(64, 21);
+        let scales = values(2 * MR, 22);
+        for &(n, k) in &[(40, 50), (48, 384), (33, 800)] {
+            let lda = k + 1;
+            let a = values(2 * MR * lda, 23);
+            let w = values(n * k, 24);
+            let c0 = values(2 * MR * n, 25);
+            for half in [false, true] {
+                let eps = [
+                    Epilogue {
+                        half,
+                        ..Epilogue::STORE
+                    },
+                    Epilogue {
+                        accumulate: true,
+                        bias: Some(&bias[..n]),
+                        activation: Some(Activation::GeluErf),
+                        row_scale: None,
+                        half,
+                    },
+                    Epilogue {
+                        accumulate: false,
+                        bias: Some(&bias[..n]),
+                        activation: Some(Activation::Relu),
+                        row_scale: Some(&scales),
+                        half,
+                    },
+                ];
+                for ep in eps {
+                    // Our own tiles (the `gemm` crate blocks rows its own way).
+                    for kernel in kernels().into_iter().filter(|k| k.panels()) {
+                        let packed = Packed::from_rows(kernel, &w, k, n, k);
+                        let mut full = c0.clone();
+                        matmul(&a, lda, 2 * MR, &packed, &mut full, n, ep, false);
+                        for m in 1..2 * MR {
+                            let mut c = c0[..m * n].to_vec();
+                            matmul(&a, lda, m, &packed, &mut c, n, ep, false);
+                            assert!(
+                                same_bits(&c, &full[..m * n]),
+                                "{kernel:?} half {half}: {m} rows of {n}x{k}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn half_weights_give_the_product_of_the_rounded_weights() {
         let bias = values(1536, 21);
@@ -1303,6 +1473,7 @@ mod tests {
         panels: 2,
         full: [wide::twin_1, wide::twin_2],
         half: [wide::twin_1_f16, wide::twin_2_f16],
+        short: None,
     };
 
     /// The wide tiles, run here through their AVX2 twin: the naive product for odd
