@@ -2032,3 +2032,39 @@ fn auto_takes_no_segment_first_when_a_long_question_names_a_section() {
         ctx.notes
     );
 }
+
+#[test]
+fn rse_values_an_unretrieved_chunk_between_hits_by_similarity_among_many_hits() {
+    // Thirty-two hits: an unretrieved chunk's value is at most cap · e^(−32/30) − 0.3 < 0,
+    // so `rse` values by similarity only the unretrieved chunks within reach of a hit.
+    // Chunk 11 lies between two hits: valued by its similarity (−0.13) it joins them in
+    // one segment (0.60 − 0.13 + 0.25 > 0.60); valued flat (−0.3), it would not.
+    let mut specs: Vec<_> = (0..40)
+        .map(|i| chunk(&[&format!("zeta {i} eta theta. ")]))
+        .collect();
+    specs[10] = chunk(&["alpha beta gamma. "]);
+    specs[11] = chunk(&["alpha beta. "]);
+    specs[12] = chunk(&["alpha beta delta. "]);
+    let others: Vec<_> = (0..30)
+        .map(|i| chunk(&[&format!("other {i} things. ")]))
+        .collect();
+    let c = TestCorpus::new(vec![
+        build_doc("r.md", "R", &specs),
+        build_doc("s.md", "S", &others),
+    ]);
+    let mut hits = vec![hit(0, 10, 0.9), hit(0, 12, 0.57)];
+    hits.extend((0..30).map(|i| hit(1, i, 0.5)));
+    let qv = HashEmbedder::default().vector("alpha beta");
+    let cfg = StrategyConfig::Rse(RseParams {
+        threshold: 0.3,
+        ..RseParams::default()
+    });
+    let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, Some(&qv))).unwrap();
+    let r: Vec<_> = ctx
+        .pieces
+        .iter()
+        .filter(|p| p.doc_id == "r.md")
+        .map(|p| (p.first_chunk, p.last_chunk, p.hits.clone()))
+        .collect();
+    assert_eq!(r, vec![(10, 12, vec![10, 12])], "{:?}", ctx.notes);
+}

@@ -443,6 +443,25 @@ fn chunk_values(
     // The query, prepared once for its cosine with every unretrieved chunk.
     let query = map.map(|(q, _)| excerpt_core::CosineTo::new(q));
     let unretrieved_factor = (-(n_hits as f64) / decay).exp() as f32;
+    // With whole chunks as the unit, only chunks within reach of a chunk of positive
+    // value matter: a segment (at most `max_len_chunks`) whose sum is positive holds
+    // one. An unretrieved chunk's value is at most `cap · factor − threshold`; when
+    // that is negative, the reach is the hits' own, and an unretrieved chunk beyond it
+    // needs no cosine (it is valued as a chunk without a vector). The cosines of every
+    // chunk of a long document were a fifth of a long question's assembly.
+    let lazy = p.unit == RseUnit::Chunk
+        && p.min_value > 0.0
+        && map.is_some_and(|(_, m)| (m.cap as f32) * unretrieved_factor - p.threshold < 0.0);
+    let unretrieved = |key: ChunkKey| -> Result<(f32, f32), ContextError> {
+        Ok(match (map, &query, req.corpus.chunk_vector(key)) {
+            (Some((q, m)), Some(query), Some(v)) => {
+                check_dim(q, v)?;
+                let r = m.apply(query.cosine(v) as f32);
+                (r * unretrieved_factor - p.threshold, r)
+            }
+            _ => (-p.threshold, 0.0),
+        })
+    };
     let mut doc_values = Vec::with_capacity(docs.len());
     let mut relevances: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
     for &d in docs {
@@ -452,6 +471,8 @@ fn chunk_values(
         let n = doc.chunks.len();
         let mut values = Vec::with_capacity(n);
         let mut rels = Vec::with_capacity(n);
+        // Unretrieved chunks left to value once the reach is known (when `lazy`).
+        let mut later = Vec::new();
         for o in 0..n {
             let key = ChunkKey::new(d, o as u32);
             let (v, r) = match by_key.get(&key) {
@@ -459,14 +480,11 @@ fn chunk_values(
                     let f = (-(h.rank as f64) / decay).exp() as f32;
                     (h.score_relevance * f - p.threshold, h.relevance)
                 }
-                None => match (map, &query, req.corpus.chunk_vector(key)) {
-                    (Some((q, m)), Some(query), Some(v)) => {
-                        check_dim(q, v)?;
-                        let r = m.apply(query.cosine(v) as f32);
-                        (r * unretrieved_factor - p.threshold, r)
-                    }
-                    _ => (-p.threshold, 0.0),
-                },
+                None if lazy => {
+                    later.push(o);
+                    (-p.threshold, 0.0)
+                }
+                None => unretrieved(key)?,
             };
             values.push(v);
             rels.push(r);
@@ -480,6 +498,11 @@ fn chunk_values(
                 {
                     *r = true;
                 }
+            }
+        }
+        for o in later {
+            if reach[o] {
+                (values[o], rels[o]) = unretrieved(ChunkKey::new(d, o as u32))?;
             }
         }
         let lengths = (0..n)
