@@ -63,6 +63,114 @@ impl LlmTokens for TiktokenCounter {
     /// piece run from one word across whitespace into the next, so every word starts at
     /// least one token (checked by a property test).
     fn lower_bound(&self, text: &str) -> usize {
-        text.split_whitespace().count()
+        words(text)
+    }
+}
+
+/// `text.split_whitespace().count()`, several times faster: `rse` takes the lower bound
+/// of every chunk within reach of a hit, a few megabytes of text for a long question.
+///
+/// The whitespace outside ASCII (U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028,
+/// U+2029, U+202F, U+205F, U+3000) starts with one of four bytes; each of those bytes in
+/// `text` is checked, and only a text that holds such whitespace is split the slow way.
+/// Any other text splits at ASCII whitespace only, and the bytes of its other non-ASCII
+/// characters are simply not whitespace, so its words are the runs of bytes that are
+/// not ASCII whitespace: counted by comparing each byte with the one before, in blocks
+/// the compiler turns into vector instructions.
+pub(crate) fn words(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let lead = |c: u8| matches!(c, 0xC2 | 0xE1 | 0xE2 | 0xE3);
+    let mut from = 0;
+    while let Some(p) = bytes[from..].iter().position(|&c| lead(c)) {
+        let at = from + p;
+        // A lead byte starts a character, so `at` is a character boundary.
+        if text[at..].chars().next().is_some_and(char::is_whitespace) {
+            return text.split_whitespace().count();
+        }
+        from = at + 1;
+    }
+    let space = |c: u8| (c == b' ') | (c.wrapping_sub(b'\t') < 5);
+    let Some(&first) = bytes.first() else {
+        return 0;
+    };
+    let mut count = usize::from(!space(first));
+    // Word starts: a byte that is not whitespace after one that is. At most 128 a block,
+    // so a block's count fits in a byte.
+    for (before, at) in bytes[..bytes.len() - 1]
+        .chunks(128)
+        .zip(bytes[1..].chunks(128))
+    {
+        let starts = before
+            .iter()
+            .zip(at)
+            .map(|(&b, &c)| u8::from(space(b) & !space(c)))
+            .fold(0u8, u8::wrapping_add);
+        count += usize::from(starts);
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words;
+    use proptest::prelude::*;
+
+    /// Every kind of whitespace, ASCII and not, and characters of one to four bytes,
+    /// some of which begin with the bytes that non-ASCII whitespace begins with.
+    const ALPHABET: &[char] = &[
+        'a',
+        'Z',
+        '7',
+        '.',
+        ' ',
+        '\t',
+        '\n',
+        '\u{b}',
+        '\u{c}',
+        '\r',
+        '\u{85}',
+        '\u{a0}',
+        '\u{1680}',
+        '\u{2000}',
+        '\u{2007}',
+        '\u{200a}',
+        '\u{200b}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{202f}',
+        '\u{205f}',
+        '\u{3000}',
+        '\u{3001}',
+        '\u{a9}',
+        '\u{e9}',
+        '\u{2019}',
+        '\u{2014}',
+        '\u{1681}',
+        '\u{4e2d}',
+        '\u{1f600}',
+        '\u{1c}',
+    ];
+
+    proptest! {
+        #[test]
+        fn words_are_split_whitespace_counted(
+            picks in proptest::collection::vec(0..ALPHABET.len(), 0..400)
+        ) {
+            let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
+            prop_assert_eq!(words(&text), text.split_whitespace().count(), "{:?}", text);
+        }
+
+        #[test]
+        fn words_of_text_without_unicode_spaces(
+            picks in proptest::collection::vec(0..ALPHABET.len(), 0..400)
+        ) {
+            // The fast path only.
+            let text: String = picks
+                .iter()
+                .map(|&i| ALPHABET[i])
+                .filter(|c| c.is_ascii() || !c.is_whitespace())
+                .collect();
+            prop_assert_eq!(words(&text), text.split_whitespace().count(), "{:?}", text);
+        }
     }
 }
