@@ -1149,3 +1149,33 @@ fn files_read_ahead_are_taken_in_walk_order() {
         .collect();
     assert_eq!(ids, ["a.md", "b.md", "d.md", "e.md", "f.md"]);
 }
+
+#[test]
+fn a_copy_in_a_later_batch_of_the_same_run_reuses_the_vectors_written_before() {
+    // Two folders holding the same file, one document a batch: the second copy's chunks
+    // are found among the vectors the run itself committed, not embedded again.
+    let text = "# Tides\n\nThe moon pulls the sea twice a day. Spring tides come with the \
+                full and the new moon.\n\n## Neap\n\nNeap tides fall between them, when \
+                the sun and the moon pull at right angles.\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    for folder in ["a", "b"] {
+        std::fs::create_dir_all(docs.join(folder)).unwrap();
+        write_file(&docs.join(folder), "tides.md", text);
+    }
+    let mut opts = EngineOptions::new(tmp.path().join("idx"));
+    opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 16 });
+    let engine = Engine::new(opts);
+    let ingest = IngestOptions {
+        commit_every_chunks: 1,
+        ..IngestOptions::default()
+    };
+    let report = engine.ingest(&[docs], &ingest, &NoProgress).unwrap();
+    assert_eq!(report.added, 2, "{report:?}");
+    let snap = engine.snapshot().unwrap();
+    let chunks = snap.doc(0).unwrap().chunks.len();
+    assert!(chunks >= 2, "{chunks}");
+    assert_eq!(report.chunks_embedded, chunks, "{report:?}");
+    assert_eq!(report.chunks_reused, chunks, "{report:?}");
+    assert_eq!(snap.doc_vectors(0), snap.doc_vectors(1));
+}

@@ -138,19 +138,16 @@ impl Backend for DirBackend {
     }
 
     fn open_sink(&self, config: &IndexConfig) -> Result<Box<dyn Sink>, EngineError> {
-        Ok(Box::new(DirSink {
-            writer: IndexWriter::open(&self.dir, config.clone())?,
-            cache: None,
-        }))
+        Ok(Box::new(DirSink::new(IndexWriter::open(
+            &self.dir,
+            config.clone(),
+        )?)))
     }
 
     fn existing_sink(&self) -> Result<Box<dyn Sink>, EngineError> {
         let snap = self.snapshot()?;
         let writer = IndexWriter::open(&self.dir, snap.config().clone())?;
-        Ok(Box::new(DirSink {
-            writer,
-            cache: None,
-        }))
+        Ok(Box::new(DirSink::new(writer)))
     }
 
     /// The index directory itself.
@@ -183,6 +180,73 @@ struct DirSink {
     writer: IndexWriter,
     /// Vectors already in the index, by embedding-input key (built on first need).
     cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
+    /// The chunks this run has written, by embedding-input key: their document id and
+    /// ordinal. A later batch of the same run reads their vectors once they are
+    /// committed, instead of embedding the same text again (a copy of a file in
+    /// another folder).
+    written: HashMap<String, (Arc<str>, u32)>,
+    /// The committed state `written` is read from, and its generation.
+    recent: Option<(u64, Arc<Snapshot>)>,
+}
+
+impl DirSink {
+    fn new(writer: IndexWriter) -> Self {
+        DirSink {
+            writer,
+            cache: None,
+            written: HashMap::new(),
+            recent: None,
+        }
+    }
+
+    /// Vectors of `keys` that this run wrote and committed, read from the latest
+    /// committed state (opened again when a commit has happened since). A chunk is
+    /// only reused when its text still gives the key (its document may have been
+    /// written again since).
+    fn written_vectors(
+        &mut self,
+        keys: &[&String],
+        key_of: &dyn Fn(&str) -> String,
+        headers: bool,
+        out: &mut HashMap<String, Vec<f32>>,
+    ) -> Result<(), EngineError> {
+        let wanted: Vec<&String> = keys
+            .iter()
+            .copied()
+            .filter(|k| !out.contains_key(*k) && self.written.contains_key(*k))
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let generation = self.writer.generation();
+        let snap = match &self.recent {
+            Some((g, snap)) if *g == generation => Arc::clone(snap),
+            _ => {
+                let snap = Arc::new(self.writer.snapshot()?);
+                self.recent = Some((generation, Arc::clone(&snap)));
+                snap
+            }
+        };
+        for k in wanted {
+            let (id, ordinal) = &self.written[k];
+            let Some(d) = snap.doc_index(id) else {
+                continue;
+            };
+            let Some(doc) = snap.doc(d) else {
+                continue;
+            };
+            let Some(chunk) = doc.chunks.iter().find(|c| c.ordinal == *ordinal) else {
+                continue;
+            };
+            if key_of(&indexed_text(doc, chunk, headers)) != *k {
+                continue;
+            }
+            if let Some(v) = snap.vector(ChunkKey::new(d, *ordinal)) {
+                out.insert(k.clone(), v.to_vec());
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Sink for DirSink {
@@ -223,19 +287,19 @@ impl Sink for DirSink {
             }
             self.cache = Some((snap, map));
         }
-        let Some((snap, map)) = self.cache.as_ref() else {
-            return Ok(HashMap::new());
-        };
         let mut out = HashMap::new();
-        for k in keys {
-            if let Some(&key) = map.get(*k) {
-                // A vector whose segment failed its check is not reused: the chunk is
-                // embedded again.
-                if let Some(v) = snap.vector(key) {
-                    out.insert((*k).clone(), v.to_vec());
+        if let Some((snap, map)) = self.cache.as_ref() {
+            for k in keys {
+                if let Some(&key) = map.get(*k) {
+                    // A vector whose segment failed its check is not reused: the chunk
+                    // is embedded again.
+                    if let Some(v) = snap.vector(key) {
+                        out.insert((*k).clone(), v.to_vec());
+                    }
                 }
             }
         }
+        self.written_vectors(keys, key_of, headers, &mut out)?;
         Ok(out)
     }
 
@@ -243,9 +307,15 @@ impl Sink for DirSink {
         &mut self,
         doc: Document,
         vectors: Vec<f32>,
-        _chunks: &[(String, String)],
+        chunks: &[(String, String)],
         sentence_vectors: Option<Vec<f32>>,
     ) -> Result<Option<Written>, EngineError> {
+        let id: Arc<str> = Arc::from(doc.id.as_str());
+        for (chunk, (key, _)) in doc.chunks.iter().zip(chunks) {
+            self.written
+                .entry(key.clone())
+                .or_insert_with(|| (Arc::clone(&id), chunk.ordinal));
+        }
         self.writer
             .put_with_sentences(doc, vectors, sentence_vectors)?;
         Ok(None)
