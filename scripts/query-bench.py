@@ -10,11 +10,20 @@ reports (`"timings": true`).
 
 QUERIES.jsonl holds one {"query": ...} per line (an eval set's queries file will do;
 with --scoped, a query's "doc" or "scope" restricts it as `excerpt eval` does). Queries
-run one at a time, after one warm-up pass; the rounds are interleaved by strategy."""
+run one at a time, after one warm-up pass; the rounds are interleaved by strategy.
+
+With --versus URL2 (a second build's server on the same index), each query goes to both
+servers, one right after the other, in alternating order, and the per-query difference
+(second minus first) is summed up: its median, its mean, and how many queries the second
+answered faster. On a shared machine two runs of one build one after the other can
+differ by a third; the paired difference of three rounds resolves about a tenth of a
+millisecond (a few tenths with one round)."""
 import argparse, http.client, json, statistics, time, urllib.parse, urllib.request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--url", required=True)
+ap.add_argument("--versus", metavar="URL2",
+                help="a second server to compare with, query by query (see above)")
 ap.add_argument("--queries", required=True)
 ap.add_argument("--strategy", action="append")
 ap.add_argument("--budget", type=int, default=1000)
@@ -49,22 +58,27 @@ for line in open(a.queries):
 queries = queries[: a.limit]
 
 
-url = urllib.parse.urlsplit(a.url)
-conn = http.client.HTTPConnection(url.hostname, url.port or 80) if a.keep_alive else None
+servers = [a.url] + ([a.versus] if a.versus else [])
+conns = {
+    u: http.client.HTTPConnection(urllib.parse.urlsplit(u).hostname,
+                                  urllib.parse.urlsplit(u).port or 80)
+    for u in servers
+} if a.keep_alive else {}
 
 
-def post(body):
+def post(body, server=a.url):
     data = json.dumps(body).encode()
     start = time.perf_counter()
+    conn = conns.get(server)
     if conn is not None:
-        conn.request("POST", url.path.rstrip("/") + "/v1/query", data,
-                     {"Content-Type": "application/json"})
+        conn.request("POST", urllib.parse.urlsplit(server).path.rstrip("/") + "/v1/query",
+                     data, {"Content-Type": "application/json"})
         r = conn.getresponse()
         out = json.loads(r.read())
         if r.status != 200:
             raise SystemExit(f"HTTP {r.status}: {out}")
     else:
-        req = urllib.request.Request(a.url.rstrip("/") + "/v1/query", data,
+        req = urllib.request.Request(server.rstrip("/") + "/v1/query", data,
                                      {"Content-Type": "application/json"})
         with urllib.request.urlopen(req) as r:
             out = json.load(r)
@@ -79,30 +93,44 @@ def pct(xs, p):
 
 
 for body in queries:  # warm-up: model, caches, page cache
-    post(dict(body, strategy=strategies[0]))
-wall = {s: [] for s in strategies}
-stages = {s: {} for s in strategies}
+    for server in servers:
+        post(dict(body, strategy=strategies[0]), server)
+# Rows: a strategy, or with --versus a strategy on one of the two servers.
+rows = [(s, u) for s in strategies for u in servers]
+wall = {r: [] for r in rows}
+stages = {r: {} for r in rows}
 slow = {}
-for _ in range(a.rounds):
+for n in range(a.rounds):
     for s in strategies:
-        for body in queries:
-            ms, t = post(dict(body, strategy=s))
-            wall[s].append(ms)
-            slow.setdefault(s, []).append((ms, len(body["query"].split()), t))
-            for k, v in t.items():
-                stages[s].setdefault(k, []).append(v)
-conn_kind = "one kept-alive connection" if conn is not None else "a connection each"
+        for i, body in enumerate(queries):
+            order = servers if (n + i) % 2 == 0 else servers[::-1]
+            for server in order:
+                ms, t = post(dict(body, strategy=s), server)
+                r = (s, server)
+                wall[r].append(ms)
+                slow.setdefault(r, []).append((ms, len(body["query"].split()), t))
+                for k, v in t.items():
+                    stages[r].setdefault(k, []).append(v)
+conn_kind = "one kept-alive connection" if conns else "a connection each"
 print(f"{len(queries)} queries x {a.rounds} rounds, budget {a.budget}, one at a time, {conn_kind}")
 names = ["embed_ms", "lexical_ms", "dense_ms", "fusion_ms", "feedback_ms", "assembly_ms", "total_ms"]
+label = (lambda r: f"`{r[0]}` {'A' if r[1] == a.url else 'B'}") if a.versus else (lambda r: f"`{r[0]}`")
 print("| strategy | HTTP p50 | HTTP p99 | " + " | ".join(n[:-3] + " p50" for n in names) + " |")
 print("|---" * (3 + len(names)) + "|")
-for s in strategies:
-    cells = [f"{pct(wall[s], 50):.1f}", f"{pct(wall[s], 99):.1f}"]
-    cells += [f"{statistics.median(stages[s][n]):.2f}" if n in stages[s] else "" for n in names]
-    print(f"| `{s}` | " + " | ".join(cells) + " |")
-if a.slowest:
+for r in rows:
+    cells = [f"{pct(wall[r], 50):.1f}", f"{pct(wall[r], 99):.1f}"]
+    cells += [f"{statistics.median(stages[r][n]):.2f}" if n in stages[r] else "" for n in names]
+    print(f"| {label(r)} | " + " | ".join(cells) + " |")
+if a.versus:
+    print(f"\nA: {a.url}, B: {a.versus}; B minus A, query by query (HTTP):")
     for s in strategies:
-        print(f"\n`{s}`, the {a.slowest} slowest: HTTP ms, words, then each stage's ms")
-        for ms, words, t in sorted(slow[s], key=lambda x: -x[0])[: a.slowest]:
+        d = [y - x for x, y in zip(wall[(s, a.url)], wall[(s, a.versus)])]
+        print(f"  `{s}`: median {statistics.median(d):+.2f} ms, mean {statistics.mean(d):+.2f} ms, "
+              f"p90 of A {pct(wall[(s, a.url)], 90):.1f} against B {pct(wall[(s, a.versus)], 90):.1f}; "
+              f"B faster in {sum(x < 0 for x in d)} of {len(d)}")
+if a.slowest:
+    for r in rows:
+        print(f"\n{label(r)}, the {a.slowest} slowest: HTTP ms, words, then each stage's ms")
+        for ms, words, t in sorted(slow[r], key=lambda x: -x[0])[: a.slowest]:
             print(f"  {ms:7.1f} {words:4d}w  " + "  ".join(
                 f"{n[:-3]} {t[n]:.1f}" for n in names if n in t))
