@@ -9,7 +9,7 @@ use std::sync::Mutex;
 /// "disclosure" meets "disclosed" and "terminates" meets "termination".
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    let memo = memo.get_or_insert_with(HashMap::new);
+    let memo = memo.get_or_insert_with(TermMemo::default);
     words(text)
         .filter_map(|w| remembered_term(memo, w))
         .collect()
@@ -24,7 +24,7 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
 /// The term of one word (see [`terms`]): `None` for a function word.
 pub(crate) fn term(word: &str) -> Option<String> {
     let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    remembered_term(memo.get_or_insert_with(HashMap::new), word)
+    remembered_term(memo.get_or_insert_with(TermMemo::default), word)
 }
 
 /// Words whose term the memo keeps before it is emptied (about 6 MB at most).
@@ -33,7 +33,8 @@ const TERM_MEMO_WORDS: usize = 1 << 16;
 /// The terms of the words seen so far, by the word as written, shared by every query:
 /// stemming costs about a microsecond a word, and a query's sentences and feedback
 /// chunks bring back mostly the words earlier queries brought.
-type TermMemo = HashMap<Box<str>, Option<Box<str>>>;
+/// Hashed with foldhash: every word of every sentence the assembly reads is looked up.
+type TermMemo = HashMap<Box<str>, Option<Box<str>>, foldhash::fast::RandomState>;
 static TERM_MEMO: Mutex<Option<TermMemo>> = Mutex::new(None);
 
 /// The term of `word`, from `memo` or stemmed (and remembered).

@@ -408,12 +408,16 @@ impl Assembler for AutoParams {
     ) -> Result<(), ContextError> {
         let (r, why) = route(self, req);
         notes.push(format!("auto: {why}"));
-        if self.long_segment
+        let long = self.long_segment
             && r == Route::Topk
             && self.topk.unit == TopkUnit::Sentence
-            && is_long(req.query, self.long_segment_terms)
-        {
-            if names_a_section(self, hits, req) {
+            && is_long(req.query, self.long_segment_terms);
+        // The sections the query names, worked out once for both steps that read them.
+        let named = (long || (r == Route::Topk && self.named))
+            .then(|| named_in_top_documents(self, hits, req))
+            .unwrap_or_default();
+        if long {
+            if named.iter().any(|(_, sections)| !sections.is_empty()) {
                 notes.push("auto: long question naming a section: no segment first".to_string());
             } else {
                 notes.push(long_segment(self, hits, req, sel)?);
@@ -428,7 +432,7 @@ impl Assembler for AutoParams {
             Route::Rse => self.rse.assemble(hits, req, sel, notes),
             Route::Section => self.section.assemble(hits, req, sel, notes),
             Route::Topk if self.named => {
-                let (pool, added, note) = with_named_sections(self, hits, req);
+                let (pool, added, note) = with_named_sections(self, hits, &named, req);
                 notes.extend(note);
                 let topk = TopkParams {
                     pool: self.topk.pool + added,
@@ -753,37 +757,43 @@ fn top_documents<'h>(p: &AutoParams, hits: &'h [RHit]) -> Vec<&'h RHit> {
     docs
 }
 
-/// Whether the query names a section of one of the best hits' documents by its heading
-/// ([`named_sections`]).
-fn names_a_section(p: &AutoParams, hits: &[RHit], req: &AssembleRequest<'_>) -> bool {
+/// The best hits' documents ([`top_documents`]), each with the sections the query names
+/// by their headings ([`named_sections`]).
+fn named_in_top_documents<'h>(
+    p: &AutoParams,
+    hits: &'h [RHit],
+    req: &AssembleRequest<'_>,
+) -> Vec<(&'h RHit, Vec<(usize, f64)>)> {
     let query: BTreeSet<String> = terms(req.query).into_iter().collect();
     let variants = name_variants(req.query, &query);
     let queries: Vec<&BTreeSet<String>> = std::iter::once(&query).chain(&variants).collect();
-    top_documents(p, hits).iter().any(|best| {
-        req.corpus
-            .document(best.key.doc)
-            .is_some_and(|doc| !named_sections(&queries, doc).is_empty())
-    })
+    top_documents(p, hits)
+        .into_iter()
+        .map(|best| {
+            let sections = req
+                .corpus
+                .document(best.key.doc)
+                .map_or_else(Vec::new, |doc| named_sections(&queries, doc));
+            (best, sections)
+        })
+        .collect()
 }
 
 fn with_named_sections(
     p: &AutoParams,
     hits: &[RHit],
+    named: &[(&RHit, Vec<(usize, f64)>)],
     req: &AssembleRequest<'_>,
 ) -> (Vec<RHit>, usize, Option<String>) {
-    let query: BTreeSet<String> = terms(req.query).into_iter().collect();
-    let variants = name_variants(req.query, &query);
-    let queries: Vec<&BTreeSet<String>> = std::iter::once(&query).chain(&variants).collect();
-    let docs = top_documents(p, hits);
     let mut extra: Vec<RHit> = Vec::new();
     // Reached chunks of named sections, valued as the best hit of their document.
     let mut raised: Vec<RHit> = Vec::new();
     let mut named_headings: Vec<String> = Vec::new();
-    for best in docs {
+    for &(best, ref sections) in named {
         let Some(doc) = req.corpus.document(best.key.doc) else {
             continue;
         };
-        for (s, share) in named_sections(&queries, doc) {
+        for &(s, share) in sections {
             let range = doc.sections[s].range;
             let inside: Vec<&excerpt_core::Chunk> = doc
                 .chunks
