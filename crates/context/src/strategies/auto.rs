@@ -413,9 +413,11 @@ impl Assembler for AutoParams {
             && self.topk.unit == TopkUnit::Sentence
             && is_long(req.query, self.long_segment_terms);
         // The sections the query names, worked out once for both steps that read them.
-        let named = (long || (r == Route::Topk && self.named))
-            .then(|| named_in_top_documents(self, hits, req))
-            .unwrap_or_default();
+        let named = if long || (r == Route::Topk && self.named) {
+            named_in_top_documents(self, hits, req)
+        } else {
+            Vec::new()
+        };
         if long {
             if named.iter().any(|(_, sections)| !sections.is_empty()) {
                 notes.push("auto: long question naming a section: no segment first".to_string());
