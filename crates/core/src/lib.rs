@@ -58,6 +58,16 @@ fn lanes_total(v: [f64; COSINE_LANES]) -> f64 {
     ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]))
 }
 
+/// `a · a` in lanes, as [`dot_and_square`] sums `b · b`.
+fn sum_of_squares(a: &[f32]) -> f64 {
+    let whole = a.len() - a.len() % COSINE_LANES;
+    let mut sums = squares(&a[..whole]);
+    for (s, &x) in sums.iter_mut().zip(&a[whole..]) {
+        *s += f64::from(x) * f64::from(x);
+    }
+    lanes_total(sums)
+}
+
 /// `a · b` and `b · b`, each in lanes: `x` gives `a`'s dimensions as f64.
 fn dot_and_square(a: impl Fn(usize) -> f64, b: &[f32]) -> (f64, f64) {
     let (mut dot, mut nb) = ([0f64; COSINE_LANES], [0f64; COSINE_LANES]);
@@ -87,13 +97,8 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     if a.len() != b.len() {
         return 0.0;
     }
-    let whole = a.len() - a.len() % COSINE_LANES;
-    let mut na = squares(&a[..whole]);
-    for (i, &x) in a[whole..].iter().enumerate() {
-        na[i] += f64::from(x) * f64::from(x);
-    }
+    let na = sum_of_squares(a);
     let (dot, nb) = dot_and_square(|i| f64::from(a[i]), b);
-    let na = lanes_total(na);
     if na == 0.0 || nb == 0.0 {
         0.0
     } else {
@@ -113,14 +118,9 @@ pub struct CosineTo {
 impl CosineTo {
     /// Prepares `a`.
     pub fn new(a: &[f32]) -> Self {
-        let whole = a.len() - a.len() % COSINE_LANES;
-        let mut na = squares(&a[..whole]);
-        for (i, &x) in a[whole..].iter().enumerate() {
-            na[i] += f64::from(x) * f64::from(x);
-        }
         Self {
             v: a.iter().map(|&x| f64::from(x)).collect(),
-            norm: lanes_total(na).sqrt(),
+            norm: sum_of_squares(a).sqrt(),
         }
     }
 

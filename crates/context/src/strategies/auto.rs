@@ -737,14 +737,6 @@ fn mostly_figures(text: &str) -> bool {
 /// Share of a section's lines that must be rows of figures for [`mostly_figures`].
 const FIGURE_SHARE: f64 = 0.3;
 
-/// `hits` with the first [`NAMED_CHUNKS`] chunks of each section the query names
-/// ([`named_sections`]) in the documents of the best `structure_hits` hits inserted after
-/// the sentence route's pool, valued as the best hit of their document (with
-/// `named_reached`, a reached section of figures too, its pool chunks raised to that
-/// value); how many were inserted; and the note.
-/// Lexical search and the embedding both miss a statement of figures asked about by
-/// name (its rows share few words with the question), while the sentence route, once
-/// the rows are candidates, finds the ones the question asks for.
 /// The best hits' documents (at most `structure_hits`), in hit order.
 fn top_documents<'h>(p: &AutoParams, hits: &'h [RHit]) -> Vec<&'h RHit> {
     let mut docs: Vec<&RHit> = Vec::new();
@@ -781,6 +773,14 @@ fn named_in_top_documents<'h>(
         .collect()
 }
 
+/// `hits` with the first [`NAMED_CHUNKS`] chunks of each section the query names in the
+/// documents of the best `structure_hits` hits (`named`, from [`named_in_top_documents`])
+/// inserted after the sentence route's pool, valued as the best hit of their document
+/// (with `named_reached`, a reached section of figures too, its pool chunks raised to
+/// that value); how many were inserted; and the note.
+/// Lexical search and the embedding both miss a statement of figures asked about by
+/// name (its rows share few words with the question), while the sentence route, once
+/// the rows are candidates, finds the ones the question asks for.
 fn with_named_sections(
     p: &AutoParams,
     hits: &[RHit],
