@@ -99,7 +99,7 @@ pub fn top_k_rows<'a>(
 /// they are in cache, more when they come from memory, as an IVF search's ~2,000
 /// candidates at 100k chunks do (split from 512 rows rather than 2,048: the dense stage
 /// 0.73-0.77 -> 0.67-0.71 ms p50 there).
-const MIN_ROWS_TO_SPLIT: usize = 512;
+pub(crate) const MIN_ROWS_TO_SPLIT: usize = 512;
 
 /// [`top_k_rows`] of a list of rows, its two halves scored on two of rayon's workers
 /// when it is long enough: the same rows, scores and order (the best `k` of the whole

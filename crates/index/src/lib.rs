@@ -21,7 +21,8 @@
 //! manifest in force; a BM25 index whose payload is not the manifest's generation is
 //! rebuilt from the segments (on disk by the next writer, in memory by a reader).
 
-// One `unsafe` call, in `in_place` (mapping a segment file), allowed there.
+// Two `unsafe` calls, each allowed where it is: in `in_place` (mapping a segment file)
+// and in `quant` (the AVX2 build of the 8-bit scan, once the CPU is checked).
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -33,6 +34,7 @@ mod health;
 mod in_place;
 mod kmeans;
 mod manifest;
+mod quant;
 mod quiet;
 mod segment;
 mod snapshot;

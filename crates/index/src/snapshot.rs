@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use excerpt_core::{ChunkKey, Document};
 
@@ -8,6 +9,7 @@ use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
 use crate::in_place::{read_documents, SegmentVectors, VectorsCheck};
+use crate::quant::{self, QuantRows};
 use crate::svec::{read_sentence_vectors, SentenceRows};
 use crate::{dense, IndexConfig, IndexError, Manifest};
 
@@ -89,6 +91,12 @@ pub struct Snapshot {
     ann: Option<IvfIndex>,
     ann_status: AnnStatus,
     damage: Damage,
+    /// Every row at 8 bits a component, read first by dense scans ([`quant`]): built by
+    /// the second scan of at least [`quant::MIN_ROWS`] rows (a process that answers one
+    /// query does not pay for it), when the index has at most [`quant::MAX_ROWS`] rows.
+    quant: OnceLock<QuantRows>,
+    /// Scans of at least [`quant::MIN_ROWS`] rows so far (counted until `quant` is built).
+    long_scans: AtomicUsize,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -235,6 +243,8 @@ impl Snapshot {
             ann,
             ann_status,
             damage,
+            quant: OnceLock::new(),
+            long_scans: AtomicUsize::new(0),
         })
     }
 
@@ -426,7 +436,7 @@ impl Snapshot {
         };
         Some(
             // In row order, the rows are read front to back through the segment files.
-            dense::top_k_rows_split(query, k, &self.rows_in_order(rows))
+            self.top_k_rows(query, k, &self.rows_in_order(rows))
                 .into_iter()
                 .map(|(row, s)| (self.key_of_row(row), s))
                 .collect(),
@@ -448,10 +458,38 @@ impl Snapshot {
         }
         let docs = (0..self.docs.len()).filter(|&d| mask.is_none_or(|m| m.allows(d as u32)));
         let rows: Vec<(usize, &[f32])> = self.doc_rows_of(docs).collect();
-        dense::top_k_rows_split(query, k, &rows)
+        self.top_k_rows(query, k, &rows)
             .into_iter()
             .map(|(row, s)| (self.key_of_row(row), s))
             .collect()
+    }
+
+    /// The `k` of `rows` with the highest dot product with `query`, best first, ties by
+    /// row: through the 8-bit rows when the scan is long enough for them to pay
+    /// ([`quant`]; the same answer, bit for bit), else by [`dense::top_k_rows_split`].
+    fn top_k_rows(&self, query: &[f32], k: usize, rows: &[(usize, &[f32])]) -> Vec<(usize, f32)> {
+        self.quant_rows(rows.len())
+            .and_then(|q| quant::top_k_quantized(query, k, rows, q))
+            .unwrap_or_else(|| dense::top_k_rows_split(query, k, rows))
+    }
+
+    /// The 8-bit rows for a scan of `scanned` rows, built now if this is the second
+    /// long scan; `None` when the scan is short, the index too large, or this is its
+    /// first long scan.
+    fn quant_rows(&self, scanned: usize) -> Option<&QuantRows> {
+        if scanned < quant::MIN_ROWS || self.chunk_count() > quant::MAX_ROWS {
+            return None;
+        }
+        if let Some(q) = self.quant.get() {
+            return Some(q);
+        }
+        if self.long_scans.fetch_add(1, Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(self.quant.get_or_init(|| {
+            let all: Vec<(usize, &[f32])> = self.doc_rows_of(0..self.docs.len()).collect();
+            QuantRows::build(self.manifest.config.dimension, self.chunk_count(), &all)
+        }))
     }
 
     fn key_of_row(&self, row: usize) -> ChunkKey {

@@ -199,3 +199,60 @@ fn ivf_is_built_by_size_and_keeps_recall() {
         snap.dense_search_exact(&q, 10, None)
     );
 }
+
+#[test]
+fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
+    // Scans of 2,048 rows or more read the 8-bit rows from the second one on: every
+    // answer, before and after, masked or not, is the plain scan's, bit for bit.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let config = IndexConfig {
+        model_id: "test-model".into(),
+        dimension: DIM,
+        chunker: ChunkerConfig::Chars { size: 16 },
+        headers: false,
+        contextualizer: None,
+        sentence_vectors: None,
+    };
+    let mut rng = Rng(0xfeed);
+    let centers: Vec<Vec<f32>> = (0..16)
+        .map(|_| normalise((0..DIM).map(|_| rng.unit()).collect()))
+        .collect();
+    let mut w = IndexWriter::open(&path, config).unwrap();
+    add_docs(&mut w, &mut rng, &centers, 0..100);
+    add_docs(&mut w, &mut rng, &centers, 100..250);
+    drop(w);
+    let snap = Snapshot::open(&path).unwrap();
+    assert_eq!(snap.stats().ann, AnnStatus::Absent);
+    let rows: Vec<(usize, Vec<f32>, ChunkKey)> = (0..snap.documents().len())
+        .flat_map(|d| {
+            let v = snap.doc_vectors(d as u32).unwrap().to_vec();
+            v.chunks_exact(DIM)
+                .enumerate()
+                .map(|(o, r)| (0, r.to_vec(), ChunkKey::new(d as u32, o as u32)))
+                .collect::<Vec<_>>()
+        })
+        .enumerate()
+        .map(|(i, (_, v, k))| (i, v, k))
+        .collect();
+    let plain = |q: &[f32], k: usize, allowed: &dyn Fn(u32) -> bool| -> Vec<(ChunkKey, u32)> {
+        let picked = rows.iter().filter(|r| allowed(r.2.doc));
+        excerpt_index::top_k_rows(q, k, picked.map(|r| (r.0, r.1.as_slice())))
+            .into_iter()
+            .map(|(i, s)| (rows[i].2, s.to_bits()))
+            .collect()
+    };
+    let bits = |hits: Vec<(ChunkKey, f32)>| -> Vec<(ChunkKey, u32)> {
+        hits.into_iter().map(|(k, s)| (k, s.to_bits())).collect()
+    };
+    let mask = DocMask((0..250).map(|d| d % 5 != 0).collect());
+    for i in 0..20 {
+        let q = near(&mut rng, &centers);
+        let k = [1, 10, 100, 300][i % 4];
+        assert_eq!(bits(snap.dense_search_exact(&q, k, None)), plain(&q, k, &|_| true));
+        assert_eq!(
+            bits(snap.dense_search_exact(&q, k, Some(&mask))),
+            plain(&q, k, &|d| d % 5 != 0),
+        );
+    }
+}

@@ -53,6 +53,11 @@ const MC: usize = 48;
 /// leave threads idle when the blocks do not divide evenly among them (a 60-token
 /// query is a block of 48 rows and one of 12), and each reads all of the weights.
 const ROW_SPLIT_BLOCKS: usize = 4;
+/// Bands of column panels per thread when a product's panels are shared out: a
+/// thread that starts late (woken from sleep, or busy with a query's BM25 search)
+/// leaves bands for the others to take instead of one half to wait for (19-word
+/// questions: 0.1 ms off the median embedding, 0.3-0.5 ms off the mean, paired runs).
+const PANEL_TASKS_PER_THREAD: usize = 4;
 /// Rows per parallel task of the `gemm` path's passes over `C`.
 const PASS_ROWS: usize = 32;
 /// Multiply-adds (`m · n · k`) below which a product of one row block is not shared
@@ -504,8 +509,9 @@ unsafe fn panel_product(
         // A few blocks of rows (a short input, such as a query): the panels are shared
         // out instead, so that every thread computes a band of the output's columns
         // for all the rows, and reads only its band of the weights.
-        let per_task = panels.div_ceil(threads);
-        (0..threads).into_par_iter().for_each(|t| {
+        let tasks = (threads * PANEL_TASKS_PER_THREAD).min(panels);
+        let per_task = panels.div_ceil(tasks);
+        (0..tasks).into_par_iter().for_each(|t| {
             let first = t * per_task;
             let columns = first.min(panels)..(first + per_task).min(panels);
             (0..blocks).for_each(|b| block(b * MC, columns.clone()));
