@@ -219,7 +219,10 @@ fn dot_codes_avx2(row: &[i8], query: &[i16]) -> i32 {
         acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_cvtepi8_epi16(r), w));
         i += 16;
     }
-    let half = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    let half = _mm_add_epi32(
+        _mm256_castsi256_si128(acc),
+        _mm256_extracti128_si256(acc, 1),
+    );
     let half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0b01_00_11_10));
     let half = _mm_add_epi32(half, _mm_shuffle_epi32(half, 0b10_11_00_01));
     let mut s = _mm_cvtsi128_si32(half);
@@ -271,16 +274,15 @@ fn top_k_counted(
         err: f64::from(b.err),
     };
     let bounds = |part: &[(usize, &[f32])]| bounds_of(&q, quant, part);
-    let ranges: Vec<(f64, f64)> = if rows.len() >= dense::MIN_ROWS_TO_SPLIT
-        && rayon::current_num_threads() > 1
-    {
-        let (front, back) = rows.split_at(rows.len() / 2);
-        let (mut a, b) = rayon::join(|| bounds(front), || bounds(back));
-        a.extend(b);
-        a
-    } else {
-        bounds(rows)
-    };
+    let ranges: Vec<(f64, f64)> =
+        if rows.len() >= dense::MIN_ROWS_TO_SPLIT && rayon::current_num_threads() > 1 {
+            let (front, back) = rows.split_at(rows.len() / 2);
+            let (mut a, b) = rayon::join(|| bounds(front), || bounds(back));
+            a.extend(b);
+            a
+        } else {
+            bounds(rows)
+        };
     let threshold = if rows.len() > k {
         let mut lows: Vec<f64> = ranges.iter().map(|r| r.0).collect();
         let (_, kth, _) = lows.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
@@ -322,7 +324,9 @@ mod tests {
         for i in 0..n {
             let row: Vec<f64> = if i % 5 == 4 {
                 let prev = &m[(i - 1) * dim..i * dim];
-                prev.iter().map(|&p: &f32| f64::from(p) + 1e-4 * next()).collect()
+                prev.iter()
+                    .map(|&p: &f32| f64::from(p) + 1e-4 * next())
+                    .collect()
             } else {
                 (0..dim).map(|_| next()).collect()
             };
@@ -338,13 +342,24 @@ mod tests {
         let m = unit_rows(3000, dim, 7);
         let rows = rows_of(&m, dim);
         let quant = QuantRows::build(dim, 3000, &rows);
-        for (qi, k) in [(0usize, 1usize), (4, 10), (17, 100), (1234, 2999), (5, 3000), (9, 5000)] {
+        for (qi, k) in [
+            (0usize, 1usize),
+            (4, 10),
+            (17, 100),
+            (1234, 2999),
+            (5, 3000),
+            (9, 5000),
+        ] {
             let query = &m[qi * dim..(qi + 1) * dim];
             let want = dense::top_k_rows(query, k, rows.iter().copied());
             let got = top_k_quantized(query, k, &rows, &quant).expect("bounded");
             assert_eq!(got.len(), want.len(), "k {k}");
             for (g, w) in got.iter().zip(&want) {
-                assert_eq!((g.0, g.1.to_bits()), (w.0, w.1.to_bits()), "query {qi}, k {k}");
+                assert_eq!(
+                    (g.0, g.1.to_bits()),
+                    (w.0, w.1.to_bits()),
+                    "query {qi}, k {k}"
+                );
             }
         }
     }
@@ -361,7 +376,10 @@ mod tests {
             let (top, read) =
                 top_k_counted(&m[qi * dim..][..dim], k, &rows, &quant).expect("bounded");
             assert_eq!(top.len(), k);
-            assert!(read >= k && read < 300, "query {qi}, k {k}: {read} of 3000 read");
+            assert!(
+                read >= k && read < 300,
+                "query {qi}, k {k}: {read} of 3000 read"
+            );
         }
     }
 
@@ -377,7 +395,8 @@ mod tests {
         for k in [1, 5, 50] {
             let want = dense::top_k_rows(query, k, rows.iter().copied());
             let got = top_k_quantized(query, k, &rows, &quant).expect("bounded");
-            let bits = |v: &[(usize, f32)]| v.iter().map(|(r, s)| (*r, s.to_bits())).collect::<Vec<_>>();
+            let bits =
+                |v: &[(usize, f32)]| v.iter().map(|(r, s)| (*r, s.to_bits())).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "k {k}");
         }
         let mut bad = query.to_vec();
@@ -411,7 +430,11 @@ mod tests {
     fn integer_dot_products_are_exact() {
         let a: Vec<i8> = (0..389).map(|i| ((i * 37) % 255 - 127) as i8).collect();
         let b: Vec<i8> = (0..389).map(|i| ((i * 91 + 5) % 255 - 127) as i8).collect();
-        let want: i32 = a.iter().zip(&b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
+        let want: i32 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
         assert_eq!(dot_codes(&a, &b), want);
         let extreme = vec![-127i8; 384];
         assert_eq!(dot_codes(&extreme, &extreme), 127 * 127 * 384);
@@ -421,7 +444,10 @@ mod tests {
             // SAFETY: the CPU has AVX2 (just checked).
             #[allow(unsafe_code)]
             let (got, got_extreme) = unsafe {
-                (dot_codes_avx2(&a, &wide(&b)), dot_codes_avx2(&extreme, &wide(&extreme)))
+                (
+                    dot_codes_avx2(&a, &wide(&b)),
+                    dot_codes_avx2(&extreme, &wide(&extreme)),
+                )
             };
             assert_eq!((got, got_extreme), (want, 127 * 127 * 384));
         } else {

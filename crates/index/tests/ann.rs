@@ -249,7 +249,10 @@ fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
     for i in 0..20 {
         let q = near(&mut rng, &centers);
         let k = [1, 10, 100, 300][i % 4];
-        assert_eq!(bits(snap.dense_search_exact(&q, k, None)), plain(&q, k, &|_| true));
+        assert_eq!(
+            bits(snap.dense_search_exact(&q, k, None)),
+            plain(&q, k, &|_| true)
+        );
         assert_eq!(
             bits(snap.dense_search_exact(&q, k, Some(&mask))),
             plain(&q, k, &|d| d % 5 != 0),
