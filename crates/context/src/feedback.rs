@@ -24,7 +24,7 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
-use crate::sentences::lexical::{term, weighted_scores, words};
+use crate::sentences::lexical::{weighted_scores, words, TermLookup};
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the
@@ -33,9 +33,9 @@ use crate::sentences::lexical::{term, weighted_scores, words};
 /// route matches them. Empty when no sentence shares a term with the query. Keys a
 /// corpus does not hold are skipped; a sentence is read once even when several keys
 /// cover it.
-pub fn feedback_terms(
-    query: &str,
-    corpus: &dyn Corpus,
+pub fn feedback_terms<'t>(
+    query: &'t str,
+    corpus: &'t dyn Corpus,
     keys: &[ChunkKey],
     sentences: usize,
     max_terms: usize,
@@ -119,16 +119,18 @@ pub fn feedback_terms(
 ///
 /// The maps hash with foldhash (seeded per process): a long question's feedback looks
 /// up every word of some hundreds of sentences, and SipHash was a fifth of that time.
-struct Vocabulary {
+/// Words are borrowed from the texts they come from, and a term is copied only the
+/// first time it is seen.
+struct Vocabulary<'t> {
     /// Word as written → its term's id (`None`: a function word).
-    words: FastMap<String, Option<u32>>,
+    words: FastMap<&'t str, Option<u32>>,
     /// Term → id.
-    ids: FastMap<String, u32>,
+    ids: FastMap<Box<str>, u32>,
     /// Id → term.
     stems: Vec<String>,
 }
 
-impl Vocabulary {
+impl<'t> Vocabulary<'t> {
     fn new() -> Self {
         Vocabulary {
             words: FastMap::default(),
@@ -138,22 +140,28 @@ impl Vocabulary {
     }
 
     /// The term ids of `text`, in order ([`crate::sentences::lexical::terms`] as ids).
-    fn ids(&mut self, text: &str) -> Vec<u32> {
+    fn ids(&mut self, text: &'t str) -> Vec<u32> {
         let mut out = Vec::new();
+        let mut lookup: Option<TermLookup> = None;
         for w in words(text) {
             let id = match self.words.get(w) {
                 Some(&id) => id,
                 None => {
-                    let id = term(w).map(|t| match self.ids.get(&t) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.stems.len() as u32;
-                            self.ids.insert(t.clone(), id);
-                            self.stems.push(t);
-                            id
-                        }
-                    });
-                    self.words.insert(w.to_string(), id);
+                    let Vocabulary { ids, stems, .. } = self;
+                    let id = lookup
+                        .get_or_insert_with(TermLookup::lock)
+                        .with_term(w, |t| {
+                            t.map(|t| match ids.get(t) {
+                                Some(&id) => id,
+                                None => {
+                                    let id = stems.len() as u32;
+                                    ids.insert(t.into(), id);
+                                    stems.push(t.to_string());
+                                    id
+                                }
+                            })
+                        });
+                    self.words.insert(w, id);
                     id
                 }
             };

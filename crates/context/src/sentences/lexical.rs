@@ -21,10 +21,26 @@ pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// The term of one word (see [`terms`]): `None` for a function word.
-pub(crate) fn term(word: &str) -> Option<String> {
-    let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    remembered_term(memo.get_or_insert_with(TermMemo::default), word)
+/// The term memo, locked for a run of lookups (one lock for a sentence's words rather
+/// than one a word).
+pub(crate) struct TermLookup(std::sync::MutexGuard<'static, Option<TermMemo>>);
+
+impl TermLookup {
+    /// Waits for the memo.
+    pub(crate) fn lock() -> Self {
+        TermLookup(TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// `f` of the term of `word` (see [`terms`]; `None` for a function word), lent from
+    /// the memo rather than copied.
+    pub(crate) fn with_term<R>(&mut self, word: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
+        let memo = self.0.get_or_insert_with(TermMemo::default);
+        if let Some(t) = memo.get(word) {
+            return f(t.as_deref());
+        }
+        let t = remembered_term(memo, word);
+        f(t.as_deref())
+    }
 }
 
 /// Words whose term the memo keeps before it is emptied (about 6 MB at most).

@@ -57,6 +57,7 @@
 //! contracts at small budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use excerpt_core::Document;
 use serde::{Deserialize, Serialize};
@@ -652,6 +653,50 @@ const NAMED_GENERIC_DF: usize = 3;
 /// at most two are returned, without repeats. The document's heading terms and their
 /// rarity are read once for all of them.
 pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> Vec<(usize, f64)> {
+    let terms = heading_terms(doc);
+    let HeadingTerms { headings, df, .. } = terms.as_ref();
+    let n = headings.len() as f64;
+    let weight = |t: &str| (1.0 + n / df.get(t).copied().unwrap_or(1) as f64).ln();
+    let mut out: Vec<(usize, f64)> = Vec::new();
+    for query in queries {
+        for (s, share) in named_by(query, headings, df, &weight) {
+            if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
+                out.push((s, share));
+            }
+        }
+    }
+    out
+}
+
+/// What [`named_sections`] reads of a document's headings, the same for every query:
+/// each heading's terms (numbers left out) and, per term, how many headings hold it.
+#[derive(Debug)]
+struct HeadingTerms {
+    headings: Vec<BTreeSet<String>>,
+    df: HashMap<String, usize>,
+}
+
+/// Headings' terms by the headings themselves (joined by NUL), kept across queries: a
+/// filing has hundreds of headings, and splitting them into terms was 1.1 ms of a
+/// question's assembly (p50, financebench-dev). The key is the text the terms come
+/// from, so a changed document or another index's never reads a wrong entry.
+type HeadingMemo = HashMap<Box<str>, Arc<HeadingTerms>, foldhash::fast::RandomState>;
+static HEADING_TERMS: Mutex<Option<HeadingMemo>> = Mutex::new(None);
+
+/// Documents whose heading terms [`HEADING_TERMS`] keeps before it is emptied.
+const HEADING_TERMS_DOCS: usize = 1024;
+
+/// The heading terms of `doc`, from [`HEADING_TERMS`] or worked out (and kept).
+fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
+    let mut key = String::new();
+    for s in &doc.sections {
+        key.push_str(&s.heading);
+        key.push('\0');
+    }
+    let lock = || HEADING_TERMS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = lock().as_ref().and_then(|m| m.get(key.as_str())) {
+        return Arc::clone(found);
+    }
     let headings: Vec<BTreeSet<String>> = doc
         .sections
         .iter()
@@ -662,23 +707,20 @@ pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> V
                 .collect()
         })
         .collect();
-    let mut df: HashMap<&str, usize> = HashMap::new();
+    let mut df: HashMap<String, usize> = HashMap::new();
     for h in &headings {
         for t in h {
-            *df.entry(t.as_str()).or_default() += 1;
+            *df.entry(t.clone()).or_default() += 1;
         }
     }
-    let n = headings.len() as f64;
-    let weight = |t: &str| (1.0 + n / df.get(t).copied().unwrap_or(1) as f64).ln();
-    let mut out: Vec<(usize, f64)> = Vec::new();
-    for query in queries {
-        for (s, share) in named_by(query, &headings, &df, &weight) {
-            if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
-                out.push((s, share));
-            }
-        }
+    let found = Arc::new(HeadingTerms { headings, df });
+    let mut memo = lock();
+    let memo = memo.get_or_insert_with(HeadingMemo::default);
+    if memo.len() >= HEADING_TERMS_DOCS {
+        memo.clear();
     }
-    out
+    memo.insert(key.into(), Arc::clone(&found));
+    found
 }
 
 /// The headings (term sets `headings`, document frequencies `df`, term weights
@@ -686,7 +728,7 @@ pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> V
 fn named_by(
     query: &BTreeSet<String>,
     headings: &[BTreeSet<String>],
-    df: &HashMap<&str, usize>,
+    df: &HashMap<String, usize>,
     weight: &dyn Fn(&str) -> f64,
 ) -> Vec<(usize, f64)> {
     let mut named: Vec<(f64, usize, BTreeSet<&String>, f64)> = Vec::new();
@@ -868,6 +910,66 @@ fn with_named_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A document of `headings` only (all `named_sections` reads).
+    fn headed(id: &str, headings: &[&str]) -> Document {
+        let range = excerpt_core::TextRange {
+            byte_start: 0,
+            byte_end: 0,
+            char_start: 0,
+            char_end: 0,
+        };
+        Document {
+            id: id.into(),
+            title: id.into(),
+            source: None,
+            metadata: Default::default(),
+            text: String::new().into(),
+            hash: id.into(),
+            sections: headings
+                .iter()
+                .map(|h| excerpt_core::Section {
+                    heading: (*h).into(),
+                    level: 1,
+                    path: vec![(*h).into()],
+                    range,
+                    own: range,
+                    parent: None,
+                })
+                .collect(),
+            chunks: vec![],
+            sentences: vec![],
+            pages: vec![],
+        }
+    }
+
+    #[test]
+    fn remembered_heading_terms_belong_to_their_own_document() {
+        let statements = [
+            "Consolidated Statements of Operations",
+            "Consolidated Balance Sheets",
+            "Consolidated Statements of Cash Flows",
+            "Off-Balance Sheet Arrangements",
+        ];
+        let a = headed("a", &statements);
+        // Another filing, its statements in another order, and the first one changed
+        // (same id, a heading fewer): each is read from its own headings.
+        let mut reordered = statements;
+        reordered.reverse();
+        let b = headed("b", &reordered);
+        let changed = headed("a", &statements[1..]);
+        let query: BTreeSet<String> = terms("according to the consolidated balance sheets")
+            .into_iter()
+            .collect();
+        for _ in 0..3 {
+            assert_eq!(named_sections(&[&query], &a).first().map(|n| n.0), Some(1));
+            assert_eq!(named_sections(&[&query], &b).first().map(|n| n.0), Some(2));
+            assert_eq!(
+                named_sections(&[&query], &changed).first().map(|n| n.0),
+                Some(0)
+            );
+        }
+    }
 
     #[test]
     fn statements_are_mostly_rows_of_figures() {
