@@ -88,43 +88,73 @@ pub(crate) fn lexical_scores(query: &[String], sentences: &[Vec<String>]) -> Vec
     q.sort_unstable();
     q.dedup();
     let weighted: Vec<(&str, f64)> = q.into_iter().map(|t| (t, 1.0)).collect();
-    weighted_scores(&weighted, sentences)
+    weighted_scores::<str, _, _>(&weighted, sentences)
 }
 
 /// [`lexical_scores`] with a weight per query term (distinct terms): each term's BM25
 /// share is multiplied by its weight before the sum. Divided by the best score. Terms
-/// are anything comparable with the query's (stems as strings, or their ids).
-pub(crate) fn weighted_scores<Q, T: PartialEq<Q>>(
-    query: &[(Q, f64)],
-    sentences: &[Vec<T>],
-) -> Vec<f32> {
+/// are anything that borrows as the same hashable key `K` (stems as `String` or `&str`
+/// against `str`, or their ids).
+///
+/// Each sentence's words are looked up once in a map of the query's terms, rather than
+/// compared with every term (thirty feedback terms against a thousand sentences were
+/// most of a question's sentence scoring); the sums are formed as before, term by term
+/// in the query's order, so the scores are the same to the bit.
+pub(crate) fn weighted_scores<K, Q, T>(query: &[(Q, f64)], sentences: &[Vec<T>]) -> Vec<f32>
+where
+    K: std::hash::Hash + Eq + ?Sized,
+    Q: std::borrow::Borrow<K>,
+    T: std::borrow::Borrow<K>,
+{
     const K1: f64 = 1.2;
     const B: f64 = 0.75;
     let n = sentences.len() as f64;
     if sentences.is_empty() {
         return Vec::new();
     }
+    // Each query term's position, and for a repeated term its first position.
+    let q = query.len();
+    let mut index: HashMap<&K, usize, foldhash::fast::RandomState> = HashMap::default();
+    let first: Vec<usize> = query
+        .iter()
+        .enumerate()
+        .map(|(i, (t, _))| *index.entry(t.borrow()).or_insert(i))
+        .collect();
+    // Term frequencies, sentence by sentence (row `i` of `q` counts).
+    let mut tf = vec![0u32; sentences.len() * q];
+    for (s, row) in sentences.iter().zip(tf.chunks_exact_mut(q.max(1))) {
+        for w in s {
+            if let Some(&j) = index.get(w.borrow()) {
+                row[j] += 1;
+            }
+        }
+        for (i, &j) in first.iter().enumerate() {
+            if j != i {
+                row[i] = row[j];
+            }
+        }
+    }
+    let tf_of = |s: usize, i: usize| tf[s * q + i];
     let avg = sentences.iter().map(Vec::len).sum::<usize>() as f64 / n;
     // Per query term: its weight times its idf over the sentences.
     let weighted_idf: Vec<f64> = query
         .iter()
-        .map(|(t, w)| {
-            let d = sentences
-                .iter()
-                .filter(|s| s.iter().any(|x| x == t))
-                .count() as f64;
+        .enumerate()
+        .map(|(i, (_, w))| {
+            let d = (0..sentences.len()).filter(|&s| tf_of(s, i) > 0).count() as f64;
             w * (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
         })
         .collect();
     let scores: Vec<f64> = sentences
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(si, s)| {
             let len = s.len() as f64;
-            query
+            weighted_idf
                 .iter()
-                .zip(&weighted_idf)
-                .map(|((t, _), wi)| {
-                    let tf = s.iter().filter(|x| *x == t).count() as f64;
+                .enumerate()
+                .map(|(i, wi)| {
+                    let tf = f64::from(tf_of(si, i));
                     if tf == 0.0 {
                         return 0.0;
                     }
@@ -165,6 +195,79 @@ mod tests {
         let len = TERM_MEMO.lock().unwrap().as_ref().map_or(0, HashMap::len);
         assert!(len <= TERM_MEMO_WORDS, "{len}");
         assert_eq!(terms(text), vec!["receiv", "parti", "return", "document"]);
+    }
+
+    /// The scores as first written: every query term compared with every word.
+    fn compared_scores(query: &[(&str, f64)], sentences: &[Vec<String>]) -> Vec<f32> {
+        const K1: f64 = 1.2;
+        const B: f64 = 0.75;
+        let n = sentences.len() as f64;
+        if sentences.is_empty() {
+            return Vec::new();
+        }
+        let avg = sentences.iter().map(Vec::len).sum::<usize>() as f64 / n;
+        let weighted_idf: Vec<f64> = query
+            .iter()
+            .map(|(t, w)| {
+                let d = sentences
+                    .iter()
+                    .filter(|s| s.iter().any(|x| x == t))
+                    .count() as f64;
+                w * (1.0 + (n - d + 0.5) / (d + 0.5)).ln()
+            })
+            .collect();
+        let scores: Vec<f64> = sentences
+            .iter()
+            .map(|s| {
+                let len = s.len() as f64;
+                query
+                    .iter()
+                    .zip(&weighted_idf)
+                    .map(|((t, _), wi)| {
+                        let tf = s.iter().filter(|x| x == t).count() as f64;
+                        if tf == 0.0 {
+                            return 0.0;
+                        }
+                        wi * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                    })
+                    .sum()
+            })
+            .collect();
+        let max = scores.iter().copied().fold(0.0f64, f64::max);
+        scores
+            .iter()
+            .map(|&s| if max > 0.0 { (s / max) as f32 } else { 0.0 })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn looked_up_scores_are_the_compared_ones_to_the_bit(
+            sentences in proptest::collection::vec(
+                proptest::collection::vec(0u8..12, 0..15), 0..30),
+            query in proptest::collection::vec((0u8..14, 0.0f64..3.0), 0..8),
+        ) {
+            let word = |w: u8| format!("w{w}");
+            let sentences: Vec<Vec<String>> =
+                sentences.iter().map(|s| s.iter().map(|&w| word(w)).collect()).collect();
+            let names: Vec<String> = query.iter().map(|(t, _)| word(*t)).collect();
+            // Repeated terms included: each counts as the compared version counts it.
+            let query: Vec<(&str, f64)> =
+                names.iter().zip(&query).map(|(t, (_, w))| (t.as_str(), *w)).collect();
+            let got = weighted_scores::<str, _, _>(&query, &sentences);
+            let want = compared_scores(&query, &sentences);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(bits(&got), bits(&want));
+            // The same through ids.
+            let ids: Vec<Vec<u32>> = sentences
+                .iter()
+                .map(|s| s.iter().map(|w| w[1..].parse().unwrap()).collect())
+                .collect();
+            let query_ids: Vec<(u32, f64)> =
+                names.iter().zip(&query).map(|(t, (_, w))| (t[1..].parse().unwrap(), *w)).collect();
+            let by_id = weighted_scores::<u32, _, _>(&query_ids, &ids);
+            proptest::prop_assert_eq!(bits(&by_id), bits(&want));
+        }
     }
 
     #[test]

@@ -76,7 +76,7 @@ fn with_feedback(feedback: &[(String, f32)], texts: &[Vec<String>], s: &[f32], w
         .iter()
         .map(|(t, x)| (t.as_str(), f64::from(*x)))
         .collect();
-    let e = weighted_scores(&weighted, texts);
+    let e = weighted_scores::<str, _, _>(&weighted, texts);
     let mut out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
     divide_by_max(&mut out);
     out
