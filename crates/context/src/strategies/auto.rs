@@ -56,7 +56,7 @@
 //! (so `sections` is off by default). `rse` alone loses 8 recall points to `topk` on
 //! contracts at small budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use excerpt_core::Document;
@@ -654,12 +654,16 @@ const NAMED_GENERIC_DF: usize = 3;
 /// rarity are read once for all of them.
 pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> Vec<(usize, f64)> {
     let terms = heading_terms(doc);
-    let HeadingTerms { headings, df, .. } = terms.as_ref();
+    let HeadingTerms {
+        headings,
+        df,
+        postings,
+    } = terms.as_ref();
     let n = headings.len() as f64;
     let weight = |t: &str| (1.0 + n / df.get(t).copied().unwrap_or(1) as f64).ln();
     let mut out: Vec<(usize, f64)> = Vec::new();
     for query in queries {
-        for (s, share) in named_by(query, headings, df, &weight) {
+        for (s, share) in named_by(query, headings, postings, df, &weight) {
             if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
                 out.push((s, share));
             }
@@ -669,11 +673,13 @@ pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> V
 }
 
 /// What [`named_sections`] reads of a document's headings, the same for every query:
-/// each heading's terms (numbers left out) and, per term, how many headings hold it.
+/// each heading's terms (numbers left out) and, per term, how many headings hold it and
+/// which (ascending).
 #[derive(Debug)]
 struct HeadingTerms {
     headings: Vec<BTreeSet<String>>,
     df: HashMap<String, usize>,
+    postings: HashMap<String, Vec<usize>>,
 }
 
 /// Headings' terms by the headings themselves (joined by NUL), kept across queries: a
@@ -707,13 +713,18 @@ fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
                 .collect()
         })
         .collect();
-    let mut df: HashMap<String, usize> = HashMap::new();
-    for h in &headings {
+    let mut postings: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, h) in headings.iter().enumerate() {
         for t in h {
-            *df.entry(t.clone()).or_default() += 1;
+            postings.entry(t.clone()).or_default().push(i);
         }
     }
-    let found = Arc::new(HeadingTerms { headings, df });
+    let df = postings.iter().map(|(t, p)| (t.clone(), p.len())).collect();
+    let found = Arc::new(HeadingTerms {
+        headings,
+        df,
+        postings,
+    });
     let mut memo = lock();
     let memo = memo.get_or_insert_with(HeadingMemo::default);
     if memo.len() >= HEADING_TERMS_DOCS {
@@ -728,11 +739,25 @@ fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
 fn named_by(
     query: &BTreeSet<String>,
     headings: &[BTreeSet<String>],
+    postings: &HashMap<String, Vec<usize>>,
     df: &HashMap<String, usize>,
     weight: &dyn Fn(&str) -> f64,
 ) -> Vec<(usize, f64)> {
+    // Only headings holding two of the query's terms can be named: found through the
+    // terms' postings (a filing has hundreds of headings, a question a few terms), then
+    // read in heading order as a scan of them all would.
+    let mut held_terms: BTreeMap<usize, usize> = BTreeMap::new();
+    for t in query {
+        for &i in postings.get(t.as_str()).map_or(&[][..], Vec::as_slice) {
+            *held_terms.entry(i).or_default() += 1;
+        }
+    }
     let mut named: Vec<(f64, usize, BTreeSet<&String>, f64)> = Vec::new();
-    for (i, h) in headings.iter().enumerate() {
+    for (i, h) in held_terms
+        .into_iter()
+        .filter(|&(_, n)| n >= 2)
+        .map(|(i, _)| (i, &headings[i]))
+    {
         let matched: BTreeSet<&String> = h.iter().filter(|t| query.contains(*t)).collect();
         if h.len() < 2 || matched.len() < 2 {
             continue;
