@@ -149,6 +149,21 @@ struct QuantQuery {
     err: f64,
 }
 
+impl QuantQuery {
+    /// `query` kept as a row is (see the module).
+    fn new(query: &[f32]) -> Self {
+        let mut codes = vec![0i8; query.len()];
+        let b = quantize(query, &mut codes);
+        QuantQuery {
+            wide: codes.iter().map(|&c| i16::from(c)).collect(),
+            codes,
+            scale: f64::from(b.scale),
+            norm: f64::from(b.norm),
+            err: f64::from(b.err),
+        }
+    }
+}
+
 /// The lower and upper bounds of the f32 score of each of `rows` (see the module),
 /// by the AVX2 build where the CPU has it.
 fn bounds_of(q: &QuantQuery, quant: &QuantRows, rows: &[(usize, &[f32])]) -> Vec<(f64, f64)> {
@@ -264,15 +279,7 @@ fn top_k_counted(
     if k == 0 {
         return Some((Vec::new(), 0));
     }
-    let mut codes = vec![0i8; quant.dim];
-    let b = quantize(query, &mut codes);
-    let q = QuantQuery {
-        wide: codes.iter().map(|&c| i16::from(c)).collect(),
-        codes,
-        scale: f64::from(b.scale),
-        norm: f64::from(b.norm),
-        err: f64::from(b.err),
-    };
+    let q = QuantQuery::new(query);
     let bounds = |part: &[(usize, &[f32])]| bounds_of(&q, quant, part);
     let ranges: Vec<(f64, f64)> =
         if rows.len() >= dense::MIN_ROWS_TO_SPLIT && rayon::current_num_threads() > 1 {
@@ -311,6 +318,18 @@ mod tests {
         m.chunks_exact(dim).enumerate().collect()
     }
 
+    /// `n` unit rows of `dim` from `seed` ([`unit_rows`]) and their 8-bit rows.
+    fn fixture(n: usize, dim: usize, seed: u64) -> (Vec<f32>, QuantRows) {
+        let m = unit_rows(n, dim, seed);
+        let quant = QuantRows::build(dim, n, &rows_of(&m, dim));
+        (m, quant)
+    }
+
+    /// The rows and scores of an answer, scores as bits.
+    fn bits(v: &[(usize, f32)]) -> Vec<(usize, u32)> {
+        v.iter().map(|(r, s)| (*r, s.to_bits())).collect()
+    }
+
     /// Unit rows from a seed, some of them near copies of others (close scores).
     fn unit_rows(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut x = seed.wrapping_mul(6_364_136_223_846_793_005) | 1;
@@ -339,9 +358,8 @@ mod tests {
     #[test]
     fn the_answer_is_the_exact_scans_bit_for_bit() {
         let dim = 48;
-        let m = unit_rows(3000, dim, 7);
+        let (m, quant) = fixture(3000, dim, 7);
         let rows = rows_of(&m, dim);
-        let quant = QuantRows::build(dim, 3000, &rows);
         for (qi, k) in [
             (0usize, 1usize),
             (4, 10),
@@ -369,9 +387,8 @@ mod tests {
         // The point of the pass: for a top 10 of 3,000 rows of dimension 384, the
         // bounds leave few rows to read in f32.
         let dim = 384;
-        let m = unit_rows(3000, dim, 11);
+        let (m, quant) = fixture(3000, dim, 11);
         let rows = rows_of(&m, dim);
-        let quant = QuantRows::build(dim, 3000, &rows);
         for (qi, k) in [(0usize, 10usize), (100, 10), (2000, 100)] {
             let (top, read) =
                 top_k_counted(&m[qi * dim..][..dim], k, &rows, &quant).expect("bounded");
@@ -395,8 +412,6 @@ mod tests {
         for k in [1, 5, 50] {
             let want = dense::top_k_rows(query, k, rows.iter().copied());
             let got = top_k_quantized(query, k, &rows, &quant).expect("bounded");
-            let bits =
-                |v: &[(usize, f32)]| v.iter().map(|(r, s)| (*r, s.to_bits())).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "k {k}");
         }
         let mut bad = query.to_vec();
@@ -407,18 +422,9 @@ mod tests {
     #[test]
     fn the_avx2_build_and_the_baseline_give_the_same_bounds() {
         let dim = 200;
-        let m = unit_rows(500, dim, 5);
+        let (m, quant) = fixture(500, dim, 5);
         let rows = rows_of(&m, dim);
-        let quant = QuantRows::build(dim, 500, &rows);
-        let mut codes = vec![0i8; dim];
-        let b = quantize(&m[..dim], &mut codes);
-        let q = QuantQuery {
-            wide: codes.iter().map(|&c| i16::from(c)).collect(),
-            codes,
-            scale: f64::from(b.scale),
-            norm: f64::from(b.norm),
-            err: f64::from(b.err),
-        };
+        let q = QuantQuery::new(&m[..dim]);
         let bits = |v: Vec<(f64, f64)>| -> Vec<(u64, u64)> {
             v.iter().map(|(a, b)| (a.to_bits(), b.to_bits())).collect()
         };
@@ -474,7 +480,6 @@ mod tests {
             let query = &m[(seed as usize % n) * dim..][..dim];
             let want = dense::top_k_rows(query, k, picked.iter().copied());
             let got = top_k_quantized(query, k, &picked, &quant).expect("bounded");
-            let bits = |v: &[(usize, f32)]| v.iter().map(|(r, s)| (*r, s.to_bits())).collect::<Vec<_>>();
             prop_assert_eq!(bits(&got), bits(&want));
         }
     }

@@ -69,6 +69,18 @@ fn doc(id: &str) -> Document {
     }
 }
 
+/// The test index's configuration.
+fn config() -> IndexConfig {
+    IndexConfig {
+        model_id: "test-model".into(),
+        dimension: DIM,
+        chunker: ChunkerConfig::Chars { size: 16 },
+        headers: false,
+        contextualizer: None,
+        sentence_vectors: None,
+    }
+}
+
 fn add_docs(w: &mut IndexWriter, rng: &mut Rng, centers: &[Vec<f32>], ids: std::ops::Range<usize>) {
     for d in ids {
         let vectors: Vec<f32> = (0..CHUNKS_PER_DOC)
@@ -102,14 +114,7 @@ fn recall_at_10(
 fn ivf_is_built_by_size_and_keeps_recall() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
-    let config = IndexConfig {
-        model_id: "test-model".into(),
-        dimension: DIM,
-        chunker: ChunkerConfig::Chars { size: 16 },
-        headers: false,
-        contextualizer: None,
-        sentence_vectors: None,
-    };
+    let config = config();
     let mut rng = Rng(0x5eed);
     let centers: Vec<Vec<f32>> = (0..64)
         .map(|_| normalise((0..DIM).map(|_| rng.unit()).collect()))
@@ -206,14 +211,7 @@ fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
     // answer, before and after, masked or not, is the plain scan's, bit for bit.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
-    let config = IndexConfig {
-        model_id: "test-model".into(),
-        dimension: DIM,
-        chunker: ChunkerConfig::Chars { size: 16 },
-        headers: false,
-        contextualizer: None,
-        sentence_vectors: None,
-    };
+    let config = config();
     let mut rng = Rng(0xfeed);
     let centers: Vec<Vec<f32>> = (0..16)
         .map(|_| normalise((0..DIM).map(|_| rng.unit()).collect()))
