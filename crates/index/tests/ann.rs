@@ -222,16 +222,19 @@ fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
     drop(w);
     let snap = Snapshot::open(&path).unwrap();
     assert_eq!(snap.stats().ann, AnnStatus::Absent);
-    let rows: Vec<(usize, Vec<f32>, ChunkKey)> = (0..snap.documents().len())
+    // Every row in the snapshot's numbering (documents in order), with its key.
+    let rows: Vec<(usize, Vec<f32>, ChunkKey)> = (0..snap.documents().len() as u32)
         .flat_map(|d| {
-            let v = snap.doc_vectors(d as u32).unwrap().to_vec();
-            v.chunks_exact(DIM)
-                .enumerate()
-                .map(|(o, r)| (0, r.to_vec(), ChunkKey::new(d as u32, o as u32)))
-                .collect::<Vec<_>>()
+            let v = snap.doc_vectors(d).unwrap();
+            (0..v.len() / DIM).map(move |o| {
+                (
+                    v[o * DIM..(o + 1) * DIM].to_vec(),
+                    ChunkKey::new(d, o as u32),
+                )
+            })
         })
         .enumerate()
-        .map(|(i, (_, v, k))| (i, v, k))
+        .map(|(i, (v, k))| (i, v, k))
         .collect();
     let plain = |q: &[f32], k: usize, allowed: &dyn Fn(u32) -> bool| -> Vec<(ChunkKey, u32)> {
         let picked = rows.iter().filter(|r| allowed(r.2.doc));

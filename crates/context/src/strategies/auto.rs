@@ -654,16 +654,11 @@ const NAMED_GENERIC_DF: usize = 3;
 /// rarity are read once for all of them.
 pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> Vec<(usize, f64)> {
     let terms = heading_terms(doc);
-    let HeadingTerms {
-        headings,
-        df,
-        postings,
-    } = terms.as_ref();
-    let n = headings.len() as f64;
-    let weight = |t: &str| (1.0 + n / df.get(t).copied().unwrap_or(1) as f64).ln();
+    let n = terms.headings.len() as f64;
+    let weight = |t: &str| (1.0 + n / terms.df(t).max(1) as f64).ln();
     let mut out: Vec<(usize, f64)> = Vec::new();
     for query in queries {
-        for (s, share) in named_by(query, headings, postings, df, &weight) {
+        for (s, share) in named_by(query, &terms, &weight) {
             if out.len() < 2 && !out.iter().any(|(t, _)| *t == s) {
                 out.push((s, share));
             }
@@ -673,13 +668,19 @@ pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> V
 }
 
 /// What [`named_sections`] reads of a document's headings, the same for every query:
-/// each heading's terms (numbers left out) and, per term, how many headings hold it and
-/// which (ascending).
+/// each heading's terms (numbers left out) and, per term, the headings that hold it
+/// (ascending).
 #[derive(Debug)]
 struct HeadingTerms {
     headings: Vec<BTreeSet<String>>,
-    df: HashMap<String, usize>,
     postings: HashMap<String, Vec<usize>>,
+}
+
+impl HeadingTerms {
+    /// How many headings hold `term`.
+    fn df(&self, term: &str) -> usize {
+        self.postings.get(term).map_or(0, Vec::len)
+    }
 }
 
 /// Headings' terms by the headings themselves (joined by NUL), kept across queries: a
@@ -719,12 +720,7 @@ fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
             postings.entry(t.clone()).or_default().push(i);
         }
     }
-    let df = postings.iter().map(|(t, p)| (t.clone(), p.len())).collect();
-    let found = Arc::new(HeadingTerms {
-        headings,
-        df,
-        postings,
-    });
+    let found = Arc::new(HeadingTerms { headings, postings });
     let mut memo = lock();
     let memo = memo.get_or_insert_with(HeadingMemo::default);
     if memo.len() >= HEADING_TERMS_DOCS {
@@ -734,13 +730,11 @@ fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
     found
 }
 
-/// The headings (term sets `headings`, document frequencies `df`, term weights
-/// `weight`) that `query` names, best first, at most two: [`named_sections`]' rule.
+/// The headings of a document (`terms`, with term weights `weight`) that `query`
+/// names, best first, at most two: [`named_sections`]' rule.
 fn named_by(
     query: &BTreeSet<String>,
-    headings: &[BTreeSet<String>],
-    postings: &HashMap<String, Vec<usize>>,
-    df: &HashMap<String, usize>,
+    terms: &HeadingTerms,
     weight: &dyn Fn(&str) -> f64,
 ) -> Vec<(usize, f64)> {
     // Only headings holding two of the query's terms can be named: found through the
@@ -748,7 +742,11 @@ fn named_by(
     // read in heading order as a scan of them all would.
     let mut held_terms: BTreeMap<usize, usize> = BTreeMap::new();
     for t in query {
-        for &i in postings.get(t.as_str()).map_or(&[][..], Vec::as_slice) {
+        for &i in terms
+            .postings
+            .get(t.as_str())
+            .map_or(&[][..], Vec::as_slice)
+        {
             *held_terms.entry(i).or_default() += 1;
         }
     }
@@ -756,7 +754,7 @@ fn named_by(
     for (i, h) in held_terms
         .into_iter()
         .filter(|&(_, n)| n >= 2)
-        .map(|(i, _)| (i, &headings[i]))
+        .map(|(i, _)| (i, &terms.headings[i]))
     {
         let matched: BTreeSet<&String> = h.iter().filter(|t| query.contains(*t)).collect();
         if h.len() < 2 || matched.len() < 2 {
@@ -769,7 +767,7 @@ fn named_by(
         let generic = h
             .iter()
             .filter(|t| !query.contains(*t))
-            .all(|t| df.get(t.as_str()).copied().unwrap_or(0) >= NAMED_GENERIC_DF);
+            .all(|t| terms.df(t) >= NAMED_GENERIC_DF);
         if generic && held >= NAMED_SHARE * total {
             named.push((held, i, matched, held / total));
         }
