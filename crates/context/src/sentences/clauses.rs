@@ -71,11 +71,13 @@ pub(crate) fn clauses(text: &str, s: TextRange, min_chars: usize) -> Vec<TextRan
 pub(crate) fn starts_with_enumerator(text: &str) -> bool {
     let t = text.trim_start();
     let t = t.strip_prefix('(').unwrap_or(t);
-    let label: String = t
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
-        .collect();
-    let rest = &t[label.len()..];
+    // The label's characters are ASCII, so its length in bytes is the run of such
+    // bytes (a byte of a longer character is never one of them).
+    let (label, rest) = t.split_at(
+        t.bytes()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == b'.')
+            .count(),
+    );
     let label = label.trim_end_matches('.');
     if label.is_empty() || label.len() > 6 {
         return false;

@@ -52,7 +52,7 @@ type UnitMemo = (HashMap<UnitKey, (Arc<BTreeMap<usize, usize>>, u64)>, u64);
 static UNIT_MEMO: Mutex<Option<UnitMemo>> = Mutex::new(None);
 
 /// [`block_spans`] of `doc`, remembered for the [`UNIT_MEMO_DOCS`] documents used last.
-/// Finding the units reads the whole text (about 10 ms for an annual report of half a
+/// Finding the units reads the whole text (about 1.5 ms for an annual report of half a
 /// million characters) while a query reads a few chunks of it, and the same documents
 /// come back query after query. The result depends on the document alone, so
 /// remembering it changes no output. Documents without a content hash are not
@@ -100,14 +100,12 @@ pub(crate) fn block_units(doc: &Document) -> Arc<BTreeMap<usize, usize>> {
 /// of sentences.
 pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
     let text = doc.text.as_str();
+    let lines = line_ranges(text);
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut fence: Option<usize> = None;
     let mut table: Option<(usize, usize)> = None;
-    let mut at = 0usize;
-    for line in text.split_inclusive('\n') {
-        let (start, end) = (at, at + line.len());
-        at = end;
-        let t = line.trim_start();
+    for &(start, end) in &lines {
+        let t = trim_start(&text[start..end]);
         let is_fence = t.starts_with("```") || t.starts_with("~~~");
         if let Some(open) = fence {
             if is_fence {
@@ -130,22 +128,27 @@ pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
     spans.extend(table);
     // Tables set as plain lines of figures (financial statements extracted from PDFs),
     // cut between rows into parts of at most FIGURE_PART_CHARS.
-    for (start, end) in figure_tables(text) {
+    for rows in figure_table_lines(text, &lines) {
+        let (start, _) = lines[rows.start];
         let mut part = start;
         let mut last_row = start;
-        for line in text[start..end].split_inclusive('\n') {
-            let row_end = last_row + line.len();
-            if text[part..row_end].chars().count() > FIGURE_PART_CHARS && last_row > part {
+        // Characters of text[part..last_row].
+        let mut part_chars = 0usize;
+        for &(line_start, line_end) in &lines[rows] {
+            let line_chars = text[line_start..line_end].chars().count();
+            if part_chars + line_chars > FIGURE_PART_CHARS && last_row > part {
                 spans.push((part, last_row));
                 part = last_row;
+                part_chars = 0;
             }
-            last_row = row_end;
+            part_chars += line_chars;
+            last_row = line_end;
         }
-        spans.push((part, end));
+        spans.push((part, last_row));
     }
     let mut out = wrapped_runs(doc);
     for (start, end) in spans {
-        if text[start..end].chars().count() > MAX_BLOCK_CHARS {
+        if !at_most_chars(&text[start..end], MAX_BLOCK_CHARS) {
             continue;
         }
         let first = doc.sentences.partition_point(|s| s.byte_end <= start);
@@ -189,43 +192,107 @@ const MIN_FIGURE_ROWS: usize = 3;
 /// with a full stop, as the rows of a financial statement or a table of measurements do
 /// once extracted as plain text.
 fn figure_line(line: &str) -> bool {
-    // A sentence that ends with figures ends with a full stop; a row does not.
-    !line.trim_end().ends_with('.') && excerpt_core::trailing_figures(line) >= 2
+    let line = line.trim_end();
+    // A sentence that ends with figures ends with a full stop; a row does not. A line
+    // ending with a letter ends with a word, not a cell (most lines: checked first).
+    !line.ends_with('.')
+        && !line.ends_with(|c: char| c.is_ascii_alphabetic())
+        && excerpt_core::trailing_figures(line) >= 2
 }
 
-/// Byte ranges of the tables of figures in `text`: runs of at least [`MIN_FIGURE_ROWS`]
-/// figure lines, with the blank lines and the short label lines (row groups such as
-/// `Current assets`) between them, and up to two label lines right above the first row
-/// (the column headings). A run ends at a line of prose (a long line, or one ending with
-/// a full stop) or after three lines without figures.
+/// `s.chars().count() <= n`, without counting when the length in bytes decides it (a
+/// character is one to four bytes).
+fn at_most_chars(s: &str, n: usize) -> bool {
+    s.len() <= n || (s.len() <= 4 * n && s.chars().count() <= n)
+}
+
+/// The lines of `text` as byte ranges, each with its line end: the pieces of
+/// `text.split_inclusive('\n')`, found in bulk.
+fn line_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(text.len() / 40 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        out.push((start, end + 1));
+        start = end + 1;
+    }
+    if start < text.len() {
+        out.push((start, text.len()));
+    }
+    out
+}
+
+/// `s.trim()`. Without the Unicode whitespace tables in the common case: ASCII
+/// whitespace trimmed, the ends left are ASCII and not a vertical tab (the one ASCII
+/// whitespace character `trim_ascii` keeps).
+fn trim(s: &str) -> &str {
+    let t = s.trim_ascii();
+    let plain = |b: Option<&u8>| b.is_none_or(|&b| b.is_ascii() && b != 0x0B);
+    if plain(t.as_bytes().first()) && plain(t.as_bytes().last()) {
+        t
+    } else {
+        t.trim()
+    }
+}
+
+/// `s.trim_start()`, as [`trim`].
+fn trim_start(s: &str) -> &str {
+    let t = s.trim_ascii_start();
+    match t.as_bytes().first() {
+        Some(&b) if !b.is_ascii() || b == 0x0B => t.trim_start(),
+        _ => t,
+    }
+}
+
+/// `s.trim_end()`, as [`trim`].
+fn trim_end(s: &str) -> &str {
+    let t = s.trim_ascii_end();
+    match t.as_bytes().last() {
+        Some(&b) if !b.is_ascii() || b == 0x0B => t.trim_end(),
+        _ => t,
+    }
+}
+
+/// Byte ranges of the tables of figures in `text` ([`figure_table_lines`]).
+#[cfg(test)]
 fn figure_tables(text: &str) -> Vec<(usize, usize)> {
+    let lines = line_ranges(text);
+    figure_table_lines(text, &lines)
+        .into_iter()
+        .map(|rows| (lines[rows.start].0, lines[rows.end - 1].1))
+        .collect()
+}
+
+/// The tables of figures in `text`, as ranges of its `lines` ([`line_ranges`]): runs of
+/// at least [`MIN_FIGURE_ROWS`] figure lines, with the blank lines and the short label
+/// lines (row groups such as `Current assets`) between them, and up to two label lines
+/// right above the first row (the column headings). A run ends at a line of prose (a
+/// long line, or one ending with a full stop) or after three lines without figures.
+fn figure_table_lines(text: &str, lines: &[(usize, usize)]) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
-    // (start, end of the last figure line, figure lines, lines since the last figure line)
+    // (first line, end of the last figure line, figure lines, lines since the last
+    // figure line)
     let mut run: Option<(usize, usize, usize, usize)> = None;
-    // Label lines just above, as (start of the first of at most two).
+    // Label lines just above (at most two).
     let mut labels: Vec<usize> = Vec::new();
-    let mut at = 0usize;
-    let close = |run: Option<(usize, usize, usize, usize)>, out: &mut Vec<(usize, usize)>| {
-        if let Some((start, end, rows, _)) = run {
+    let close = |run: Option<(usize, usize, usize, usize)>, out: &mut Vec<_>| {
+        if let Some((first, end, rows, _)) = run {
             if rows >= MIN_FIGURE_ROWS {
-                out.push((start, end));
+                out.push(first..end);
             }
         }
     };
-    for line in text.split_inclusive('\n') {
-        let (start, end) = (at, at + line.len());
-        at = end;
-        let t = line.trim();
+    for (i, &(start, end)) in lines.iter().enumerate() {
+        let t = trim(&text[start..end]);
         if figure_line(t) {
             run = Some(match run {
-                Some((s, _, rows, _)) => (s, end, rows + 1, 0),
-                None => (labels.first().copied().unwrap_or(start), end, 1, 0),
+                Some((first, _, rows, _)) => (first, i + 1, rows + 1, 0),
+                None => (labels.first().copied().unwrap_or(i), i + 1, 1, 0),
             });
             labels.clear();
             continue;
         }
         let label =
-            !t.is_empty() && t.chars().count() <= 100 && !t.ends_with(['.', '!', '?', ':', ';']);
+            !t.is_empty() && !t.ends_with(['.', '!', '?', ':', ';']) && at_most_chars(t, 100);
         match run.as_mut() {
             Some(r) if (t.is_empty() || label) && r.3 < 3 => r.3 += 1,
             _ => {
@@ -234,7 +301,7 @@ fn figure_tables(text: &str) -> Vec<(usize, usize)> {
         }
         if run.is_none() {
             if label {
-                labels.push(start);
+                labels.push(i);
                 if labels.len() > 2 {
                     labels.remove(0);
                 }
@@ -265,25 +332,34 @@ fn wrapped_runs(doc: &Document) -> BTreeMap<usize, usize> {
         };
         // Exactly one line end in the trailing whitespace: the line ends, no blank line
         // (even one of spaces) follows.
-        let t = cur.trim_end();
-        if cur[t.len()..].matches('\n').count() != 1 {
+        let t = trim_end(cur);
+        if cur.as_bytes()[t.len()..]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            != 1
+        {
             return false;
         }
         let line_start = text[..s[i].byte_start].rfind('\n').map_or(0, |p| p + 1);
-        let line = text[line_start..s[i].byte_end].trim();
-        if t.trim_start().is_empty()
+        let line = trim(&text[line_start..s[i].byte_end]);
+        if trim_start(t).is_empty()
             || t.ends_with(['.', '!', '?', ':', ';'])
             || line.starts_with('#')
         {
             return false;
         }
-        let n = next.trim_start();
+        let n = trim_start(next);
+        let lower = n.chars().next().is_some_and(char::is_lowercase);
+        // At least 50 characters: `!at_most_chars(line, 49)`.
+        if !lower && at_most_chars(line, 49) {
+            return false;
+        }
         let opens_block = n.starts_with(['#', '>', '|', '-', '*', '+'])
             || n.starts_with("```")
             || n.starts_with("~~~")
             || starts_with_enumerator(n);
-        let lower = n.chars().next().is_some_and(char::is_lowercase);
-        !opens_block && (lower || line.chars().count() >= 50)
+        !opens_block
     };
     let mut out = BTreeMap::new();
     let mut i = 0;
@@ -359,5 +435,30 @@ mod tests {
             &block_units(&unhashed)
         ));
         assert_eq!(*block_units(&unhashed), spans);
+    }
+
+    /// Characters for the fast string helpers: ASCII whitespace including the vertical
+    /// tab (which `trim_ascii` keeps), whitespace outside ASCII, line ends, and letters
+    /// of one to four bytes.
+    const CHARS: &[char] = &[
+        ' ', '\t', '\n', '\r', '\u{b}', '\u{c}', '\u{85}', '\u{a0}', '\u{2003}', '\u{3000}', 'a',
+        '7', '.', 'é', '€', '🙂',
+    ];
+
+    proptest::proptest! {
+        /// The byte-level shortcuts give what the standard library's functions give.
+        #[test]
+        fn fast_string_helpers_match_the_standard_ones(
+            picks in proptest::collection::vec(0..CHARS.len(), 0..40),
+            n in 0usize..24,
+        ) {
+            let s: String = picks.iter().map(|&i| CHARS[i]).collect();
+            proptest::prop_assert_eq!(trim(&s), s.trim());
+            proptest::prop_assert_eq!(trim_start(&s), s.trim_start());
+            proptest::prop_assert_eq!(trim_end(&s), s.trim_end());
+            proptest::prop_assert_eq!(at_most_chars(&s, n), s.chars().count() <= n);
+            let lines: Vec<&str> = line_ranges(&s).iter().map(|&(a, b)| &s[a..b]).collect();
+            proptest::prop_assert_eq!(lines, s.split_inclusive('\n').collect::<Vec<_>>());
+        }
     }
 }
