@@ -165,7 +165,12 @@ impl QuantRows {
     /// The 8-bit rows of `total` rows of dimension `dim`, of which `rows` gives those
     /// that can be read (row number, vector); the others stay zero and are never
     /// scored.
-    pub(crate) fn build(dim: usize, total: usize, rows: &[(usize, &[f32])]) -> Self {
+    pub(crate) fn build(
+        dim: usize,
+        total: usize,
+        rows: &[(usize, &[f32])],
+        parallel: bool,
+    ) -> Self {
         let dim = dim.max(1);
         let mut vectors: Vec<Option<&[f32]>> = vec![None; total];
         for &(row, v) in rows {
@@ -175,16 +180,25 @@ impl QuantRows {
         }
         let mut codes = vec![0i8; total * dim];
         let mut bounds = vec![RowBound::default(); total];
-        codes
-            .par_chunks_mut(dim)
-            .zip(bounds.par_iter_mut())
-            .zip(vectors.par_iter())
-            .with_min_len(256)
-            .for_each(|((codes, bound), v)| {
-                if let Some(v) = v.filter(|v| v.len() == dim) {
-                    *bound = quantize(v, codes);
-                }
-            });
+        let row = |((codes, bound), v): ((&mut [i8], &mut RowBound), &Option<&[f32]>)| {
+            if let Some(v) = v.filter(|v| v.len() == dim) {
+                *bound = quantize(v, codes);
+            }
+        };
+        if parallel {
+            codes
+                .par_chunks_mut(dim)
+                .zip(bounds.par_iter_mut())
+                .zip(vectors.par_iter())
+                .with_min_len(256)
+                .for_each(row);
+        } else {
+            codes
+                .chunks_mut(dim)
+                .zip(bounds.iter_mut())
+                .zip(vectors.iter())
+                .for_each(row);
+        }
         QuantRows { dim, codes, bounds }
     }
 }
@@ -371,7 +385,7 @@ mod tests {
     /// `n` unit rows of `dim` from `seed` ([`unit_rows`]) and their 8-bit rows.
     fn fixture(n: usize, dim: usize, seed: u64) -> (Vec<f32>, QuantRows) {
         let m = unit_rows(n, dim, seed);
-        let quant = QuantRows::build(dim, n, &rows_of(&m, dim));
+        let quant = QuantRows::build(dim, n, &rows_of(&m, dim), true);
         (m, quant)
     }
 
@@ -457,7 +471,7 @@ mod tests {
         m[40 * dim + 3] = f32::NAN;
         m[41 * dim] = f32::INFINITY;
         let rows = rows_of(&m, dim);
-        let quant = QuantRows::build(dim, 600, &rows);
+        let quant = QuantRows::build(dim, 600, &rows, false);
         let query = &m[7 * dim..8 * dim];
         for k in [1, 5, 50] {
             let want = dense::top_k_rows(query, k, rows.iter().copied());
@@ -576,7 +590,7 @@ mod tests {
             let all = rows_of(&m, dim);
             // Some rows only, in any order (IVF candidates come out of order).
             let picked: Vec<(usize, &[f32])> = all.iter().copied().rev().step_by(step).collect();
-            let quant = QuantRows::build(dim, n, &all);
+            let quant = QuantRows::build(dim, n, &all, seed % 2 == 0);
             let query = &m[(seed as usize % n) * dim..][..dim];
             let want = dense::top_k_rows(query, k, picked.iter().copied());
             let got = top_k_quantized(query, k, &picked, &quant).expect("bounded");

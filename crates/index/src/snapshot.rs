@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use excerpt_core::{ChunkKey, Document};
 
@@ -91,12 +91,18 @@ pub struct Snapshot {
     ann: Option<IvfIndex>,
     ann_status: AnnStatus,
     damage: Damage,
-    /// Every row at 8 bits a component, read first by dense scans ([`quant`]): built by
-    /// the second scan of at least [`quant::MIN_ROWS`] rows (a process that answers one
-    /// query does not pay for it), when the index has at most [`quant::MAX_ROWS`] rows.
+    /// Every row at 8 bits a component, read first by dense scans ([`quant`]): built
+    /// at the second scan of at least [`quant::MIN_ROWS`] rows (a process that answers
+    /// one query does not pay for it), when the index has at most [`quant::MAX_ROWS`]
+    /// rows; on a thread of its own when the snapshot is [`Snapshot::shared`].
     quant: OnceLock<QuantRows>,
     /// Scans of at least [`quant::MIN_ROWS`] rows so far (counted until `quant` is built).
     long_scans: AtomicUsize,
+    /// Whether a thread has been started to build `quant`.
+    quant_started: AtomicBool,
+    /// This snapshot, once [`Snapshot::shared`] has put it in an `Arc`: what the thread
+    /// that builds `quant` holds on to.
+    me: OnceLock<Weak<Snapshot>>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -245,6 +251,8 @@ impl Snapshot {
             damage,
             quant: OnceLock::new(),
             long_scans: AtomicUsize::new(0),
+            quant_started: AtomicBool::new(false),
+            me: OnceLock::new(),
         })
     }
 
@@ -473,9 +481,10 @@ impl Snapshot {
             .unwrap_or_else(|| dense::top_k_rows_split(query, k, rows))
     }
 
-    /// The 8-bit rows for a scan of `scanned` rows, built now if this is the second
-    /// long scan; `None` when the scan is short, the index too large, or this is its
-    /// first long scan.
+    /// The 8-bit rows for a scan of `scanned` rows; `None` when the scan is short, the
+    /// index too large, or the rows are not built yet. The second long scan has them
+    /// built: on a thread of its own when the snapshot is [`Snapshot::shared`] (scans
+    /// read the f32 rows until they are ready), else right there.
     fn quant_rows(&self, scanned: usize) -> Option<&QuantRows> {
         if scanned < quant::MIN_ROWS || self.chunk_count() > quant::MAX_ROWS {
             return None;
@@ -486,10 +495,52 @@ impl Snapshot {
         if self.long_scans.fetch_add(1, Ordering::Relaxed) == 0 {
             return None;
         }
-        Some(self.quant.get_or_init(|| {
-            let all: Vec<(usize, &[f32])> = self.doc_rows_of(0..self.docs.len()).collect();
-            QuantRows::build(self.manifest.config.dimension, self.chunk_count(), &all)
-        }))
+        if let Some(me) = self.me.get().and_then(Weak::upgrade) {
+            if self.quant_started.swap(true, Ordering::AcqRel) {
+                return None;
+            }
+            // The build reads every row and writes a new copy of them (about 0.2 s at
+            // 100,000 rows on two cores, most of it the kernel handing over fresh
+            // pages): done in the scan, it stalled that query by as much. One thread,
+            // not rayon's pool, so the queries that run meanwhile keep their threads.
+            let started = std::thread::Builder::new()
+                .name("excerpt-quant".into())
+                .spawn(move || {
+                    me.quant.get_or_init(|| me.build_quant(false));
+                });
+            if started.is_ok() {
+                return None;
+            }
+        }
+        Some(self.quant.get_or_init(|| self.build_quant(true)))
+    }
+
+    /// The 8-bit copy of every row, built on rayon's threads when `parallel`.
+    fn build_quant(&self, parallel: bool) -> QuantRows {
+        let all: Vec<(usize, &[f32])> = self.doc_rows_of(0..self.docs.len()).collect();
+        QuantRows::build(
+            self.manifest.config.dimension,
+            self.chunk_count(),
+            &all,
+            parallel,
+        )
+    }
+
+    /// This snapshot in an `Arc` that lets it do its own upkeep on threads of its own
+    /// rather than in the searches that need it: the 8-bit copy of the rows that exact
+    /// scans read first is built on a thread (scans read the f32 rows meanwhile, with
+    /// the same answers). A long-lived reader (a server) should open snapshots this way.
+    pub fn shared(self) -> Arc<Self> {
+        let me = Arc::new(self);
+        let _ = me.me.set(Arc::downgrade(&me));
+        me
+    }
+
+    /// Whether exact scans read the 8-bit copy of the rows first yet ([`quant`]): it is
+    /// built at the second scan of at least 2,048 rows, for indexes of at most 2^18
+    /// rows.
+    pub fn scan_rows_ready(&self) -> bool {
+        self.quant.get().is_some()
     }
 
     fn key_of_row(&self, row: usize) -> ChunkKey {

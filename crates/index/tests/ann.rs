@@ -220,7 +220,20 @@ fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
     add_docs(&mut w, &mut rng, &centers, 0..100);
     add_docs(&mut w, &mut rng, &centers, 100..250);
     drop(w);
-    let snap = Snapshot::open(&path).unwrap();
+    // Opened plainly, the second long scan builds the 8-bit rows itself; shared, a
+    // thread of the snapshot's own builds them while scans read the f32 rows.
+    for shared in [false, true] {
+        let snap = Snapshot::open(&path).unwrap();
+        let snap = if shared {
+            snap.shared()
+        } else {
+            std::sync::Arc::new(snap)
+        };
+        scans_give_the_plain_answer(&snap, shared, &mut rng, &centers);
+    }
+}
+
+fn scans_give_the_plain_answer(snap: &Snapshot, shared: bool, rng: &mut Rng, centers: &[Vec<f32>]) {
     assert_eq!(snap.stats().ann, AnnStatus::Absent);
     // Every row in the snapshot's numbering (documents in order), with its key.
     let rows: Vec<(usize, Vec<f32>, ChunkKey)> = (0..snap.documents().len() as u32)
@@ -247,9 +260,25 @@ fn exact_scans_read_through_the_8_bit_rows_give_the_plain_scans_answer() {
         hits.into_iter().map(|(k, s)| (k, s.to_bits())).collect()
     };
     let mask = DocMask((0..250).map(|d| d % 5 != 0).collect());
-    for i in 0..20 {
-        let q = near(&mut rng, &centers);
+    // Twenty rounds, and at least four after the 8-bit rows are there.
+    let (mut i, mut ready_at) = (0, None);
+    let started = std::time::Instant::now();
+    while ready_at.is_none_or(|r: usize| i < (r + 4).max(20)) {
+        if ready_at.is_none() && snap.scan_rows_ready() {
+            ready_at = Some(i);
+        }
+        // Built by the second long scan, in it (two rounds of two scans have passed)
+        // or soon after on the snapshot's thread.
+        if !shared && i == 2 {
+            assert!(snap.scan_rows_ready());
+        }
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the 8-bit rows were never built"
+        );
+        let q = near(rng, centers);
         let k = [1, 10, 100, 300][i % 4];
+        i += 1;
         assert_eq!(
             bits(snap.dense_search_exact(&q, k, None)),
             plain(&q, k, &|_| true)

@@ -117,7 +117,7 @@ impl Backend for DirBackend {
                 return Ok(s.clone());
             }
         }
-        let s = Arc::new(self.open_latest(current.unwrap_or(0))?);
+        let s = self.open_latest(current.unwrap_or(0))?.shared();
         *guard = Some(s.clone());
         Ok(s)
     }
