@@ -536,7 +536,7 @@ impl Snapshot {
         me
     }
 
-    /// Whether exact scans read the 8-bit copy of the rows first yet ([`quant`]): it is
+    /// Whether exact scans read the 8-bit copy of the rows first yet: it is
     /// built at the second scan of at least 2,048 rows, for indexes of at most 2^18
     /// rows.
     pub fn scan_rows_ready(&self) -> bool {
