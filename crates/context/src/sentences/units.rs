@@ -221,20 +221,14 @@ fn line_ranges(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// `s.trim()`. Without the Unicode whitespace tables in the common case: ASCII
-/// whitespace trimmed, the ends left are ASCII and not a vertical tab (the one ASCII
-/// whitespace character `trim_ascii` keeps).
+/// `s.trim()`, by [`trim_start`] and [`trim_end`].
 fn trim(s: &str) -> &str {
-    let t = s.trim_ascii();
-    let plain = |b: Option<&u8>| b.is_none_or(|&b| b.is_ascii() && b != 0x0B);
-    if plain(t.as_bytes().first()) && plain(t.as_bytes().last()) {
-        t
-    } else {
-        t.trim()
-    }
+    trim_end(trim_start(s))
 }
 
-/// `s.trim_start()`, as [`trim`].
+/// `s.trim_start()`. Without the Unicode whitespace tables in the common case: ASCII
+/// whitespace trimmed, the start left is ASCII and not a vertical tab (the one ASCII
+/// whitespace character `trim_ascii_start` keeps).
 fn trim_start(s: &str) -> &str {
     let t = s.trim_ascii_start();
     match t.as_bytes().first() {
@@ -243,7 +237,7 @@ fn trim_start(s: &str) -> &str {
     }
 }
 
-/// `s.trim_end()`, as [`trim`].
+/// `s.trim_end()`, as [`trim_start`].
 fn trim_end(s: &str) -> &str {
     let t = s.trim_ascii_end();
     match t.as_bytes().last() {
