@@ -2,7 +2,11 @@
 //! every posting scored (`Exhaustive`), and the choice `Auto` makes, per query and in
 //! all, on an index's own BM25 files.
 //!
-//! `cargo run --release -p excerpt-index --example bm25_scoring -- INDEX_DIR QUERIES.jsonl [K] [ROUNDS]`
+//! `cargo run --release -p excerpt-index --example bm25_scoring -- INDEX_DIR QUERIES.jsonl [K] [ROUNDS] [--scope FORMAT]`
+//!
+//! With `--scope FORMAT`, each query is scoped to one document, whose id is FORMAT
+//! with `{doc}` replaced by the query's `doc` field (`copy0/{doc}.txt`, say): the
+//! search of a question about one filing.
 //!
 //! QUERIES.jsonl holds one `{"query": ...}` per line (an eval set's queries file will
 //! do). K is the number of chunks asked for (default 116: the first stage's 100
@@ -23,21 +27,39 @@ fn pct(xs: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let scope = match args.iter().position(|a| a == "--scope") {
+        Some(at) if at + 1 < args.len() => {
+            let format = args.remove(at + 1);
+            args.remove(at);
+            Some(format)
+        }
+        Some(_) => {
+            eprintln!("--scope needs a FORMAT");
+            std::process::exit(2);
+        }
+        None => None,
+    };
     if args.len() < 2 {
-        eprintln!("usage: bm25_scoring INDEX_DIR QUERIES.jsonl [K] [ROUNDS]");
+        eprintln!("usage: bm25_scoring INDEX_DIR QUERIES.jsonl [K] [ROUNDS] [--scope FORMAT]");
         std::process::exit(2);
     }
     let dir = PathBuf::from(&args[0]).join("bm25");
     let k: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(116);
     let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let queries: Vec<String> = std::fs::read_to_string(&args[1])
+    // Each query and the document it is scoped to (with `--scope`).
+    let queries: Vec<(String, Option<String>)> = std::fs::read_to_string(&args[1])
         .expect("reading the queries")
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
-            v["query"].as_str().expect("a \"query\" string").to_string()
+            let query = v["query"].as_str().expect("a \"query\" string").to_string();
+            let doc = scope.as_ref().map(|format| {
+                let doc = v["doc"].as_str().expect("a \"doc\" string to scope to");
+                format.replace("{doc}", doc)
+            });
+            (query, doc)
         })
         .collect();
     let (index, fields) = bm25::open_existing(&dir)
@@ -46,16 +68,25 @@ fn main() {
     let reader = Bm25Reader::new(index, fields).expect("reading the BM25 index");
     let ways = [Scoring::Pruned, Scoring::Exhaustive, Scoring::Auto];
     let mut best = vec![[f64::INFINITY; 3]; queries.len()];
+    let search = |(q, doc): &(String, Option<String>), w: Scoring| {
+        let allowed = doc.as_ref().map(|d| vec![d.as_str()]);
+        let hits = reader
+            .search_with(q, k, allowed.as_deref(), w)
+            .expect("search");
+        if doc.is_some() && hits.is_empty() {
+            panic!("no chunk of {doc:?} matches: is the --scope format right?");
+        }
+    };
     for q in &queries {
         for w in ways {
-            reader.search_with(q, k, None, w).expect("search"); // warm-up
+            search(q, w); // warm-up
         }
     }
     for _ in 0..rounds {
         for (i, q) in queries.iter().enumerate() {
             for (j, w) in ways.iter().enumerate() {
                 let t = Instant::now();
-                reader.search_with(q, k, None, *w).expect("search");
+                search(q, *w);
                 best[i][j] = best[i][j].min(t.elapsed().as_secs_f64() * 1e3);
             }
         }
@@ -67,7 +98,7 @@ fn main() {
     );
     println!("| terms | postings | pruned ms | exhaustive ms | auto ms |");
     println!("|---:|---:|---:|---:|---:|");
-    for (q, b) in queries.iter().zip(&best) {
+    for ((q, _), b) in queries.iter().zip(&best) {
         let terms = reader.terms(q).expect("terms");
         let postings = reader.postings(&terms).expect("postings");
         println!(
