@@ -43,6 +43,44 @@ struct TermSums {
     permitted: Vec<u64>,
 }
 
+/// One term's weight and a segment's norms: what adds a block of the term's postings
+/// into the sums of [`Bm25Reader::top_by_terms`].
+struct BlockSums<'a> {
+    weight: &'a Bm25Weight,
+    norms: &'a FieldNormReader,
+}
+
+impl BlockSums<'_> {
+    /// Adds the scores of the postings `docs` (their term frequencies `freqs`, or 1
+    /// each) into `sums`; with `MARK`, marks each chunk in `reached`; with `SCOPED`,
+    /// skips the chunks not marked in `permitted`. One loop per case, so the postings'
+    /// loop tests nothing it need not.
+    #[inline(always)]
+    fn add<const MARK: bool, const SCOPED: bool>(
+        &self,
+        docs: &[u32],
+        freqs: Option<&[u32]>,
+        sums: &mut [f32],
+        reached: &mut [u64],
+        permitted: &[u64],
+    ) {
+        let mut one = |doc: u32, tf: u32| {
+            let (word, bit) = (doc as usize / 64, 1u64 << (doc % 64));
+            if SCOPED && permitted[word] & bit == 0 {
+                return;
+            }
+            sums[doc as usize] += self.weight.score(self.norms.fieldnorm_id(doc), tf);
+            if MARK {
+                reached[word] |= bit;
+            }
+        };
+        match freqs {
+            Some(freqs) => docs.iter().zip(freqs).for_each(|(&doc, &tf)| one(doc, tf)),
+            None => docs.iter().for_each(|&doc| one(doc, 1)),
+        }
+    }
+}
+
 thread_local! {
     static TERM_SUMS: std::cell::RefCell<TermSums> = std::cell::RefCell::default();
 }
@@ -432,7 +470,6 @@ impl Bm25Reader {
             permitted,
         } = &mut buffers;
         let scoped = allowed.is_some();
-        let bit = |bits: &[u64], doc: u32| bits[doc as usize / 64] & (1 << (doc % 64)) != 0;
         for (segment, reader) in self.searcher.segment_readers().iter().enumerate() {
             let max_doc = reader.max_doc() as usize;
             if sums.len() < max_doc {
@@ -490,20 +527,26 @@ impl Bm25Reader {
                     .map_err(tantivy::TantivyError::from)?;
                 while block.block_len() > 0 {
                     let (docs, freqs) = (block.docs(), block.freqs());
-                    let mut add = |doc: u32, tf: u32| {
-                        if scoped && !bit(permitted, doc) {
-                            return;
-                        }
-                        sums[doc as usize] += weight.score(norms.fieldnorm_id(doc), tf);
-                        if mark {
-                            reached[doc as usize / 64] |= 1 << (doc % 64);
-                        }
+                    // A term stored without frequencies: each posting counts once.
+                    let freqs = (freqs.len() == docs.len()).then_some(freqs);
+                    let sums = &mut sums[..max_doc];
+                    let block_sums = BlockSums {
+                        weight,
+                        norms: &norms,
                     };
-                    if freqs.len() == docs.len() {
-                        docs.iter().zip(freqs).for_each(|(&doc, &tf)| add(doc, tf));
-                    } else {
-                        // A term stored without frequencies: each posting counts once.
-                        docs.iter().for_each(|&doc| add(doc, 1));
+                    match (mark, scoped) {
+                        (false, false) => {
+                            block_sums.add::<false, false>(docs, freqs, sums, reached, permitted)
+                        }
+                        (true, false) => {
+                            block_sums.add::<true, false>(docs, freqs, sums, reached, permitted)
+                        }
+                        (false, true) => {
+                            block_sums.add::<false, true>(docs, freqs, sums, reached, permitted)
+                        }
+                        (true, true) => {
+                            block_sums.add::<true, true>(docs, freqs, sums, reached, permitted)
+                        }
                     }
                     block.advance();
                 }
@@ -511,10 +554,13 @@ impl Bm25Reader {
             let alive = reader.alive_bitset();
             let segment = segment as u32;
             // Every BM25 score is above zero: a sum of zero is a chunk no term reached.
-            // Each sum read is set back to zero.
+            // Each sum read is set back to zero. Most chunks score below the top so
+            // far, and are passed over without an offer.
+            let mut floor = top.floor();
             let mut offer = |doc: u32, score: f32| {
-                if alive.is_none_or(|a| a.is_alive(doc)) {
+                if score >= floor && alive.is_none_or(|a| a.is_alive(doc)) {
                     top.offer((segment, doc), score);
+                    floor = top.floor();
                 }
             };
             if mark {

@@ -49,6 +49,16 @@ impl<R: Ord + Copy> TopK<R> {
         }
     }
 
+    /// The lowest score [`TopK::offer`] may still keep: the worst kept one once `k`
+    /// are kept (an equal score may win on its row), else minus infinity.
+    #[inline]
+    pub(crate) fn floor(&self) -> f32 {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k => worst.0,
+            _ => f32::NEG_INFINITY,
+        }
+    }
+
     /// The kept pairs, best first, ties by row.
     pub(crate) fn into_sorted(self) -> Vec<(R, f32)> {
         let mut out: Vec<(R, f32)> = self.heap.into_iter().map(|c| (c.1, c.0)).collect();
