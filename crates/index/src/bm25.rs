@@ -34,8 +34,8 @@ use crate::IndexError;
 /// with the terms (`examples/bm25_scoring.rs` measures both on an index).
 pub const EXHAUSTIVE_POSTINGS_PER_TERM: u64 = 100_000;
 
-/// The buffers of [`Bm25Reader::top_by_terms`], one set per thread: a sum per chunk
-/// (all zero between searches), and bitsets of the chunks reached and permitted.
+/// The buffers of one [`Bm25Reader::top_by_terms`]: a sum per chunk (all zero between
+/// searches), and bitsets of the chunks reached and permitted.
 #[derive(Default)]
 struct TermSums {
     sums: Vec<f32>,
@@ -79,10 +79,6 @@ impl BlockSums<'_> {
             None => docs.iter().for_each(|&doc| one(doc, 1)),
         }
     }
-}
-
-thread_local! {
-    static TERM_SUMS: std::cell::RefCell<TermSums> = std::cell::RefCell::default();
 }
 
 /// How a search finds its best chunks. Both give the same chunks with the same scores
@@ -247,6 +243,11 @@ pub struct Bm25Reader {
     reader: IndexReader,
     searcher: Searcher,
     fields: Fields,
+    /// Buffers of past searches for the next ones, at most one per core: a search
+    /// takes one (or makes one) and gives it back, so searches at once never share
+    /// one and the memory kept is bounded (4 bytes a chunk of the largest segment,
+    /// times the cores) however many threads search.
+    sums: std::sync::Mutex<Vec<TermSums>>,
 }
 
 impl std::fmt::Debug for Bm25Reader {
@@ -268,6 +269,7 @@ impl Bm25Reader {
             reader,
             searcher,
             fields,
+            sums: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -436,10 +438,12 @@ impl Bm25Reader {
     /// switch between terms at every chunk. With `allowed`, only the chunks of those
     /// document ids are scored.
     ///
-    /// The sums live in a buffer of the thread's ([`TermSums`]), kept at zero between
-    /// searches, and the chunks reached are marked in a bitset: a search costs its
-    /// postings and a sixty-fourth of the segment's chunks, not a pass over every
-    /// chunk of a million-chunk segment.
+    /// The sums live in a buffer kept by the reader for the next search ([`TermSums`]),
+    /// at zero between searches. When a segment's postings are fewer than its chunks,
+    /// the chunks reached are marked in a bitset and only they are read back: a
+    /// search then costs its postings and a sixty-fourth of the segment's chunks, not
+    /// a pass over every chunk of a million-chunk segment. Chunks scoring below the
+    /// top so far are passed over without an offer.
     ///
     /// `marking` forces the bitset (`Some(true)`) or the pass over every sum
     /// (`Some(false)`) instead of the cheaper of the two, for the tests.
@@ -461,9 +465,14 @@ impl Bm25Reader {
             .collect::<Result<Vec<_>, IndexError>>()?;
         // Keyed by (segment, doc): of equal scores, the earlier document is kept.
         let mut top = TopK::new(limit, limit);
-        // Taken from the thread and given back only once every sum is zero again: a
-        // search that fails half-way drops them.
-        let mut buffers = TERM_SUMS.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        // Given back only once every sum is zero again: a search that fails half-way
+        // drops them.
+        let mut buffers = self
+            .sums
+            .lock()
+            .ok()
+            .and_then(|mut kept| kept.pop())
+            .unwrap_or_default();
         let TermSums {
             sums,
             reached,
@@ -580,7 +589,11 @@ impl Bm25Reader {
                 }
             }
         }
-        TERM_SUMS.with(|b| *b.borrow_mut() = buffers);
+        if let Ok(mut kept) = self.sums.lock() {
+            if kept.len() < std::thread::available_parallelism().map_or(2, |n| n.get()) {
+                kept.push(buffers);
+            }
+        }
         let out = top
             .into_sorted()
             .into_iter()
@@ -880,6 +893,21 @@ mod tests {
             if only != Some(&[][..]) {
                 assert!(union.len() > 10, "{q}: {}", union.len());
             }
+            // Searches at once, on more threads than cores: each its own sums.
+            let alone = r.top_by_terms(&terms, only, 2000, None).unwrap();
+            std::thread::scope(|scope| {
+                for marking in [None, Some(true), Some(false)].repeat(3) {
+                    let (r, terms, alone) = (&r, &terms, &alone);
+                    scope.spawn(move || {
+                        for _ in 0..20 {
+                            let got = r.top_by_terms(terms, only, 2000, marking).unwrap();
+                            assert_eq!(&got, alone, "{q} {marking:?}");
+                        }
+                    });
+                }
+            });
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            assert!(r.sums.lock().unwrap().len() <= cores);
             // Twice each way: the sums left behind by one search must be zero.
             for marking in [None, Some(true), Some(false), Some(true), Some(false), None] {
                 let by_terms = r.top_by_terms(&terms, only, 2000, marking).unwrap();
