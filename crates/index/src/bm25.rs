@@ -34,6 +34,14 @@ use crate::IndexError;
 /// with the terms (`examples/bm25_scoring.rs` measures both on an index).
 pub const EXHAUSTIVE_POSTINGS_PER_TERM: u64 = 100_000;
 
+/// The kept `((segment, doc), score)` pairs of `top` as search hits, best first.
+fn addressed(top: TopK<(u32, u32)>) -> Vec<(f32, DocAddress)> {
+    top.into_sorted()
+        .into_iter()
+        .map(|((segment, doc), score)| (score, DocAddress::new(segment, doc)))
+        .collect()
+}
+
 /// The buffers of one [`Bm25Reader::top_by_terms`]: a sum per chunk (all zero between
 /// searches), and bitsets of the chunks reached and permitted.
 #[derive(Default)]
@@ -420,12 +428,7 @@ impl Bm25Reader {
                 }
             })?;
         }
-        let out = top
-            .into_sorted()
-            .into_iter()
-            .map(|((segment, doc), score)| (score, DocAddress::new(segment, doc)))
-            .collect();
-        Ok(out)
+        Ok(addressed(top))
     }
 
     /// The `limit` best-scored chunks of `terms`, scoring every posting term by term:
@@ -594,12 +597,7 @@ impl Bm25Reader {
                 kept.push(buffers);
             }
         }
-        let out = top
-            .into_sorted()
-            .into_iter()
-            .map(|((segment, doc), score)| (score, DocAddress::new(segment, doc)))
-            .collect();
-        Ok(out)
+        Ok(addressed(top))
     }
 
     /// The `(document id, ordinal, score)` of each hit. Ids come from the segments' id
