@@ -229,7 +229,8 @@ pub enum Command {
     /// has a reference answer from each context, scored by token F1 and exact match.
     #[command(verbatim_doc_comment)]
     Eval(EvalArgs),
-    /// Measure index build, size, memory and query latency on a generated collection.
+    /// Measure index build, size, memory and query latency on a generated collection;
+    /// with --encoder, the embedding model's throughput against this CPU's FMA peak.
     Bench(BenchArgs),
     /// Serve the index over HTTP (JSON API mirroring query, ingest, docs, rm, stats).
     ///
@@ -839,6 +840,22 @@ pub struct BenchArgs {
     /// first for a cold open).
     #[arg(long)]
     pub reuse: bool,
+    /// Measure the local embedding model instead (--model, default all-MiniLM-L6-v2):
+    /// passages of 250 tokens embedded in batches, as an ingest embeds chunks, and this
+    /// CPU's FMA peak of each instruction set it has, measured just before and after,
+    /// so the share of the machine the encoder uses is read in one run.
+    #[arg(long, conflicts_with_all = ["postgres", "reuse", "dir"])]
+    pub encoder: bool,
+    /// With --encoder: passages embedded (after one batch of warm-up).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..), requires = "encoder")]
+    pub passages: u64,
+    /// With --encoder: passages per forward pass.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096), requires = "encoder")]
+    pub batch: u64,
+    /// With --encoder: cut the passages from this file (the "text" fields of a JSONL
+    /// file, else the whole file as text) instead of generated text.
+    #[arg(long, value_name = "FILE", requires = "encoder")]
+    pub corpus: Option<PathBuf>,
 }
 
 /// `--format text|json` and its alias `--json`, for the commands that print a report.

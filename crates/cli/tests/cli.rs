@@ -740,6 +740,99 @@ fn bench_reports_on_a_generated_collection() {
     assert!(text.contains("  auto       assemble p50 "), "{text}");
 }
 
+/// `excerpt bench --encoder` with the real model: passages of the corpus given, the
+/// machine's peaks beside the encoder's rate, and refusals of what it cannot do.
+#[test]
+fn bench_encoder_reports_the_model_against_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.jsonl");
+    let line = |words: usize| {
+        let text: Vec<String> = (0..words)
+            .map(|i| format!("meeting{} agreed", i % 37))
+            .collect();
+        serde_json::json!({"id": "m", "text": text.join(" ")}).to_string()
+    };
+    std::fs::write(&corpus, format!("{}\n{}\n", line(400), line(300))).unwrap();
+    let args = [
+        "bench",
+        "--encoder",
+        "--passages",
+        "5",
+        "--batch",
+        "2",
+        "--json",
+    ];
+    let out = bin()
+        .args(args)
+        .arg("--corpus")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    let report = json(&out);
+    assert!(report["model"]
+        .as_str()
+        .unwrap()
+        .starts_with("all-MiniLM-L6-v2@"));
+    assert_eq!(report["passages"], 5);
+    assert_eq!(report["batch"], 2);
+    assert_eq!(report["tokens_per_passage"].as_f64(), Some(250.0));
+    let rate = report["passages_per_second"].as_f64().unwrap();
+    let gflops = report["gflops"].as_f64().unwrap();
+    assert!(rate > 0.0 && gflops > 0.0, "{report}");
+    // Every passage is 250 tokens and two special ones: the encoder's arithmetic for
+    // 252 tokens each.
+    let each = excerpt_embed::encoder_flops(6, 384, 1536, 252) / 1e9;
+    assert!((gflops / rate / each - 1.0).abs() < 1e-6, "{report}");
+    let peaks = report["peaks"].as_array().unwrap();
+    if cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma") {
+        assert_eq!(peaks[0]["isa"], "AVX2 + FMA");
+        let peak = peaks[0]["all_cores_gflops"].as_f64().unwrap();
+        let share = report["share_of_peak"].as_f64().unwrap();
+        assert!((share - gflops / peak).abs() < 1e-9, "{report}");
+    }
+
+    // Text, on a generated text (no corpus).
+    let out = bin()
+        .args([
+            "bench",
+            "--encoder",
+            "--passages",
+            "2",
+            "--batch",
+            "2",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("encoder      all-MiniLM-L6-v2@"), "{text}");
+    assert!(
+        text.contains("passages     2 of 250 tokens, batch 2\n"),
+        "{text}"
+    );
+
+    // A corpus that cannot be read, and the collection's options with --encoder.
+    let out = bin()
+        .args(["bench", "--encoder", "--corpus"])
+        .arg(dir.path().join("absent.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the corpus"));
+    let out = bin()
+        .args(["bench", "--encoder", "--reuse"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["bench", "--passages", "3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn model_verify_checks_the_pinned_hashes_and_fetch_names_its_source() {
     // The installed test model matches the pins.

@@ -16,7 +16,7 @@ mod bench_common;
 
 use std::time::Instant;
 
-use excerpt_embed::{resolve_model, Embedder, KernelChoice, LocalEmbedder};
+use excerpt_embed::{resolve_model, throughput, Embedder, KernelChoice, LocalEmbedder};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -44,7 +44,12 @@ fn main() {
     if embedders.is_empty() {
         fail(&"no kernel loads");
     }
-    let texts = bench_common::passages(embedders[0].tokens(), n);
+    let texts = throughput::passages(
+        embedders[0].tokens(),
+        &bench_common::sources(),
+        n,
+        throughput::PASSAGE_TOKENS,
+    );
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     println!(
         "{} passages, batch {batch}, {rounds} rounds, threads {}",

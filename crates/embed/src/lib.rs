@@ -46,6 +46,7 @@ mod local;
 mod remote;
 mod score;
 
+pub use local::throughput;
 pub use local::{
     default_home, encoder_flops, fma_peak_avx512_gflops, fma_peak_gflops, models_dir,
     resolve_model, verify_model_files, CrossEncoderReranker, KernelChoice, LocalEmbedder,

@@ -28,7 +28,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Verify(a) => maintenance::verify(&cli.global, a),
         Command::Repair(a) => maintenance::repair(&cli.global, a),
         Command::Eval(a) => eval::eval(&cli.global, a),
-        Command::Bench(a) => crate::bench::run(a, cli.global.quiet).map(|()| ExitCode::SUCCESS),
+        Command::Bench(a) => crate::bench::run(a, cli.global.model.as_deref(), cli.global.quiet)
+            .map(|()| ExitCode::SUCCESS),
         Command::Serve(a) => serve::serve(&cli.global, a),
         Command::Mcp(a) => serve::mcp(&cli.global, a),
         Command::Model(a) => crate::model::run(a, cli.global.quiet),

@@ -4,23 +4,18 @@
 use std::path::Path;
 use std::time::Instant;
 
-use excerpt_embed::{
-    fma_peak_avx512_gflops, fma_peak_gflops, resolve_model, Embedder, LocalEmbedder, TokenCounter,
-};
+use excerpt_embed::{resolve_model, throughput, Embedder, LocalEmbedder};
 
-/// Tokens per passage, roughly what the chunker produces.
-const PASSAGE_TOKENS: usize = 250;
-
-/// Passages of ~250 tokens cut from a JSONL corpus (`$EXCERPT_BENCH_CORPUS`, default the
-/// QMSum development corpus beside the repository), or generated text when absent.
-pub fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
+/// The texts of a JSONL corpus (`$EXCERPT_BENCH_CORPUS`, default the QMSum development
+/// corpus beside the repository); none when it is absent (the passages are then
+/// generated).
+pub fn sources() -> Vec<String> {
     let default =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/qmsum-val/corpus.jsonl");
     let corpus = std::env::var_os("EXCERPT_BENCH_CORPUS")
         .map(std::path::PathBuf::from)
         .unwrap_or(default);
-    let corpus = corpus.as_path();
-    let mut sources: Vec<String> = std::fs::read_to_string(corpus)
+    let sources: Vec<String> = std::fs::read_to_string(&corpus)
         .ok()
         .map(|text| {
             text.lines()
@@ -31,53 +26,8 @@ pub fn passages(counter: &dyn TokenCounter, n: usize) -> Vec<String> {
         .unwrap_or_default();
     if sources.is_empty() {
         eprintln!("corpus not found, using generated text");
-        let words = [
-            "the",
-            "committee",
-            "discussed",
-            "budget",
-            "remote",
-            "control",
-            "design",
-            "professor",
-            "agreed",
-            "that",
-            "speech",
-            "recognition",
-            "results",
-            "improved",
-            "after",
-            "training",
-            "on",
-            "new",
-            "data",
-            "and",
-            "marketing",
-            "wants",
-            "colour",
-        ];
-        let text: Vec<&str> = (0..200_000)
-            .map(|i| words[(i * 7 + i / 13) % words.len()])
-            .collect();
-        sources.push(text.join(" "));
     }
-    let mut out = Vec::with_capacity(n);
-    'outer: for text in &sources {
-        let spans = counter.token_spans(text);
-        for chunk in spans.chunks(PASSAGE_TOKENS) {
-            if chunk.len() < PASSAGE_TOKENS {
-                break;
-            }
-            out.push(text[chunk[0].0..chunk[chunk.len() - 1].1].to_string());
-            if out.len() == n {
-                break 'outer;
-            }
-        }
-    }
-    while out.len() < n && !out.is_empty() {
-        out.push(out[out.len() % out.len().max(1)].clone());
-    }
-    out
+    sources
 }
 
 /// Usage: `embed_bench [N] [BATCH]` (defaults 256 passages, batch 32).
@@ -101,66 +51,11 @@ pub fn run(allocator: &str) {
         }
     };
     println!("loaded {} in {:.2?}", embedder.model_id(), t0.elapsed());
-    let texts = passages(embedder.tokens(), n);
+    println!("allocator {allocator}");
+    let texts = throughput::passages(embedder.tokens(), &sources(), n, throughput::PASSAGE_TOKENS);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let tokens: usize = refs.iter().map(|t| embedder.tokens().count(t)).sum();
-    println!(
-        "{} passages, {:.0} tokens on average, batch {batch}, allocator {allocator}, threads {}",
-        refs.len(),
-        tokens as f64 / refs.len().max(1) as f64,
-        std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into())
-    );
-    // Warm up.
-    if let Err(e) = embedder.embed(&refs[..refs.len().min(batch)]) {
-        eprintln!("{e}");
-        std::process::exit(1);
-    }
-    // The machine's peaks, measured before and after the run (the CPU's clock moves).
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let peaks = || {
-        [
-            ("AVX2 + FMA", fma_peak_gflops(1), fma_peak_gflops(threads)),
-            (
-                "AVX-512",
-                fma_peak_avx512_gflops(1),
-                fma_peak_avx512_gflops(threads),
-            ),
-        ]
-    };
-    let before = peaks();
-    let flops: f64 = refs
-        .iter()
-        .map(|t| embedder.flops(embedder.tokens().count(t) + 2))
-        .sum();
-    let t = Instant::now();
-    match embedder.embed(&refs) {
-        Ok(v) => {
-            let secs = t.elapsed().as_secs_f64();
-            println!(
-                "embedded {} passages in {secs:.2} s: {:.1} passages/s, {:.0} GFLOP/s ({} kernel)",
-                v.len(),
-                v.len() as f64 / secs,
-                flops / secs / 1e9,
-                embedder.kernel()
-            );
-            let after = peaks();
-            for ((isa, b1, bn), (_, a1, an)) in before.into_iter().zip(after) {
-                match (b1, bn, a1, an) {
-                    (Some(b1), Some(bn), Some(a1), Some(an)) => {
-                        let peak = bn.max(an);
-                        println!(
-                            "{isa} peak (measured): one core {:.0}-{:.0} GFLOP/s, {threads} threads {:.0}-{:.0} GFLOP/s; the encoder ran at {:.0} % of it",
-                            b1.min(a1),
-                            b1.max(a1),
-                            bn.min(an),
-                            peak,
-                            100.0 * flops / secs / 1e9 / peak
-                        );
-                    }
-                    _ => println!("no {isa} on this CPU: no peak to compare with"),
-                }
-            }
-        }
+    match throughput::measure(&embedder, &refs) {
+        Ok(report) => print!("{report}"),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);

@@ -24,6 +24,7 @@ mod location;
 mod math;
 mod peak;
 mod sgemm;
+pub mod throughput;
 mod tokenize;
 mod weights;
 
