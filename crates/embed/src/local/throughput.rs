@@ -24,11 +24,14 @@ pub fn passages(
 ) -> Vec<String> {
     let cut = |sources: &[String]| {
         let mut out = Vec::with_capacity(n);
-        'sources: for text in sources {
+        for text in sources {
+            if out.len() == n {
+                break;
+            }
             let spans = counter.token_spans(text);
             for chunk in spans.chunks(tokens.max(1)) {
                 if chunk.len() < tokens || out.len() == n {
-                    continue 'sources;
+                    break;
                 }
                 out.push(text[chunk[0].0..chunk[chunk.len() - 1].1].to_string());
             }
@@ -40,8 +43,12 @@ pub fn passages(
         out = cut(&[generated_text((tokens * n.min(64)).max(tokens) * 2)]);
     }
     let distinct = out.len();
+    if distinct == 0 {
+        // A counter that finds no `tokens`-token passage even in generated text.
+        return out;
+    }
     for i in 0..n.saturating_sub(distinct) {
-        let again = out[i % distinct.max(1)].clone();
+        let again = out[i % distinct].clone();
         out.push(again);
     }
     out.truncate(n);
