@@ -17,14 +17,15 @@
 //! their weights divided by the best. The sentence route then adds a share of each
 //! sentence's match with these terms to its match with the query (`topk:feedback`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashSet;
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
-use crate::sentences::lexical::{weighted_scores, words, TermLookup};
+use crate::sentences::lexical::weighted_scores;
+use crate::sentences::term_ids::SentenceTerms;
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the
@@ -33,17 +34,19 @@ use crate::sentences::lexical::{weighted_scores, words, TermLookup};
 /// route matches them. Empty when no sentence shares a term with the query. Keys a
 /// corpus does not hold are skipped; a sentence is read once even when several keys
 /// cover it.
-pub fn feedback_terms<'t>(
-    query: &'t str,
-    corpus: &'t dyn Corpus,
+pub fn feedback_terms(
+    query: &str,
+    corpus: &dyn Corpus,
     keys: &[ChunkKey],
     sentences: usize,
     max_terms: usize,
 ) -> Vec<(String, f32)> {
-    let mut vocab = Vocabulary::new();
-    // Sentences starting in each chunk, each once, as term ids.
-    let mut seen: BTreeSet<(u32, usize)> = BTreeSet::new();
+    // Sentences starting in each chunk, each once, as term ids of this call: numbered
+    // in the order they first appear, sentences first, then the query's.
+    let mut seen: FastSet<(u32, usize)> = FastSet::default();
     let mut texts: Vec<Vec<u32>> = Vec::new();
+    let mut table = SentenceTerms::lock();
+    let mut vocab = table.numbering();
     for key in keys {
         let Some(doc) = corpus.document(key.doc) else {
             continue;
@@ -59,11 +62,13 @@ pub fn feedback_terms<'t>(
                 break;
             }
             if seen.insert((key.doc, first + j)) {
-                texts.push(vocab.ids(s.slice(&doc.text)));
+                texts.push(table.sentence_in(s.slice(&doc.text), &mut vocab));
             }
         }
     }
-    let mut query_ids = vocab.ids(query);
+    let mut query_ids = table.text_in(query, &mut vocab);
+    let stems = table.spelled(&vocab);
+    drop(table);
     query_ids.sort_unstable();
     query_ids.dedup();
     let weighted: Vec<(u32, f64)> = query_ids.iter().map(|&t| (t, 1.0)).collect();
@@ -75,8 +80,8 @@ pub fn feedback_terms<'t>(
         return Vec::new();
     }
     // Sentence frequency of every term (`last` marks the sentence that last counted it).
-    let mut df = vec![0u32; vocab.stems.len()];
-    let mut last = vec![usize::MAX; vocab.stems.len()];
+    let mut df = vec![0u32; stems.len()];
+    let mut last = vec![usize::MAX; stems.len()];
     for (i, t) in texts.iter().enumerate() {
         for &w in t {
             if last[w as usize] != i {
@@ -86,7 +91,7 @@ pub fn feedback_terms<'t>(
         }
     }
     let n = texts.len() as f64;
-    let mut weight = vec![0.0f64; vocab.stems.len()];
+    let mut weight = vec![0.0f64; stems.len()];
     for &i in &best {
         let t = &texts[i];
         let len = t.len() as f64;
@@ -103,8 +108,8 @@ pub fn feedback_terms<'t>(
         .iter()
         .enumerate()
         // Numbers (clause numbers, versions, amounts) label things; they are not wording.
-        .filter(|x| *x.1 > 0.0 && vocab.stems[x.0].chars().any(char::is_alphabetic))
-        .map(|(w, &x)| (vocab.stems[w].as_str(), x))
+        .filter(|x| *x.1 > 0.0 && stems[x.0].chars().any(char::is_alphabetic))
+        .map(|(w, &x)| (&stems[w], x))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     ranked.truncate(max_terms);
@@ -113,60 +118,4 @@ pub fn feedback_terms<'t>(
         .into_iter()
         .map(|(t, w)| (t.to_string(), (w / top) as f32))
         .collect()
-}
-
-/// Terms as dense ids: each distinct word is lower-cased and stemmed once.
-///
-/// The maps hash with foldhash (seeded per process): a long question's feedback looks
-/// up every word of some hundreds of sentences, and SipHash was a fifth of that time.
-/// Words are borrowed from the texts they come from, and a term is copied only the
-/// first time it is seen.
-struct Vocabulary<'t> {
-    /// Word as written → its term's id (`None`: a function word).
-    words: FastMap<&'t str, Option<u32>>,
-    /// Term → id.
-    ids: FastMap<Box<str>, u32>,
-    /// Id → term.
-    stems: Vec<String>,
-}
-
-impl<'t> Vocabulary<'t> {
-    fn new() -> Self {
-        Vocabulary {
-            words: FastMap::default(),
-            ids: FastMap::default(),
-            stems: Vec::new(),
-        }
-    }
-
-    /// The term ids of `text`, in order ([`crate::sentences::lexical::terms`] as ids).
-    fn ids(&mut self, text: &'t str) -> Vec<u32> {
-        let mut out = Vec::new();
-        let mut lookup: Option<TermLookup> = None;
-        for w in words(text) {
-            let id = match self.words.get(w) {
-                Some(&id) => id,
-                None => {
-                    let Vocabulary { ids, stems, .. } = self;
-                    let id = lookup
-                        .get_or_insert_with(TermLookup::lock)
-                        .with_term(w, |t| {
-                            t.map(|t| match ids.get(t) {
-                                Some(&id) => id,
-                                None => {
-                                    let id = stems.len() as u32;
-                                    ids.insert(t.into(), id);
-                                    stems.push(t.to_string());
-                                    id
-                                }
-                            })
-                        });
-                    self.words.insert(w, id);
-                    id
-                }
-            };
-            out.extend(id);
-        }
-        out
-    }
 }

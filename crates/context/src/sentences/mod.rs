@@ -7,6 +7,7 @@
 pub(crate) mod clauses;
 pub(crate) mod lead;
 pub(crate) mod lexical;
+pub(crate) mod term_ids;
 pub(crate) mod units;
 
 #[cfg(test)]
