@@ -133,6 +133,22 @@ impl Locked {
         renumber(&mut self.table().local, &ids, n)
     }
 
+    /// The number in `n` of the term `stem` (a term as [`crate::sentences::lexical::terms`]
+    /// gives it), numbered in the table first if it is new there.
+    pub(crate) fn stem_in(&mut self, stem: &str, n: &mut Numbering) -> u32 {
+        let table = self.table();
+        let id = match table.numbers.get(stem) {
+            Some(&id) => id,
+            None => {
+                let id = table.terms.len() as u32;
+                table.numbers.insert(stem.into(), id);
+                table.terms.push(stem.into());
+                id
+            }
+        };
+        renumber(&mut table.local, &[id], n)[0]
+    }
+
     /// The terms of the numbering `n`, by its numbers.
     pub(crate) fn spelled(&mut self, n: &Numbering) -> Spelled {
         let table = self.table();

@@ -277,6 +277,10 @@ pub(crate) fn is_dialogue(text: &str) -> bool {
             if !speakers.contains(&label) {
                 speakers.push(label);
             }
+        } else if (lines - turns) * 10 > DIALOGUE_LINES * 4 {
+            // More lines that are not turns than 40 % of the most lines read: the
+            // turns can no longer make 60 % (a filing stops here, not at line 200).
+            return false;
         }
     }
     lines >= 10 && turns * 10 >= lines * 6 && speakers.len() >= 2 && turns >= 2 * speakers.len()
@@ -1024,6 +1028,16 @@ mod tests {
             .collect();
         assert!(is_dialogue(&hansard));
         // One speaker is a monologue; too few lines say nothing.
+        // The 60 % of the first 200 lines, at the edge: 80 lines of prose then 120 turns
+        // are a conversation; 81 then 119 are not (the reading stops at line 81).
+        let opened = |prose: usize| -> String {
+            (0..prose)
+                .map(|i| format!("Opening remark number {i}.\n"))
+                .chain((prose..200).map(|i| format!("{}: line {i}\n", ["Ann", "Bob"][i % 2])))
+                .collect()
+        };
+        assert!(is_dialogue(&opened(80)));
+        assert!(!is_dialogue(&opened(81)));
         let monologue: String = (0..30).map(|i| format!("Narrator: part {i}\n")).collect();
         assert!(!is_dialogue(&monologue));
         assert!(!is_dialogue("A: hi\nB: hello\nA: bye\n"));

@@ -8,7 +8,8 @@ use excerpt_core::{ChunkKey, Document, TextRange};
 use crate::context::AssembleRequest;
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
-use crate::sentences::lexical::{lexical_scores, terms, weighted_scores};
+use crate::sentences::lexical::{terms, weighted_scores};
+use crate::sentences::term_ids::{Locked, Numbering, SentenceTerms};
 use crate::sentences::min_max_scaled;
 use crate::sentences::units::block_units;
 
@@ -71,12 +72,9 @@ fn with_neighbours(
 /// The query match `s` of each candidate (term lists `texts`) plus `w` times its match
 /// with the weighted feedback terms (BM25 as [`weighted_scores`], divided by the best),
 /// divided again by the best sum, so still in `[0, 1]`.
-fn with_feedback(feedback: &[(String, f32)], texts: &[Vec<String>], s: &[f32], w: f32) -> Vec<f32> {
-    let weighted: Vec<(&str, f64)> = feedback
-        .iter()
-        .map(|(t, x)| (t.as_str(), f64::from(*x)))
-        .collect();
-    let e = weighted_scores::<str, _, _>(&weighted, texts);
+/// (`feedback`: the terms by their numbers in `texts`' numbering, with their weights.)
+fn with_feedback(feedback: &[(u32, f64)], texts: &[Vec<u32>], s: &[f32], w: f32) -> Vec<f32> {
+    let e = weighted_scores::<u32, _, _>(feedback, texts);
     let mut out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
     divide_by_max(&mut out);
     out
@@ -144,7 +142,7 @@ pub(crate) struct SentenceHit {
 /// meaning beyond the words, from the sentence's own vector or from its chunk's
 /// relevance).
 /// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
-/// by the best (see [`lexical_scores`]); with stored sentence vectors for every pooled
+/// by the best (see [`crate::sentences::lexical::lexical_scores`]); with stored sentence vectors for every pooled
 /// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
 /// to the query min-max scaled over the pool; before that, with `feedback_weight` above 0
 /// and feedback terms in the request, `s` also counts that share of the sentence's
@@ -174,11 +172,36 @@ pub(crate) fn best_sentences(
     for &(k, r) in pool {
         chunk_rel.entry(k).or_insert(r);
     }
-    let (mut cands, texts) = candidates(req, &chunk_rel, clause_chars, heading_terms);
+    // The candidates' terms, the query's and the feedback terms as numbers of one
+    // numbering, read from the table of sentence terms kept across queries.
+    let mut table = SentenceTerms::lock();
+    let mut numbering = table.numbering();
+    let (mut cands, texts) = candidates(
+        req,
+        &chunk_rel,
+        clause_chars,
+        heading_terms,
+        &mut table,
+        &mut numbering,
+    );
     let query_terms = terms(req.query);
-    let mut s = lexical_scores(&query_terms, &texts);
+    // Distinct, in the order of their text: `lexical_scores`'s order, so the same sums.
+    let mut sorted: Vec<&str> = query_terms.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let query: Vec<(u32, f64)> = sorted
+        .into_iter()
+        .map(|t| (table.stem_in(t, &mut numbering), 1.0))
+        .collect();
+    let feedback: Vec<(u32, f64)> = req
+        .feedback
+        .iter()
+        .map(|(t, x)| (table.stem_in(t, &mut numbering), f64::from(*x)))
+        .collect();
+    drop(table);
+    let mut s = weighted_scores::<u32, _, _>(&query, &texts);
     if feedback_weight > 0.0 && !req.feedback.is_empty() {
-        s = with_feedback(req.feedback, &texts, &s, feedback_weight);
+        s = with_feedback(&feedback, &texts, &s, feedback_weight);
         notes.push(format!(
             "topk: query expanded with {} feedback term(s): {}",
             req.feedback.len(),
@@ -239,18 +262,20 @@ fn candidates(
     chunk_rel: &BTreeMap<ChunkKey, f32>,
     clause_chars: usize,
     heading_terms: bool,
-) -> (Vec<SentenceHit>, Vec<Vec<String>>) {
+    table: &mut Locked,
+    numbering: &mut Numbering,
+) -> (Vec<SentenceHit>, Vec<Vec<u32>>) {
     let mut docs: Vec<u32> = chunk_rel.keys().map(|k| k.doc).collect();
     docs.dedup();
     let mut cands: Vec<SentenceHit> = Vec::new();
-    let mut texts: Vec<Vec<String>> = Vec::new();
+    let mut texts: Vec<Vec<u32>> = Vec::new();
     for d in docs {
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
         let blocks = block_units(doc);
         // Heading terms per section, stemmed once.
-        let mut heading: BTreeMap<Option<u32>, Vec<String>> = BTreeMap::new();
+        let mut heading: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
         let pooled_ranges: Vec<TextRange> = chunk_rel
             .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
             .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
@@ -283,14 +308,12 @@ fn candidates(
                     vec![*range]
                 };
                 for part in parts {
-                    let mut t = terms(part.slice(&doc.text));
+                    let mut t = table.sentence_in(part.slice(&doc.text), numbering);
                     if heading_terms {
                         let section = doc.chunks[first].section;
-                        t.extend_from_slice(
-                            heading
-                                .entry(section)
-                                .or_insert_with(|| terms(&doc.section_path(section))),
-                        );
+                        t.extend_from_slice(heading.entry(section).or_insert_with(|| {
+                            table.text_in(&doc.section_path(section), numbering)
+                        }));
                     }
                     texts.push(t);
                     cands.push(SentenceHit {
