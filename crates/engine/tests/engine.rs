@@ -860,6 +860,43 @@ fn truncated_manifest_is_recovered_by_readers_and_repair() {
     assert!(fresh.query(&req).unwrap().warnings.is_empty());
 }
 
+/// A reader that has queried keeps its snapshot while the manifest file keeps its bytes,
+/// and sees at once the manifest damaged, mended, and replaced by another commit.
+#[test]
+fn a_reader_sees_every_change_of_the_manifest_after_its_first_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    let writer = three_segments(&dir);
+    let manifest = dir.join("MANIFEST.json");
+    let reader = Engine::new(EngineOptions::new(&dir));
+    let mut req = QueryRequest::new("ferry lighthouse");
+    req.mode = Mode::Bm25;
+    let damaged = |ctx: &excerpt::Context| {
+        ctx.warnings.iter().any(|w| w.contains("manifest is damaged"))
+    };
+    let first = reader.query(&req).unwrap();
+    assert!(!damaged(&first), "{:?}", first.warnings);
+    assert!(std::sync::Arc::ptr_eq(&reader.snapshot().unwrap(), &reader.snapshot().unwrap()));
+
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() / 3]).unwrap();
+    let ctx = reader.query(&req).unwrap();
+    assert!(damaged(&ctx), "{:?}", ctx.warnings);
+    std::fs::write(&manifest, &bytes).unwrap();
+    let ctx = reader.query(&req).unwrap();
+    assert!(!damaged(&ctx), "{:?}", ctx.warnings);
+    assert_eq!(doc_ids(&ctx), doc_ids(&first));
+
+    let generation = reader.snapshot().unwrap().manifest().generation;
+    assert_eq!(
+        writer.remove(&["notes/b.txt".into()]).unwrap(),
+        ["notes/b.txt"]
+    );
+    let after = reader.snapshot().unwrap();
+    assert!(after.manifest().generation > generation);
+    assert!(!doc_ids(&reader.query(&req).unwrap()).contains(&"notes/b.txt".to_string()));
+}
+
 #[test]
 fn a_scoped_query_reads_its_feedback_terms_from_the_other_documents_inside_its_folders() {
     let tmp = tempfile::tempdir().unwrap();

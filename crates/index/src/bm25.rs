@@ -593,7 +593,7 @@ impl Bm25Reader {
             }
         }
         if let Ok(mut kept) = self.sums.lock() {
-            if kept.len() < std::thread::available_parallelism().map_or(2, |n| n.get()) {
+            if kept.len() < cores() {
                 kept.push(buffers);
             }
         }
@@ -686,6 +686,13 @@ impl Bm25Reader {
     }
 }
 
+
+/// The cores this process may use, read once (`available_parallelism` reads the
+/// cgroup files at every call: seven system calls a search).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -904,8 +911,7 @@ mod tests {
                     });
                 }
             });
-            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            assert!(r.sums.lock().unwrap().len() <= cores);
+            assert!(r.sums.lock().unwrap().len() <= cores());
             // Twice each way: the sums left behind by one search must be zero.
             for marking in [None, Some(true), Some(false), Some(true), Some(false), None] {
                 let by_terms = r.top_by_terms(&terms, only, 2000, marking).unwrap();

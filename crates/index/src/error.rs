@@ -101,7 +101,8 @@ impl IndexError {
         }
     }
 
-    pub(crate) fn io(
+    /// The [`IndexError::Io`] of `op` on `path`, for `map_err`.
+    pub fn io(
         op: &'static str,
         path: impl Into<PathBuf>,
     ) -> impl FnOnce(std::io::Error) -> IndexError {

@@ -147,7 +147,12 @@ impl Manifest {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(IndexError::io("reading", &path)(e)),
         };
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt {
+        Self::parse(dir, name, &bytes).map(Some)
+    }
+
+    /// The manifest in `bytes`, as read from the file `name` of `dir` (named in errors).
+    pub fn parse(dir: &Path, name: &str, bytes: &[u8]) -> Result<Manifest, IndexError> {
+        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| IndexError::Corrupt {
             dir: dir.to_path_buf(),
             detail: format!("{name}: {e}"),
         })?;
@@ -158,7 +163,7 @@ impl Manifest {
                 expected: FORMAT_VERSION,
             });
         }
-        Ok(Some(m))
+        Ok(m)
     }
 
     /// Replaces the manifest of `dir` atomically: temporary file, fsync, rename, fsync of

@@ -46,8 +46,13 @@ pub(crate) fn damage_warnings(snapshot: &Snapshot) -> Vec<String> {
 /// An index directory, and the snapshot of it last opened.
 pub(super) struct DirBackend {
     dir: PathBuf,
-    snapshot: Mutex<Option<Arc<Snapshot>>>,
+    /// The snapshot last opened, and the manifest file's bytes when they were last
+    /// found to name its generation, undamaged.
+    snapshot: Mutex<Option<Checked>>,
 }
+
+/// A snapshot and the manifest bytes last found to name it ([`DirBackend::snapshot`]).
+type Checked = (Arc<Snapshot>, Option<Vec<u8>>);
 
 impl DirBackend {
     pub(super) fn new(dir: PathBuf) -> Self {
@@ -103,22 +108,50 @@ impl Backend for DirBackend {
     /// Cached; reopened when a newer generation exists. A damaged index opens with what
     /// can be read ([`Snapshot::damage`] says what cannot); a damaged manifest is
     /// recovered again at every call, never cached.
+    ///
+    /// Every call reads the manifest file; when its bytes are those last found to name
+    /// the cached snapshot's generation, the snapshot is current without parsing them
+    /// again (a 100k-chunk index's manifest is some 20 KB of JSON, read at every query).
     fn snapshot(&self) -> Result<Arc<Snapshot>, EngineError> {
-        let current = match Manifest::load(&self.dir) {
-            Ok(Some(m)) => Some(m.generation),
-            // No index, or a damaged one: the snapshot says which (and recovers what it
-            // can of a damaged one).
-            Ok(None) | Err(IndexError::Corrupt { .. }) => None,
-            Err(e) => return Err(e.into()),
+        let path = self.dir.join(MANIFEST_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(IndexError::io("reading", &path)(e).into()),
         };
-        let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
-        if let (Some(s), Some(current)) = (guard.as_ref(), current) {
-            if s.manifest().generation == current && s.damage().manifest.is_none() {
+        if let Some((s, Some(seen))) = self
+            .snapshot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            if bytes.as_ref() == Some(seen) {
                 return Ok(s.clone());
             }
         }
+        let current = match bytes.as_deref().map(|b| Manifest::parse(&self.dir, MANIFEST_FILE, b)) {
+            Some(Ok(m)) => Some(m.generation),
+            // No index, or a damaged one: the snapshot says which (and recovers what it
+            // can of a damaged one).
+            None | Some(Err(IndexError::Corrupt { .. })) => None,
+            Some(Err(e)) => return Err(e.into()),
+        };
+        // `bytes` when they name `s`'s generation and `s` read its manifest whole.
+        let seen = |s: &Snapshot| {
+            (current == Some(s.manifest().generation) && s.damage().manifest.is_none())
+                .then(|| bytes.clone())
+                .flatten()
+        };
+        let mut guard = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, _)) = guard.as_ref() {
+            if let Some(bytes) = seen(s) {
+                let s = s.clone();
+                *guard = Some((s.clone(), Some(bytes)));
+                return Ok(s);
+            }
+        }
         let s = self.open_latest(current.unwrap_or(0))?.shared();
-        *guard = Some(s.clone());
+        *guard = Some((s.clone(), seen(&s)));
         Ok(s)
     }
 
