@@ -872,11 +872,16 @@ fn a_reader_sees_every_change_of_the_manifest_after_its_first_query() {
     let mut req = QueryRequest::new("ferry lighthouse");
     req.mode = Mode::Bm25;
     let damaged = |ctx: &excerpt::Context| {
-        ctx.warnings.iter().any(|w| w.contains("manifest is damaged"))
+        ctx.warnings
+            .iter()
+            .any(|w| w.contains("manifest is damaged"))
     };
     let first = reader.query(&req).unwrap();
     assert!(!damaged(&first), "{:?}", first.warnings);
-    assert!(std::sync::Arc::ptr_eq(&reader.snapshot().unwrap(), &reader.snapshot().unwrap()));
+    assert!(std::sync::Arc::ptr_eq(
+        &reader.snapshot().unwrap(),
+        &reader.snapshot().unwrap()
+    ));
 
     let bytes = std::fs::read(&manifest).unwrap();
     std::fs::write(&manifest, &bytes[..bytes.len() / 3]).unwrap();

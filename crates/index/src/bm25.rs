@@ -686,7 +686,6 @@ impl Bm25Reader {
     }
 }
 
-
 /// The cores this process may use, read once (`available_parallelism` reads the
 /// cgroup files at every call: seven system calls a search).
 fn cores() -> usize {

@@ -289,8 +289,16 @@ mod tests {
             let ids = t.sentence(s).to_vec();
             assert_eq!(ids.len(), 7_501);
             let table = t.table();
-            assert!(table.sentence_bytes <= SENTENCE_BYTES, "{}", table.sentence_bytes);
-            let held: usize = table.sentences.iter().map(|(k, v)| k.len() + 4 * v.len()).sum();
+            assert!(
+                table.sentence_bytes <= SENTENCE_BYTES,
+                "{}",
+                table.sentence_bytes
+            );
+            let held: usize = table
+                .sentences
+                .iter()
+                .map(|(k, v)| k.len() + 4 * v.len())
+                .sum();
             assert_eq!(held, table.sentence_bytes);
         }
         let ids = t.text("disclosed terms");

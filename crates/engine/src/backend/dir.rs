@@ -129,7 +129,10 @@ impl Backend for DirBackend {
                 return Ok(s.clone());
             }
         }
-        let current = match bytes.as_deref().map(|b| Manifest::parse(&self.dir, MANIFEST_FILE, b)) {
+        let current = match bytes
+            .as_deref()
+            .map(|b| Manifest::parse(&self.dir, MANIFEST_FILE, b))
+        {
             Some(Ok(m)) => Some(m.generation),
             // No index, or a damaged one: the snapshot says which (and recovers what it
             // can of a damaged one).

@@ -9,8 +9,8 @@ use crate::context::AssembleRequest;
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
 use crate::sentences::lexical::{terms, weighted_scores};
-use crate::sentences::term_ids::{Locked, Numbering, SentenceTerms};
 use crate::sentences::min_max_scaled;
+use crate::sentences::term_ids::{Locked, Numbering, SentenceTerms};
 use crate::sentences::units::block_units;
 
 /// How [`best_sentences`] values sentences (from `topk`'s parameters).
