@@ -8,6 +8,9 @@ reports (`"timings": true`).
         [--strategy topk --strategy auto] [--budget 1000] [--rounds 3] [--scoped] \
         [--mode dense]
 
+The warm-up pass (each query once, with the first strategy) is reported on its own
+row: each query's first run, before the memos kept across queries have seen it.
+
 QUERIES.jsonl holds one {"query": ...} per line (an eval set's queries file will do;
 with --scoped, a query's "doc" or "scope" restricts it as `excerpt eval` does). Queries
 run one at a time, after one warm-up pass; the rounds are interleaved by strategy.
@@ -92,9 +95,15 @@ def pct(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-for body in queries:  # warm-up: model, caches, page cache
+# Warm-up: model, caches, page cache. Its times are kept: each query's first run, before
+# any memo kept across queries has seen it (the first query also loads the model).
+first = {u: {} for u in servers}
+for body in queries:
     for server in servers:
-        post(dict(body, strategy=strategies[0]), server)
+        ms, t = post(dict(body, strategy=strategies[0]), server)
+        first[server].setdefault("wall", []).append(ms)
+        for k, v in t.items():
+            first[server].setdefault(k, []).append(v)
 # Rows: a strategy, or with --versus a strategy on one of the two servers.
 rows = [(s, u) for s in strategies for u in servers]
 wall = {r: [] for r in rows}
@@ -121,6 +130,12 @@ for r in rows:
     cells = [f"{pct(wall[r], 50):.1f}", f"{pct(wall[r], 99):.1f}"]
     cells += [f"{statistics.median(stages[r][n]):.2f}" if n in stages[r] else "" for n in names]
     print(f"| {label(r)} | " + " | ".join(cells) + " |")
+for u in servers:
+    f = first[u]
+    cells = [f"{statistics.median(f['wall']):.1f}", ""]
+    cells += [f"{statistics.median(f[n]):.2f}" if n in f else "" for n in names]
+    who = f" {'A' if u == a.url else 'B'}" if a.versus else ""
+    print(f"| `{strategies[0]}`{who}, first run of each query | " + " | ".join(cells) + " |")
 if a.versus:
     print(f"\nA: {a.url}, B: {a.versus}; B minus A, query by query (HTTP):")
     for s in strategies:
