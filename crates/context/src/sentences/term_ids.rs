@@ -79,19 +79,15 @@ impl Locked {
     }
 
     /// The term numbers of the sentence `text`, remembered by its text.
-    pub(crate) fn sentence(&mut self, text: &str) -> &[u32] {
+    #[cfg(test)]
+    fn sentence(&mut self, text: &str) -> Vec<u32> {
         let table = self.table();
-        if !table.sentences.contains_key(text) {
-            let ids = table.numbers_of(text).into_boxed_slice();
-            let bytes = text.len() + 4 * ids.len();
-            if table.sentence_bytes + bytes > SENTENCE_BYTES {
-                table.sentences.clear();
-                table.sentence_bytes = 0;
-            }
-            table.sentence_bytes += bytes;
-            table.sentences.insert(text.into(), ids);
+        if let Some(ids) = table.sentences.get(text) {
+            return ids.to_vec();
         }
-        &table.sentences[text]
+        let ids = table.numbers_of(text);
+        table.remember(text, ids.clone());
+        ids
     }
 
     /// The term numbers of `text`, not remembered as a sentence (a query).
@@ -119,12 +115,17 @@ impl Locked {
         }
     }
 
-    /// [`Locked::sentence`] in the numbering `n`.
+    /// The term numbers of the sentence `text` in the numbering `n`, its shared numbers
+    /// remembered by its text (one lookup when they are).
     pub(crate) fn sentence_in(&mut self, text: &str, n: &mut Numbering) -> Vec<u32> {
-        self.sentence(text);
         let table = self.table();
-        let ids = &table.sentences[text];
-        renumber(&mut table.local, ids, n)
+        if let Some(ids) = table.sentences.get(text) {
+            return renumber(&mut table.local, ids, n);
+        }
+        let ids = table.numbers_of(text);
+        let own = renumber(&mut table.local, &ids, n);
+        table.remember(text, ids);
+        own
     }
 
     /// [`Locked::text`] in the numbering `n`.
@@ -218,6 +219,18 @@ impl std::ops::Index<usize> for Spelled {
 }
 
 impl SentenceTerms {
+    /// Keeps `ids` as the terms of the sentence `text`, first forgetting every sentence
+    /// kept when they would pass the bytes kept.
+    fn remember(&mut self, text: &str, ids: Vec<u32>) {
+        let bytes = text.len() + 4 * ids.len();
+        if self.sentence_bytes + bytes > SENTENCE_BYTES {
+            self.sentences.clear();
+            self.sentence_bytes = 0;
+        }
+        self.sentence_bytes += bytes;
+        self.sentences.insert(text.into(), ids.into_boxed_slice());
+    }
+
     /// The numbers of the terms of `text` ([`crate::sentences::lexical::terms`] as
     /// numbers), numbering new terms.
     fn numbers_of(&mut self, text: &str) -> Vec<u32> {
@@ -267,14 +280,15 @@ mod tests {
     fn a_sentence_reads_as_its_terms_remembered_or_not() {
         let text = "The Receiving Party shall return all documents, 12 of them.";
         let mut t = SentenceTerms::lock();
-        let first = t.sentence(text).to_vec();
+        let first = t.sentence(text);
         assert_eq!(spelled(&mut t, &first), terms(text));
-        assert_eq!(t.sentence(text), first.as_slice(), "remembered");
+        assert_eq!(t.sentence(text), first, "remembered");
+        assert!(t.table().sentences.contains_key(text));
         let again = t.text(text);
         assert_eq!(again, first);
         drop(t);
         let mut t = SentenceTerms::lock();
-        let later = t.sentence(text).to_vec();
+        let later = t.sentence(text);
         assert_eq!(spelled(&mut t, &later), terms(text), "after another lock");
     }
 
@@ -286,7 +300,7 @@ mod tests {
             .map(|i| format!("{i} ") + &"disclosed terms ".repeat(3_750))
             .collect();
         for s in &big {
-            let ids = t.sentence(s).to_vec();
+            let ids = t.sentence(s);
             assert_eq!(ids.len(), 7_501);
             let table = t.table();
             assert!(
