@@ -692,6 +692,7 @@ fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,25 +252,12 @@ mod tests {
 
     #[test]
     fn passages_are_cut_in_order_and_repeated_or_generated_as_needed() {
-        let source = (0..25)
-            .map(|i| format!("w{i}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let got = passages(&Words, &[source], 5, 10);
-        assert_eq!(
-            got[0],
-            (0..10)
-                .map(|i| format!("w{i}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        assert_eq!(
-            got[1],
-            (10..20)
-                .map(|i| format!("w{i}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+        // The words `w{i}` for each `i` of `r`, one space apart.
+        let run =
+            |r: std::ops::Range<usize>| r.map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+        let got = passages(&Words, &[run(0..25)], 5, 10);
+        assert_eq!(got[0], run(0..10));
+        assert_eq!(got[1], run(10..20));
         // Two whole passages in the source (the last five words are too few): repeated.
         assert_eq!(got.len(), 5);
         assert_eq!((&got[2], &got[3], &got[4]), (&got[0], &got[1], &got[0]));

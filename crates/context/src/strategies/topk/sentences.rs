@@ -142,8 +142,8 @@ pub(crate) struct SentenceHit {
 /// meaning beyond the words, from the sentence's own vector or from its chunk's
 /// relevance).
 /// `s` is the sentence's BM25 score against the query over the pooled sentences, divided
-/// by the best (see [`crate::sentences::lexical::lexical_scores`]); with stored sentence vectors for every pooled
-/// sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
+/// by the best (see [`crate::sentences::lexical::lexical_scores`]); with stored sentence
+/// vectors for every pooled sentence, it is `dense_weight · d + (1 − dense_weight) · s`, `d` the sentence's cosine
 /// to the query min-max scaled over the pool; before that, with `feedback_weight` above 0
 /// and feedback terms in the request, `s` also counts that share of the sentence's
 /// match with them ([`with_feedback`], terms from [`crate::feedback_terms`]). With
