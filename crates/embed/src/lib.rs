@@ -50,8 +50,8 @@ pub use local::throughput;
 pub use local::{
     default_home, encoder_flops, fma_peak_avx512_gflops, fma_peak_gflops, models_dir,
     resolve_model, verify_model_files, CrossEncoderReranker, KernelChoice, LocalEmbedder,
-    LocalTokenCounter, PinnedModel, Pooling, DEFAULT_BATCH_SIZE, DEFAULT_CROSS_ENCODER_BATCH_SIZE,
-    DEFAULT_MODEL, DEFAULT_MODEL_NAME,
+    LocalTokenCounter, PinnedModel, Pooling, QueryWeights, DEFAULT_BATCH_SIZE,
+    DEFAULT_CROSS_ENCODER_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_MODEL_NAME,
 };
 #[cfg(feature = "hub")]
 pub use local::{download_model, fetch_default_model};

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use excerpt_embed::{resolve_model, throughput, Embedder, LocalEmbedder};
+use excerpt_embed::{resolve_model, throughput, Embedder, LocalEmbedder, QueryWeights};
 
 /// The texts of a JSONL corpus (`$EXCERPT_BENCH_CORPUS`, default the QMSum development
 /// corpus beside the repository); none when it is absent (the passages are then
@@ -65,12 +65,13 @@ pub fn run(allocator: &str) {
 }
 
 /// p50 of embedding a query of 1, 11, 33 and 132 words (cut from the passages), with
-/// the weights in f32 (`EXCERPT_QUERY_F32=1`) and in half precision, interleaved.
+/// the weights in f32, in half precision and in 8 bits ([`QueryWeights`]), in turn.
 fn query_latency(embedder: &LocalEmbedder, texts: &[String]) {
     let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
     if words.is_empty() {
         return;
     }
+    let precisions = [QueryWeights::F32, QueryWeights::F16, QueryWeights::Int8];
     for n in [1usize, 11, 33, 132] {
         let query: String = words
             .iter()
@@ -79,24 +80,31 @@ fn query_latency(embedder: &LocalEmbedder, texts: &[String]) {
             .copied()
             .collect::<Vec<_>>()
             .join(" ");
-        let mut times = [Vec::new(), Vec::new()];
-        for round in 0..60 {
-            let f32_path = round % 2 == 0;
-            std::env::set_var("EXCERPT_QUERY_F32", if f32_path { "1" } else { "0" });
+        let mut times = [Vec::new(), Vec::new(), Vec::new()];
+        for round in 0..90 {
+            let which = round % precisions.len();
             let t = Instant::now();
-            if embedder.embed_query(&query).is_err() {
+            if embedder
+                .embed_query_with(&query, precisions[which])
+                .is_err()
+            {
                 return;
             }
-            if round >= 10 {
-                times[usize::from(!f32_path)].push(t.elapsed().as_secs_f64() * 1e3);
+            if round >= 15 {
+                times[which].push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
-        std::env::remove_var("EXCERPT_QUERY_F32");
-        let p50 = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let (f, h) = (p50(&mut times[0]), p50(&mut times[1]));
-        println!("query of {n:>3} words: p50 {f:.2} ms with f32 weights, {h:.2} ms with half-precision weights");
+        let p50: Vec<f64> = times
+            .iter_mut()
+            .map(|v| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+            .collect();
+        println!(
+            "query of {n:>3} words: p50 {:.2} ms with f32 weights, {:.2} ms with half-precision \
+             weights, {:.2} ms with 8-bit weights",
+            p50[0], p50[1], p50[2]
+        );
     }
 }

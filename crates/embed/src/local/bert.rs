@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::config::{BertConfig, HiddenAct};
 use super::math::{has_avx512, with_simd, Activation};
-use super::sgemm::{matmul, matmul_to, Epilogue, Kernel, Packed, SendPtr};
+use super::sgemm::{matmul, matmul_to, Epilogue, Kernel, Packed, Precision, SendPtr};
 use super::weights::Weights;
 
 /// Rows handled per parallel task in row-wise passes (layer norm).
@@ -200,13 +200,12 @@ impl BertEncoder {
     /// Runs the encoder over unpadded sequences given as `(token ids, type ids)` and
     /// hands `read` the final token vectors of all sequences packed row after row:
     /// `(sum of lengths) * hidden` values, sequence by sequence (the buffer is reused
-    /// by later calls, so `read` copies out what it keeps). With `half`, the layers'
-    /// weights are read in half precision ([`Epilogue::half`]: for a query, whose few
-    /// rows wait on the weights coming from memory rather than on the arithmetic).
+    /// by later calls, so `read` copies out what it keeps). The layers' weights are
+    /// read in `weights` ([`Precision`]: a query's few rows may read them rounded).
     pub(crate) fn forward<T>(
         &self,
         seqs: &[(&[u32], &[u32])],
-        half: bool,
+        weights: Precision,
         read: impl FnOnce(&[f32]) -> T,
     ) -> Result<T, String> {
         let h = self.hidden;
@@ -233,7 +232,7 @@ impl BertEncoder {
         self.embeddings(seqs, &offsets, x)?;
         layer_norm(x, h, &self.emb_ln_g, &self.emb_ln_b, self.eps, self.kernel);
         for layer in &self.layers {
-            self.layer(layer, &offsets, x, qkv, ctx, inter, half);
+            self.layer(layer, &offsets, x, qkv, ctx, inter, weights);
         }
         let result = read(x);
         if let Ok(mut pool) = self.scratch.lock() {
@@ -290,7 +289,7 @@ impl BertEncoder {
     }
 
     /// One encoder layer over the packed rows `x` (in place), with its scratch buffers;
-    /// `half` as in [`BertEncoder::forward`].
+    /// `weights` as in [`BertEncoder::forward`].
     #[allow(clippy::too_many_arguments)]
     fn layer(
         &self,
@@ -300,7 +299,7 @@ impl BertEncoder {
         qkv: &mut [f32],
         ctx: &mut [f32],
         inter: &mut [f32],
-        half: bool,
+        weights: Precision,
     ) {
         let h = self.hidden;
         let total = offsets[offsets.len() - 1];
@@ -309,7 +308,7 @@ impl BertEncoder {
         // Q, K and V (with their biases) in one product.
         let with_bias = |bias| Epilogue {
             bias: Some(bias),
-            half,
+            weights,
             ..Epilogue::STORE
         };
         matmul(
@@ -327,7 +326,7 @@ impl BertEncoder {
         let residual = |bias| Epilogue {
             accumulate: true,
             bias: Some(bias),
-            half,
+            weights,
             ..Epilogue::STORE
         };
         matmul(

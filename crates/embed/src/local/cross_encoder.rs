@@ -11,7 +11,7 @@ use super::bert::BertEncoder;
 use super::config::BertConfig;
 use super::files::{load_error, model_id, require_file, ModelKind};
 use super::inference_error;
-use super::sgemm::KernelChoice;
+use super::sgemm::{KernelChoice, Precision};
 use super::tokenize::{batch_longest_padding, encode_unpadded};
 use super::weights::Weights;
 use crate::score::sigmoid;
@@ -235,7 +235,7 @@ impl CrossEncoderReranker {
         };
         let logits = self
             .encoder
-            .forward(&seqs, false, head)
+            .forward(&seqs, Precision::F32, head)
             .map_err(|e| inference_error("model forward pass failed", e))?;
         logits
             .iter()

@@ -13,7 +13,7 @@ use super::bert::BertEncoder;
 use super::config::{BertConfig, ModelFamily};
 use super::files::{load_error, model_id, read_json_opt, require_file, ModelKind};
 use super::inference_error;
-use super::sgemm::KernelChoice;
+use super::sgemm::{KernelChoice, Precision};
 use super::tokenize::{batch_longest_padding, encode_unpadded, encode_with_offsets};
 use super::weights::Weights;
 
@@ -272,10 +272,31 @@ impl LocalEmbedder {
         &self.counter
     }
 
+    /// A query's vector, its products reading the weights as `weights` says (what
+    /// [`Embedder::embed_query`] does with the choice of `EXCERPT_QUERY_WEIGHTS`).
+    pub fn embed_query_with(
+        &self,
+        query: &str,
+        weights: QueryWeights,
+    ) -> Result<Vec<f32>, EmbedError> {
+        // On one of the thread pool's workers: the forward pass has some forty parallel
+        // steps, and a caller outside the pool would hand each one to a worker and sleep
+        // until it is done; inside, the steps are shared out among the workers directly
+        // (19-word questions embedded over HTTP, p50 8.3-8.5 -> 7.0-7.1 ms).
+        let mut vectors = rayon::scope(|_| self.embed_batch(vec![query], weights.precision()))?;
+        vectors
+            .pop()
+            .ok_or_else(|| inference_error("model forward pass failed", "wrong number of vectors"))
+    }
+
     /// Embeds one batch (already ordered), returning normalised vectors in its order.
     /// Padding added by the tokenizer is dropped: each text runs at its own length.
-    /// With `half`, the weights are read in half precision ([`BertEncoder::forward`]).
-    fn embed_batch(&self, texts: Vec<&str>, half: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// The weights are read in `weights` ([`BertEncoder::forward`]).
+    fn embed_batch(
+        &self,
+        texts: Vec<&str>,
+        weights: Precision,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let n = texts.len();
         let unpadded = encode_unpadded(&self.tokenizer, texts)?;
         let seqs: Vec<(&[u32], &[u32])> = unpadded
@@ -296,7 +317,7 @@ impl LocalEmbedder {
         };
         let out = self
             .encoder
-            .forward(&seqs, half, pool)
+            .forward(&seqs, weights, pool)
             .map_err(|e| inference_error("model forward pass failed", e))?;
         Ok(out)
     }
@@ -395,7 +416,7 @@ impl Embedder for LocalEmbedder {
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(self.batch_size) {
             let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            let vectors = self.embed_batch(batch, false)?;
+            let vectors = self.embed_batch(batch, Precision::F32)?;
             if vectors.len() != chunk.len() {
                 return Err(inference_error(
                     "model forward pass failed",
@@ -409,21 +430,11 @@ impl Embedder for LocalEmbedder {
         Ok(out)
     }
 
-    /// A query's vector, with the weights read in half precision where the CPU has
-    /// F16C (`EXCERPT_QUERY_F32=1` keeps them in f32): a query's few rows wait on the
-    /// weights coming from memory, and half of them fit in a server's L3 cache. Cosine
-    /// to the f32 vector above 0.9999 (`tests/integration/local.rs`); documents are embedded
-    /// in f32 always, so their vectors do not depend on how they were batched.
+    /// A query's vector, with the weights read as `EXCERPT_QUERY_WEIGHTS` says
+    /// ([`QueryWeights`], by default 8-bit: a query's few rows are bound by the
+    /// multiply-adds).
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
-        let half = std::env::var_os("EXCERPT_QUERY_F32").is_none_or(|v| v != "1");
-        // On one of the thread pool's workers: the forward pass has some forty parallel
-        // steps, and a caller outside the pool would hand each one to a worker and sleep
-        // until it is done; inside, the steps are shared out among the workers directly
-        // (19-word questions embedded over HTTP, p50 8.3-8.5 -> 7.0-7.1 ms).
-        let mut vectors = rayon::scope(|_| self.embed_batch(vec![query], half))?;
-        vectors
-            .pop()
-            .ok_or_else(|| inference_error("model forward pass failed", "wrong number of vectors"))
+        self.embed_query_with(query, QueryWeights::from_env())
     }
 
     fn token_counter(&self) -> Option<&dyn TokenCounter> {
@@ -457,7 +468,7 @@ impl Embedder for LocalEmbedder {
                 .collect();
             let pools = self
                 .encoder
-                .forward(&seqs, false, |hidden| {
+                .forward(&seqs, Precision::F32, |hidden| {
                     let mut start = 0;
                     let mut pools = Vec::with_capacity(encoded.len());
                     for (e, sp) in encoded.iter().zip(group_spans) {
@@ -554,5 +565,60 @@ impl TokenCounter for LocalTokenCounter {
             .encode_fast(text, false)
             .map(|e| e.len())
             .unwrap_or(0)
+    }
+}
+
+/// How a query's products read the model's weights ([`LocalEmbedder::embed_query_with`];
+/// `EXCERPT_QUERY_WEIGHTS` chooses it for [`Embedder::embed_query`]). Documents are
+/// always embedded in f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryWeights {
+    /// Weights rounded to 8-bit integers (one scale per column and 128 inner
+    /// positions), the rows to 16-bit ones, multiplied and added as integers: twice the
+    /// multiply-adds per instruction of f32. Needs AVX2 and FMA (our own kernels);
+    /// elsewhere the products are f32.
+    #[default]
+    Int8,
+    /// Weights rounded to half precision, products in f32. Needs F16C (our own
+    /// kernels); elsewhere f32.
+    F16,
+    /// The model's f32 weights, as documents are embedded.
+    F32,
+}
+
+impl QueryWeights {
+    /// The environment variable [`QueryWeights::from_env`] reads.
+    pub const ENV: &'static str = "EXCERPT_QUERY_WEIGHTS";
+
+    /// `EXCERPT_QUERY_WEIGHTS` = `int8` (the default), `f16` or `f32`;
+    /// `EXCERPT_QUERY_F32=1`, an older switch, still means `f32`. An unknown value is
+    /// reported once on standard error and the default used.
+    pub fn from_env() -> Self {
+        if std::env::var_os("EXCERPT_QUERY_F32").is_some_and(|v| v == "1") {
+            return Self::F32;
+        }
+        match std::env::var(Self::ENV).as_deref().map(str::trim) {
+            Ok("f32") => Self::F32,
+            Ok("f16") => Self::F16,
+            Ok("int8") | Ok("") | Err(_) => Self::Int8,
+            Ok(other) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "excerpt: {}=`{other}` is not one of int8, f16, f32; using int8",
+                        Self::ENV
+                    )
+                });
+                Self::Int8
+            }
+        }
+    }
+
+    fn precision(self) -> Precision {
+        match self {
+            Self::Int8 => Precision::Int8,
+            Self::F16 => Precision::Half,
+            Self::F32 => Precision::F32,
+        }
     }
 }

@@ -29,7 +29,7 @@ mod tokenize;
 mod weights;
 
 pub use cross_encoder::{CrossEncoderReranker, DEFAULT_CROSS_ENCODER_BATCH_SIZE};
-pub use embedder::{LocalEmbedder, LocalTokenCounter, Pooling, DEFAULT_BATCH_SIZE};
+pub use embedder::{LocalEmbedder, LocalTokenCounter, Pooling, QueryWeights, DEFAULT_BATCH_SIZE};
 pub use location::{
     default_home, models_dir, resolve_model, verify_model_files, PinnedModel, DEFAULT_MODEL,
     DEFAULT_MODEL_NAME,

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use excerpt_embed::{resolve_model, EmbedError, Embedder, KernelChoice, LocalEmbedder, Pooling};
+use excerpt_embed::{
+    resolve_model, EmbedError, Embedder, KernelChoice, LocalEmbedder, Pooling, QueryWeights,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -235,32 +237,46 @@ fn batches_equal_singles_and_keep_order() {
 }
 
 #[test]
-fn queries_read_half_precision_weights_within_a_hair_of_documents() {
-    // A query is embedded with the weights in half precision on a CPU with F16C
-    // (`embed_query`), a document in f32 (`embed`): the same text gives vectors within
-    // cosine 0.9999, not the same bits, and each matches the reference.
+fn queries_in_each_precision_stay_close_to_documents_and_the_reference() {
+    // A query's products may read the weights rounded (`QueryWeights`): to 8-bit
+    // integers (the default, on our own kernels) or to half precision (with F16C).
+    // Documents are embedded in f32. The same text gives vectors within each
+    // precision's cosine of the document's, not the same bits, and each matches the
+    // reference; in f32 the query is the document's vector bit for bit.
     let e = embedder();
+    let own_kernel = e.kernel() != "gemm";
     #[cfg(target_arch = "x86_64")]
-    let f16c = std::arch::is_x86_feature_detected!("f16c") && e.kernel() == "avx2";
+    let f16c = std::arch::is_x86_feature_detected!("f16c");
     #[cfg(not(target_arch = "x86_64"))]
     let f16c = false;
-    let mut differ = 0;
-    for item in &reference().items {
-        let query = e.embed_query(&item.text).expect("embeds");
-        let doc = e.embed(&[item.text.as_str()]).expect("embeds").remove(0);
-        let c = cosine(&query, &doc);
-        assert!(c >= 0.9999, "query vs document: cosine {c}");
-        assert!(cosine(&query, &item.embedding) >= 0.999);
-        differ += usize::from(query != doc);
-    }
-    if f16c {
-        assert!(
-            differ > 0,
-            "the query path must read the half-precision weights"
-        );
-    } else {
-        assert_eq!(differ, 0, "without F16C queries take the f32 path");
-        eprintln!("no F16C (or not the avx2 kernel): the half-precision path was not run");
+    for (weights, bar, rounded) in [
+        (QueryWeights::F32, 0.99999, false),
+        (QueryWeights::F16, 0.9999, own_kernel && f16c),
+        (QueryWeights::Int8, 0.9995, own_kernel),
+    ] {
+        let (mut differ, mut lowest) = (0, 1f32);
+        for item in &reference().items {
+            let query = e.embed_query_with(&item.text, weights).expect("embeds");
+            let doc = e.embed(&[item.text.as_str()]).expect("embeds").remove(0);
+            let c = cosine(&query, &doc);
+            lowest = lowest.min(c);
+            assert!(c >= bar, "{weights:?}: query vs document: cosine {c}");
+            let r = cosine(&query, &item.embedding);
+            assert!(r >= 0.999, "{weights:?}: query vs reference: cosine {r}");
+            differ += usize::from(query != doc);
+        }
+        eprintln!("{weights:?}: lowest cosine to the documents' vectors {lowest:.6}");
+        if rounded {
+            assert!(
+                differ > 0,
+                "{weights:?}: the query must read rounded weights"
+            );
+        } else {
+            assert_eq!(differ, 0, "{weights:?}: this query takes the f32 path");
+            if weights != QueryWeights::F32 {
+                eprintln!("{weights:?} does not run on this CPU's kernel: f32 instead");
+            }
+        }
     }
 }
 

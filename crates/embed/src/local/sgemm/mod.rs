@@ -36,6 +36,7 @@ use rayon::prelude::*;
 
 use std::sync::OnceLock;
 
+use super::math;
 use super::math::{activate, has_avx2_fma, has_avx512, has_f16c, Activation};
 
 mod wide;
@@ -232,6 +233,9 @@ pub(crate) struct Packed {
     /// `data` rounded to half precision (IEEE binary16 bits), made on first use by a
     /// product that asks for it ([`Epilogue::half`]).
     half: OnceLock<Vec<u16>>,
+    /// `data` rounded to 8-bit integers, made on first use by a product that asks for
+    /// them ([`Precision::Int8`]).
+    quant: OnceLock<quant::QuantPanels>,
 }
 
 impl Packed {
@@ -244,6 +248,7 @@ impl Packed {
             k: 0,
             data: Vec::new(),
             half: OnceLock::new(),
+            quant: OnceLock::new(),
         }
     }
 
@@ -329,8 +334,16 @@ impl Packed {
         Some(half)
     }
 
+    /// The packed values rounded to 8-bit integers ([`quant`]; made once, then kept).
+    /// Only for matrices packed in panels.
+    fn quant(&self) -> &quant::QuantPanels {
+        debug_assert!(self.kernel.panels());
+        self.quant.get_or_init(|| quant::QuantPanels::new(self))
+    }
+
     fn reset(&mut self, n: usize, k: usize) {
         self.half = OnceLock::new();
+        self.quant = OnceLock::new();
         self.n = n;
         self.k = k;
         self.data.clear();
@@ -355,11 +368,25 @@ pub(crate) struct Epilogue<'a> {
     /// Multiplies row `i` of the product (before `C` and the bias are added) by
     /// `row_scale[i]` (`m` values).
     pub(crate) row_scale: Option<&'a [f32]>,
-    /// Read the weights rounded to half precision (converted back to f32 in registers;
-    /// the products still add in f32): half the bytes to bring from memory, which is
-    /// what a product of a query's few rows waits for. Only our own kernels on a CPU
-    /// with F16C have them; elsewhere the flag is ignored.
-    pub(crate) half: bool,
+    /// The precision the weights are read in ([`Precision`]).
+    pub(crate) weights: Precision,
+}
+
+/// The precision of the weights in a product. Only our own kernels ([`Kernel::Avx512`],
+/// [`Kernel::Avx2`]) read them in another than f32; the `gemm` path ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    /// The model's f32 weights.
+    F32,
+    /// Rounded to half precision (converted back to f32 in registers; the products
+    /// still add in f32): half the bytes to bring from memory. Needs F16C; ignored on a
+    /// CPU without it.
+    Half,
+    /// Rounded to 8-bit integers per column and group of inner positions, the rows of
+    /// `A` to 16-bit integers, multiplied and added in integer arithmetic ([`quant`]):
+    /// twice the multiply-adds of f32 per instruction. Not for products with row
+    /// scales (which are then computed in f32).
+    Int8,
 }
 
 impl Epilogue<'_> {
@@ -369,7 +396,7 @@ impl Epilogue<'_> {
         bias: None,
         activation: None,
         row_scale: None,
-        half: false,
+        weights: Precision::F32,
     };
 }
 
@@ -427,6 +454,16 @@ pub(crate) unsafe fn matmul_to(
     if let Some(scale) = epilogue.row_scale {
         assert!(scale.len() >= m, "row scales too short");
     }
+    if epilogue.weights == Precision::Int8
+        && w.kernel.panels()
+        && epilogue.row_scale.is_none()
+        && has_avx2_fma()
+    {
+        // SAFETY: the same contract, the lengths asserted above; `w` is in panels, the
+        // CPU has AVX2 and FMA, and there are no row scales (all just checked).
+        unsafe { quant::product(a, lda, m, w, c, ldc, epilogue, parallel) };
+        return;
+    }
     if w.kernel == Kernel::Gemm {
         // SAFETY: the same contract, and the lengths asserted above.
         unsafe { gemm_product(a, lda, m, w, c, ldc, epilogue, parallel) };
@@ -464,11 +501,13 @@ unsafe fn panel_product(
     parallel: bool,
     tiles: TileKernel,
 ) {
-    let (n, k) = (w.n, w.k);
     let out = SendPtr(c);
-    let panels = n.div_ceil(NR);
-    let half = if epilogue.half { w.half() } else { None };
-    let block = |first_row: usize, columns: std::ops::Range<usize>| {
+    let half = if epilogue.weights == Precision::Half {
+        w.half()
+    } else {
+        None
+    };
+    for_each_block(m, w, parallel, |first_row, columns| {
         let rows = MC.min(m - first_row);
         // SAFETY: `block_product`'s contract for rows first_row..first_row+rows and the
         // panels `columns`: those rows of A hold `k` readable values each (the length
@@ -494,7 +533,22 @@ unsafe fn panel_product(
                 tiles,
             )
         }
-    };
+    });
+}
+
+/// Calls `block(first_row, panels)` for every block of [`MC`] rows of an `m`-row
+/// product with `w`, covering all its panels: on rayon's threads when `parallel`, by
+/// row blocks when there are enough of them, else (a query's few rows) by bands of
+/// panels, each task computing its band for all the rows and reading only its band of
+/// the weights. Tasks never share a row block and a panel.
+fn for_each_block(
+    m: usize,
+    w: &Packed,
+    parallel: bool,
+    block: impl Fn(usize, std::ops::Range<usize>) + Sync,
+) {
+    let (n, k) = (w.n, w.k);
+    let panels = n.div_ceil(NR);
     let blocks = m.div_ceil(MC);
     let threads = if parallel {
         rayon::current_num_threads()
@@ -1006,6 +1060,8 @@ macro_rules! store_ymm_row {
     }};
 }
 
+mod quant;
+
 /// Defines an AVX2 + FMA register tile of `R` (< [`MR`]) rows, for the last strip of
 /// a block: the 6-row tile would compute `MR - R` rows for nothing. Each row's sums
 /// are the same operations in the same order as in the 6-row tile, so the products
@@ -1198,21 +1254,21 @@ mod tests {
                     bias: Some(&bias[..n]),
                     activation: None,
                     row_scale: None,
-                    half: false,
+                    weights: Precision::F32,
                 },
                 Epilogue {
                     accumulate: false,
                     bias: Some(&bias[..n]),
                     activation: Some(Activation::GeluErf),
                     row_scale: Some(&scales[..m]),
-                    half: false,
+                    weights: Precision::F32,
                 },
                 Epilogue {
                     accumulate: true,
                     bias: None,
                     activation: Some(Activation::Relu),
                     row_scale: None,
-                    half: false,
+                    weights: Precision::F32,
                 },
                 Epilogue {
                     row_scale: Some(&scales[..m]),
@@ -1242,10 +1298,10 @@ mod tests {
             let a = values(2 * MR * lda, 23);
             let w = values(n * k, 24);
             let c0 = values(2 * MR * n, 25);
-            for half in [false, true] {
+            for weights in [Precision::F32, Precision::Half] {
                 let eps = [
                     Epilogue {
-                        half,
+                        weights,
                         ..Epilogue::STORE
                     },
                     Epilogue {
@@ -1253,14 +1309,14 @@ mod tests {
                         bias: Some(&bias[..n]),
                         activation: Some(Activation::GeluErf),
                         row_scale: None,
-                        half,
+                        weights,
                     },
                     Epilogue {
                         accumulate: false,
                         bias: Some(&bias[..n]),
                         activation: Some(Activation::Relu),
                         row_scale: Some(&scales),
-                        half,
+                        weights,
                     },
                 ];
                 for ep in eps {
@@ -1274,7 +1330,7 @@ mod tests {
                             matmul(&a, lda, m, &packed, &mut c, n, ep, false);
                             assert!(
                                 same_bits(&c, &full[..m * n]),
-                                "{kernel:?} half {half}: {m} rows of {n}x{k}"
+                                "{kernel:?} {weights:?}: {m} rows of {n}x{k}"
                             );
                         }
                     }
@@ -1292,7 +1348,7 @@ mod tests {
                 bias: Some(&bias[..n]),
                 activation: Some(Activation::GeluErf),
                 row_scale: None,
-                half: true,
+                weights: Precision::Half,
             };
             let a = values(m * k, 22);
             let w = values(n * k, 23);
@@ -1360,7 +1416,7 @@ mod tests {
                 bias: Some(&bias[..n]),
                 activation: Some(Activation::GeluErf),
                 row_scale: None,
-                half: false,
+                weights: Precision::F32,
             };
             for kernel in kernels() {
                 let a = values(m * k, 13);
@@ -1431,7 +1487,7 @@ mod tests {
                     bias: Some(&bias[..n]),
                     activation: Some(Activation::GeluTanh),
                     row_scale: Some(&scales[..m]),
-                    half: false,
+                    weights: Precision::F32,
                 },
                 Epilogue {
                     row_scale: Some(&scales[..m]),
@@ -1517,7 +1573,7 @@ mod tests {
                 Epilogue {
                     accumulate: true,
                     activation: Some(Activation::GeluTanh),
-                    half: true,
+                    weights: Precision::Half,
                     ..Epilogue::STORE
                 },
             ] {
@@ -1542,7 +1598,7 @@ mod tests {
                     c
                 };
                 let rounded: Vec<f32>;
-                let weights = if ep.half {
+                let weights = if ep.weights == Precision::Half {
                     rounded = w.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect();
                     &rounded
                 } else {
@@ -1649,15 +1705,24 @@ mod product_speed {
             let a = vec![0.5f32; m * k];
             let mut c = vec![0f32; m * n];
             let mut line = format!("{m}x{n}x{k}:");
-            for (kernel, par) in [
-                (Kernel::Avx512, false),
-                (Kernel::Avx512, true),
-                (Kernel::Avx2, false),
-                (Kernel::Avx2, true),
-                (Kernel::Gemm, false),
-                (Kernel::Gemm, true),
+            // A query's few rows read the weights rounded: in half precision, and
+            // (`/int8`) to 8 bits.
+            let rounded = if m < 100 {
+                Precision::Half
+            } else {
+                Precision::F32
+            };
+            for (kernel, par, weights) in [
+                (Kernel::Avx512, false, rounded),
+                (Kernel::Avx512, true, rounded),
+                (Kernel::Avx2, false, rounded),
+                (Kernel::Avx2, true, rounded),
+                (Kernel::Avx2, false, Precision::Int8),
+                (Kernel::Avx2, true, Precision::Int8),
+                (Kernel::Gemm, false, rounded),
+                (Kernel::Gemm, true, rounded),
             ] {
-                if !kernel.runs_here() {
+                if !kernel.runs_here() || (weights == Precision::Int8 && m >= 100) {
                     continue;
                 }
                 let w = Packed::from_rows(kernel, &vec![0.25f32; n * k], k, n, k);
@@ -1666,9 +1731,8 @@ mod product_speed {
                 for _ in 0..8 {
                     let t = std::time::Instant::now();
                     for _ in 0..reps {
-                        // A query's few rows read the half-precision weights.
                         let ep = Epilogue {
-                            half: m < 100,
+                            weights,
                             ..Epilogue::STORE
                         };
                         matmul(&a, k, m, &w, &mut c, n, ep, par);
@@ -1677,7 +1741,12 @@ mod product_speed {
                 }
                 let gflops = 2.0 * (m * n * k * reps) as f64 / s / 1e9;
                 let threads = if par { "all" } else { "1" };
-                line += &format!(" {}/{threads} {gflops:.1}", kernel.name());
+                let int8 = if weights == Precision::Int8 {
+                    "/int8"
+                } else {
+                    ""
+                };
+                line += &format!(" {}{int8}/{threads} {gflops:.1}", kernel.name());
             }
             println!("{line}");
         }

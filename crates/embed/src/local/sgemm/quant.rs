@@ -1,0 +1,585 @@
+//! Products of a query's few rows with 8-bit weights and 16-bit activations, in
+//! integer arithmetic ([`Precision::Int8`](super::Precision::Int8)).
+//!
+//! A query's products are bound by the multiply-adds of the FMA units (its 20-80 rows
+//! keep the weights in cache). AVX2's `vpmaddwd` multiplies sixteen pairs of 16-bit
+//! integers and adds each pair into a 32-bit lane, twice the multiply-adds of an f32
+//! FMA per instruction, and exact. So:
+//!
+//! - **Weights** are rounded once, at first use, to integers in `-127..=127` with one
+//!   scale per output column and [`GROUP`] inner positions (per-column scales over the
+//!   whole inner dimension lose more: checked outside the engine, the questions'
+//!   vectors were within cosine 0.99923 of f32 with whole columns, 0.99973 with groups
+//!   of 128). They are kept as bytes in the panels' layout, two inner positions side
+//!   by side for each column (`vpmaddwd`'s pairs), and widened to 16 bits as they are
+//!   loaded: half the bytes of the half-precision weights to bring from memory
+//!   (stored as 16-bit values, queries took 0.47 ms longer, median of paired runs).
+//! - **Activations** are rounded per row, at each product, to 16-bit integers
+//!   (`|x| ≤ 32767`) with one scale per row: the error they add is about 1/30,000 of
+//!   the row's largest value, far below the weights'.
+//! - A group's sums stay exact in 32-bit lanes (at most 64 pairs of products of
+//!   `32767 · 127`, below 2³¹), then become f32, are multiplied by the column scales
+//!   and the row scale, and are added to `C` as the f32 kernels add their `k` blocks;
+//!   the bias, the residual and the activation are applied as theirs are.
+//!
+//! Integer sums do not depend on their order, and the f32 steps run in a fixed order,
+//! so the AVX2 tile and the portable twin of the tests give the same bits; a CPU with
+//! AVX-512 runs the same AVX2 tile.
+
+use std::ops::Range;
+
+use super::{finish_row, Epilogue, Packed, SendPtr, Strip, Tile, NR};
+
+/// Inner positions sharing one weight scale per column.
+pub(super) const GROUP: usize = 128;
+
+/// Largest magnitude of a rounded weight.
+const WEIGHT_MAX: f32 = 127.0;
+
+/// Largest magnitude of a rounded activation.
+const ACTIVATION_MAX: f32 = 32767.0;
+
+/// A matrix's weights rounded to integers, in the panels of [`Packed`].
+pub(super) struct QuantPanels {
+    /// Panel `q` holds `kp / 2` pairs of inner positions; pair `p` is `2 · NR` values,
+    /// `W[q·NR + c][2p]` then `W[q·NR + c][2p + 1]` for each column `c` (zero past `n`
+    /// and past `k`).
+    data: Vec<i8>,
+    /// Panel `q`, group `g`: the `NR` column scales at `(q · groups + g) · NR`.
+    scales: Vec<f32>,
+    /// `k` rounded up to even.
+    kp: usize,
+    groups: usize,
+}
+
+impl QuantPanels {
+    /// Rounds the weights of `w` (packed in panels) group by group.
+    pub(super) fn new(w: &Packed) -> Self {
+        let (n, k) = (w.n, w.k);
+        let kp = k + k % 2;
+        let groups = k.div_ceil(GROUP);
+        let panels = n.div_ceil(NR);
+        let mut data = vec![0i8; panels * kp * NR];
+        let mut scales = vec![0f32; panels * groups * NR];
+        for q in 0..panels {
+            // Panel q of `w`: k groups of NR values.
+            let panel = &w.data[q * k * NR..][..k * NR];
+            let out = &mut data[q * kp * NR..][..kp * NR];
+            for g in 0..groups {
+                let inner = g * GROUP..k.min((g + 1) * GROUP);
+                for c in 0..NR {
+                    let max = inner
+                        .clone()
+                        .map(|p| panel[p * NR + c].abs())
+                        .fold(0f32, f32::max);
+                    let (scale, inverse) = if max > 0.0 {
+                        (max / WEIGHT_MAX, WEIGHT_MAX / max)
+                    } else {
+                        (0.0, 0.0)
+                    };
+                    scales[(q * groups + g) * NR + c] = scale;
+                    for p in inner.clone() {
+                        let x = (panel[p * NR + c] * inverse).round_ties_even();
+                        out[(p / 2) * 2 * NR + 2 * c + p % 2] =
+                            x.clamp(-WEIGHT_MAX, WEIGHT_MAX) as i8;
+                    }
+                }
+            }
+        }
+        Self {
+            data,
+            scales,
+            kp,
+            groups,
+        }
+    }
+}
+
+/// `m` rows of `k` activations (stride `lda`) rounded to 16-bit integers, `kp` per row
+/// (zero past `k`), with their scales.
+struct QuantRows {
+    values: Vec<i16>,
+    scales: Vec<f32>,
+}
+
+/// Rounds each row of `a` to integers of magnitude at most 32767: one scale per row,
+/// its largest magnitude over 32767 (zero for a row of zeros).
+fn quantize_rows(a: &[f32], lda: usize, m: usize, k: usize, kp: usize) -> QuantRows {
+    let mut values = vec![0i16; m * kp];
+    let mut scales = vec![0f32; m];
+    for (i, (out, scale)) in values.chunks_exact_mut(kp).zip(&mut scales).enumerate() {
+        let row = &a[i * lda..][..k];
+        #[cfg(target_arch = "x86_64")]
+        if super::has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA (just checked); `out` holds kp >= k
+            // values.
+            *scale = unsafe { quantize_row_avx2(row, out) };
+            continue;
+        }
+        *scale = quantize_row(row, out);
+    }
+    QuantRows { values, scales }
+}
+
+/// The portable rounding of one row into `out` (at least `row.len()` values); returns
+/// the row's scale. Bit for bit what [`quantize_row_avx2`] computes.
+fn quantize_row(row: &[f32], out: &mut [i16]) -> f32 {
+    let max = row.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        out[..row.len()].fill(0);
+        return 0.0;
+    }
+    let inverse = ACTIVATION_MAX / max;
+    for (o, &x) in out.iter_mut().zip(row) {
+        *o = (x * inverse).round_ties_even() as i16;
+    }
+    max / ACTIVATION_MAX
+}
+
+/// [`quantize_row`] in AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA; `out` holds at least `row.len()` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16]) -> f32 {
+    use std::arch::x86_64::*;
+    let k = row.len();
+    let whole = k - k % 16;
+    // SAFETY: loads and stores of 16 values start below `whole`, so within `row` and
+    // `out` (which holds at least k values); the CPU has AVX2 (the contract).
+    unsafe {
+        let magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        let mut peak = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 8 <= k {
+            let x = _mm256_and_ps(_mm256_loadu_ps(row.as_ptr().add(i)), magnitude);
+            peak = _mm256_max_ps(peak, x);
+            i += 8;
+        }
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), peak);
+        let max = lanes
+            .iter()
+            .chain(row[i..].iter())
+            .fold(0f32, |m, x| m.max(x.abs()));
+        if max == 0.0 {
+            out[..k].fill(0);
+            return 0.0;
+        }
+        let inverse = ACTIVATION_MAX / max;
+        let scale = _mm256_set1_ps(inverse);
+        let mut i = 0;
+        while i < whole {
+            // Rounds to nearest, ties to even (the default rounding mode), as
+            // `round_ties_even` does.
+            let lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(row.as_ptr().add(i)), scale));
+            let hi = _mm256_cvtps_epi32(_mm256_mul_ps(
+                _mm256_loadu_ps(row.as_ptr().add(i + 8)),
+                scale,
+            ));
+            // `packs` interleaves the 128-bit halves; the permutation restores the order.
+            let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi32(lo, hi));
+            _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), packed);
+            i += 16;
+        }
+        for (o, &x) in out[whole..k].iter_mut().zip(&row[whole..]) {
+            *o = (x * inverse).round_ties_even() as i16;
+        }
+        max / ACTIVATION_MAX
+    }
+}
+
+/// `C = act(A · Wᵀ [+ C] [+ bias])` with the weights of `w` rounded to 8 bits and the
+/// rows of `A` to 16: [`super::matmul_to`] for [`Precision::Int8`](super::Precision::Int8).
+///
+/// # Safety
+/// As [`super::matmul_to`], after its checks; `w` is packed in panels, the CPU has
+/// AVX2 and FMA, and the epilogue has no row scales.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn product(
+    a: &[f32],
+    lda: usize,
+    m: usize,
+    w: &Packed,
+    c: *mut f32,
+    ldc: usize,
+    epilogue: Epilogue<'_>,
+    parallel: bool,
+) {
+    debug_assert!(epilogue.row_scale.is_none());
+    let panels = w.quant();
+    let rows = quantize_rows(a, lda, m, w.k, panels.kp);
+    let out = SendPtr(c);
+    super::for_each_block(m, w, parallel, |first_row, columns| {
+        // SAFETY: `block`'s contract: rows first_row.. of the rounded rows and of `C`
+        // (this function's contract), panels within `columns` (given by
+        // `for_each_block` within the panels of `w`).
+        unsafe { block(&rows, first_row, w, panels, columns, out, ldc, epilogue) }
+    });
+}
+
+/// One block of at most `MC` rows from `first_row`, the panels `columns`, group by
+/// group, by 6-row tiles.
+///
+/// # Safety
+/// `c` points at rows `0..` of `C` whose rows `first_row..first_row + MC` (those that
+/// exist in `rows`) hold `w.n` writable values at stride `ldc`, which no other task
+/// touches; `columns` lies within the panels of `w`; `panels` is `w.quant()`; the CPU
+/// has AVX2 and FMA.
+#[allow(clippy::too_many_arguments)]
+unsafe fn block(
+    rows: &QuantRows,
+    first_row: usize,
+    w: &Packed,
+    panels: &QuantPanels,
+    columns: Range<usize>,
+    c: SendPtr,
+    ldc: usize,
+    epilogue: Epilogue<'_>,
+) {
+    let m = rows.scales.len();
+    let count = super::MC.min(m - first_row);
+    let (n, k, kp) = (w.n, w.k, panels.kp);
+    // Panel by panel, each read front to back (its groups lie one after the other), so
+    // that the weights stream in order; a panel's `C` tile stays in L1 between groups.
+    for q in columns {
+        let col = q * NR;
+        for g in 0..panels.groups {
+            let pairs = (k.min((g + 1) * GROUP) - g * GROUP).div_ceil(2);
+            let first = g == 0;
+            let last = g + 1 == panels.groups;
+            let tile = QuantTile {
+                pairs,
+                // SAFETY (all `add`s below): panel q's group g starts within `data`
+                // (q < panels, g·GROUP/2 pairs < kp/2), its scales within `scales`; the
+                // bias has n > col values, rows of A and C exist below first_row + count.
+                b: unsafe { panels.data.as_ptr().add(q * kp * NR + g * GROUP * NR) },
+                column_scales: unsafe { panels.scales.as_ptr().add((q * panels.groups + g) * NR) },
+                finish: Tile {
+                    kc: 0,
+                    b: std::ptr::null(),
+                    half: std::ptr::null(),
+                    stride: 0,
+                    nr: NR.min(n - col),
+                    load_c: !first || epilogue.accumulate,
+                    bias: match epilogue.bias {
+                        Some(bias) if first => unsafe { bias.as_ptr().add(col) },
+                        _ => std::ptr::null(),
+                    },
+                    activation: if last { epilogue.activation } else { None },
+                },
+            };
+            for ir in (first_row..first_row + count).step_by(super::MR) {
+                let strip_rows = super::MR.min(first_row + count - ir);
+                let strip = QuantStrip {
+                    a: unsafe { rows.values.as_ptr().add(ir * kp + g * GROUP) },
+                    lda: kp,
+                    strip: Strip {
+                        a: std::ptr::null(),
+                        lda: 0,
+                        rows: strip_rows,
+                        scale: unsafe { rows.scales.as_ptr().add(ir) },
+                        c: unsafe { c.get().add(ir * ldc + col) },
+                        ldc,
+                    },
+                };
+                // SAFETY: the tile and strip satisfy `tile_avx2`'s contract (above),
+                // and the CPU has AVX2 and FMA (this function's contract).
+                #[cfg(target_arch = "x86_64")]
+                unsafe {
+                    match strip_rows {
+                        1 => tile_avx2::<1>(&tile, strip),
+                        2 => tile_avx2::<2>(&tile, strip),
+                        3 => tile_avx2::<3>(&tile, strip),
+                        4 => tile_avx2::<4>(&tile, strip),
+                        5 => tile_avx2::<5>(&tile, strip),
+                        _ => tile_avx2::<6>(&tile, strip),
+                    }
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = (&tile, strip);
+            }
+        }
+    }
+}
+
+/// One group of one panel, for every strip of a block.
+struct QuantTile {
+    /// Pairs of inner positions in the group.
+    pairs: usize,
+    /// The panel's pairs from the group's first: `pairs` times `2 · NR` values.
+    b: *const i8,
+    /// The group's `NR` column scales.
+    column_scales: *const f32,
+    /// How the sums are finished: `nr`, `load_c`, `bias` and `activation` are read.
+    finish: Tile,
+}
+
+/// The rounded rows of one tile call: `strip.rows` rows of 16-bit values from `a`
+/// (stride `lda`) at the group's first inner position; `strip.scale` their row scales,
+/// `strip.c` their rows of `C`.
+struct QuantStrip {
+    a: *const i16,
+    lda: usize,
+    strip: Strip,
+}
+
+/// The AVX2 tile: `R` rows × 16 columns of one group, in `2R` lanes of 32-bit sums.
+///
+/// # Safety
+/// `strip.strip.rows == R`; `strip.a` holds `R` rows (stride `strip.lda`) of
+/// `2 · tile.pairs` readable values, `tile.b` `tile.pairs` times `2 · NR`,
+/// `tile.column_scales` `NR`, `strip.strip.scale` `R`; `strip.strip.c` rows of
+/// `tile.finish.nr` writable values, the bias (unless null) as many. The CPU has AVX2
+/// and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_avx2<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
+    use std::arch::x86_64::*;
+    debug_assert_eq!(strip.strip.rows, R);
+    // SAFETY: every read is within the rows, pairs and scales of the contract, the
+    // stores are `store_ymm_row!`'s under its contract.
+    unsafe {
+        let rows: [*const i16; R] = std::array::from_fn(|i| strip.a.add(i * strip.lda));
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        let mut b = tile.b;
+        for p in 0..tile.pairs {
+            // Sixteen weights each (eight columns, two positions), widened to 16 bits.
+            let b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.cast()));
+            let b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.add(16).cast()));
+            for (row, [lo, hi]) in rows.iter().zip(sums.iter_mut()) {
+                let x = _mm256_set1_epi32(row.add(2 * p).cast::<i32>().read_unaligned());
+                *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(x, b0));
+                *hi = _mm256_add_epi32(*hi, _mm256_madd_epi16(x, b1));
+            }
+            b = b.add(2 * NR);
+        }
+        let s0 = _mm256_loadu_ps(tile.column_scales);
+        let s1 = _mm256_loadu_ps(tile.column_scales.add(8));
+        let finish = &tile.finish;
+        for (i, &[lo, hi]) in sums.iter().enumerate() {
+            let lo = _mm256_mul_ps(_mm256_cvtepi32_ps(lo), s0);
+            let hi = _mm256_mul_ps(_mm256_cvtepi32_ps(hi), s1);
+            store_ymm_row!(
+                finish,
+                lo,
+                hi,
+                strip.strip.scale.add(i),
+                strip.strip.c.add(i * strip.strip.ldc)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{matmul, Kernel, Precision};
+    use super::*;
+    use crate::local::math::activate;
+    use crate::local::test_values as values;
+
+    /// The product as the tiles compute it, in portable code: exact integer sums per
+    /// group, then the same f32 steps in the same order.
+    #[allow(clippy::too_many_arguments)]
+    fn twin(
+        a: &[f32],
+        lda: usize,
+        m: usize,
+        w: &Packed,
+        c: &mut [f32],
+        ldc: usize,
+        ep: Epilogue<'_>,
+    ) {
+        let panels = QuantPanels::new(w);
+        let (n, k, kp) = (w.n, w.k, panels.kp);
+        let mut rows = vec![0i16; m * kp];
+        let scales: Vec<f32> = (0..m)
+            .map(|i| quantize_row(&a[i * lda..][..k], &mut rows[i * kp..][..kp]))
+            .collect();
+        for i in 0..m {
+            for g in 0..panels.groups {
+                let first = g == 0;
+                let row = &mut c[i * ldc..][..n];
+                for (j, out) in row.iter_mut().enumerate() {
+                    let (q, col) = (j / NR, j % NR);
+                    let mut sum = 0i32;
+                    for p in g * GROUP..k.min((g + 1) * GROUP) {
+                        let weight = panels.data[q * kp * NR + (p / 2) * 2 * NR + 2 * col + p % 2];
+                        sum += i32::from(rows[i * kp + p]) * i32::from(weight);
+                    }
+                    let s = panels.scales[(q * panels.groups + g) * NR + col];
+                    let mut x = sum as f32 * s * scales[i];
+                    if !first || ep.accumulate {
+                        x += *out;
+                    }
+                    if first {
+                        if let Some(bias) = ep.bias {
+                            x += bias[j];
+                        }
+                    }
+                    *out = x;
+                }
+                if g + 1 == panels.groups {
+                    if let Some(act) = ep.activation {
+                        activate(row, act);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The AVX2 and AVX-512 kernels' packings, where this CPU runs them.
+    fn kernels() -> Vec<Kernel> {
+        if !super::super::has_avx2_fma() {
+            eprintln!("this CPU has no AVX2 + FMA: the 8-bit products are not built for it");
+            return Vec::new();
+        }
+        // The panels are the same for both; the tile is AVX2's on both.
+        vec![Kernel::Avx2]
+    }
+
+    #[test]
+    fn rows_round_alike_in_avx2_and_portable_code() {
+        if !super::super::has_avx2_fma() {
+            eprintln!("this CPU has no AVX2 + FMA: skipped");
+            return;
+        }
+        for k in [1, 7, 16, 17, 384, 1535] {
+            let mut row = values(k, k as u64);
+            row[k / 2] *= 40.0;
+            if k > 3 {
+                // A tie of the rounding: exactly half a step.
+                let max = row.iter().fold(0f32, |m, x| m.max(x.abs()));
+                row[1] = 2.5 * max / ACTIVATION_MAX;
+            }
+            let (mut x, mut y) = (vec![0i16; k], vec![0i16; k]);
+            let sx = quantize_row(&row, &mut x);
+            // SAFETY: AVX2 and FMA checked above; `y` holds k values.
+            let sy = unsafe { quantize_row_avx2(&row, &mut y) };
+            assert_eq!(x, y, "k {k}");
+            assert_eq!(sx.to_bits(), sy.to_bits());
+            assert!(x.iter().any(|&v| v.unsigned_abs() == 32767));
+        }
+        let zeros = vec![0f32; 20];
+        let mut out = vec![5i16; 20];
+        assert_eq!(quantize_row(&zeros, &mut out), 0.0);
+        assert!(out.iter().all(|&v| v == 0));
+    }
+
+    #[test]
+    fn tiles_give_the_bits_of_the_portable_twin() {
+        let bias = values(80, 9);
+        for kernel in kernels() {
+            for &(m, n, k) in &[
+                (1, 16, 384),
+                (5, 17, 3),
+                (6, 16, 128),
+                (7, 33, 257),
+                (25, 80, 1536),
+                (61, 48, 384),
+                (100, 40, 130),
+            ] {
+                let (lda, ldc) = (k + 3, n + 5);
+                let a = values(m * lda, 1);
+                let w = values(n * k, 2);
+                let c0 = values(m * ldc, 3);
+                let packed = Packed::from_rows(kernel, &w, k, n, k);
+                for (accumulate, with_bias) in [(false, false), (true, true), (false, true)] {
+                    for parallel in [false, true] {
+                        let ep = Epilogue {
+                            accumulate,
+                            bias: with_bias.then_some(&bias[..n]),
+                            weights: Precision::Int8,
+                            ..Epilogue::STORE
+                        };
+                        let mut got = c0.clone();
+                        matmul(&a, lda, m, &packed, &mut got, ldc, ep, parallel);
+                        let mut want = c0.clone();
+                        twin(&a, lda, m, &packed, &mut want, ldc, ep);
+                        assert!(
+                            got.iter()
+                                .zip(&want)
+                                .all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "m {m} n {n} k {k} accumulate {accumulate} bias {with_bias}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn products_are_close_to_the_f32_ones() {
+        let bias = values(64, 9);
+        for kernel in kernels() {
+            for &(m, n, k) in &[(3, 64, 384), (30, 48, 1536), (50, 17, 200)] {
+                let a = values(m * k, 4);
+                let w = values(n * k, 5);
+                let packed = Packed::from_rows(kernel, &w, k, n, k);
+                for activation in [None, Some(crate::local::math::Activation::GeluErf)] {
+                    let ep = |weights| Epilogue {
+                        bias: Some(&bias[..n]),
+                        activation,
+                        weights,
+                        ..Epilogue::STORE
+                    };
+                    let mut exact = vec![0f32; m * n];
+                    matmul(&a, k, m, &packed, &mut exact, n, ep(Precision::F32), true);
+                    let mut rounded = vec![0f32; m * n];
+                    matmul(
+                        &a,
+                        k,
+                        m,
+                        &packed,
+                        &mut rounded,
+                        n,
+                        ep(Precision::Int8),
+                        true,
+                    );
+                    // Weights and rows uniform in [-1, 1), the weights rounded to
+                    // steps of about 1/127: each product is off by a standard deviation
+                    // of (1/127)/sqrt(12) · 1/sqrt(3), a sum by sqrt(k) times that;
+                    // six of them is far from any chance failure.
+                    let tol = (k as f32).sqrt() / 127.0;
+                    for (x, y) in exact.iter().zip(&rounded) {
+                        assert!((x - y).abs() <= tol, "m {m} n {n} k {k}: {x} vs {y}");
+                    }
+                    let cos = {
+                        let dot: f64 = exact
+                            .iter()
+                            .zip(&rounded)
+                            .map(|(x, y)| (x * y) as f64)
+                            .sum();
+                        let nx: f64 = exact.iter().map(|x| (x * x) as f64).sum();
+                        let ny: f64 = rounded.iter().map(|y| (y * y) as f64).sum();
+                        dot / (nx * ny).sqrt()
+                    };
+                    assert!(cos > 0.9999, "cosine {cos}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weights_round_per_column_and_group() {
+        // Column 0 grows along k: each group's scale follows its own largest weight.
+        let (n, k) = (2, 300);
+        let w: Vec<f32> = (0..n * k)
+            .map(|i| if i < k { (i + 1) as f32 } else { -0.5 })
+            .collect();
+        let packed = Packed::from_rows(Kernel::Avx2, &w, k, n, k);
+        let panels = QuantPanels::new(&packed);
+        assert_eq!((panels.kp, panels.groups), (300, 3));
+        for g in 0..3 {
+            let largest = (k.min((g + 1) * GROUP)) as f32;
+            assert_eq!(panels.scales[g * NR], largest / 127.0);
+            assert_eq!(panels.scales[g * NR + 1], 0.5 / 127.0);
+            assert_eq!(panels.scales[g * NR + 2], 0.0, "a padding column");
+        }
+        // The group's largest weight is 127, the other column's all -127.
+        let last = k - 1;
+        assert_eq!(panels.data[(last / 2) * 2 * NR + last % 2], 127);
+        assert!((0..k).all(|p| panels.data[(p / 2) * 2 * NR + 2 + p % 2] == -127));
+    }
+}
