@@ -8,7 +8,7 @@
 //! With `--ab VAR=A,B`, each query is embedded twice in a row, once with the
 //! environment variable `VAR` set to `A` and once to `B` (in alternating order), and the
 //! per-query differences are summed up: a comparison that a noisy machine disturbs far
-//! less than two runs one after the other (`--ab EXCERPT_QUERY_WEIGHTS=f16,int8`).
+//! less than two runs one after the other (`--ab EXCERPT_QUERY_WEIGHTS=f16,int16`).
 //!
 //! `cargo run --release -p excerpt-embed --example query_bench -- QUERIES.jsonl [ROUNDS] [--evict MB] [--ab VAR=A,B]`
 

@@ -65,13 +65,13 @@ pub fn run(allocator: &str) {
 }
 
 /// p50 of embedding a query of 1, 11, 33 and 132 words (cut from the passages), with
-/// the weights in f32, in half precision and in 8 bits ([`QueryWeights`]), in turn.
+/// the weights in f32, in half precision and in 16-bit integer products ([`QueryWeights`]), in turn.
 fn query_latency(embedder: &LocalEmbedder, texts: &[String]) {
     let words: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
     if words.is_empty() {
         return;
     }
-    let precisions = [QueryWeights::F32, QueryWeights::F16, QueryWeights::Int8];
+    let precisions = [QueryWeights::F32, QueryWeights::F16, QueryWeights::Int16];
     for n in [1usize, 11, 33, 132] {
         let query: String = words
             .iter()
@@ -103,7 +103,7 @@ fn query_latency(embedder: &LocalEmbedder, texts: &[String]) {
             .collect();
         println!(
             "query of {n:>3} words: p50 {:.2} ms with f32 weights, {:.2} ms with half-precision \
-             weights, {:.2} ms with 8-bit weights",
+             weights, {:.2} ms in 16-bit integers",
             p50[0], p50[1], p50[2]
         );
     }

@@ -431,8 +431,8 @@ impl Embedder for LocalEmbedder {
     }
 
     /// A query's vector, with the weights read as `EXCERPT_QUERY_WEIGHTS` says
-    /// ([`QueryWeights`], by default 8-bit: a query's few rows are bound by the
-    /// multiply-adds).
+    /// ([`QueryWeights`], by default in 16-bit integer products: a query's few rows
+    /// are bound by the multiply-adds).
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed_query_with(query, QueryWeights::from_env())
     }
@@ -573,12 +573,13 @@ impl TokenCounter for LocalTokenCounter {
 /// always embedded in f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueryWeights {
-    /// Weights rounded to 8-bit integers (one scale per column and 128 inner
-    /// positions), the rows to 16-bit ones, multiplied and added as integers: twice the
-    /// multiply-adds per instruction of f32. Needs AVX2 and FMA (our own kernels);
-    /// elsewhere the products are f32.
+    /// Weights rounded to 12-bit integers (one scale per column and 128 inner
+    /// positions), the rows to 13-bit ones, multiplied and added as 16-bit integers:
+    /// twice the multiply-adds per instruction of f32, and as close to the f32 vector
+    /// as half precision. Needs AVX2 and FMA (our own kernels); elsewhere the products
+    /// are f32.
     #[default]
-    Int8,
+    Int16,
     /// Weights rounded to half precision, products in f32. Needs F16C (our own
     /// kernels); elsewhere f32.
     F16,
@@ -590,7 +591,7 @@ impl QueryWeights {
     /// The environment variable [`QueryWeights::from_env`] reads.
     pub const ENV: &'static str = "EXCERPT_QUERY_WEIGHTS";
 
-    /// `EXCERPT_QUERY_WEIGHTS` = `int8` (the default), `f16` or `f32`;
+    /// `EXCERPT_QUERY_WEIGHTS` = `int16` (the default), `f16` or `f32`;
     /// `EXCERPT_QUERY_F32=1`, an older switch, still means `f32`. An unknown value is
     /// reported once on standard error and the default used.
     pub fn from_env() -> Self {
@@ -600,23 +601,23 @@ impl QueryWeights {
         match std::env::var(Self::ENV).as_deref().map(str::trim) {
             Ok("f32") => Self::F32,
             Ok("f16") => Self::F16,
-            Ok("int8") | Ok("") | Err(_) => Self::Int8,
+            Ok("int16") | Ok("") | Err(_) => Self::Int16,
             Ok(other) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
                     eprintln!(
-                        "excerpt: {}=`{other}` is not one of int8, f16, f32; using int8",
+                        "excerpt: {}=`{other}` is not one of int16, f16, f32; using int16",
                         Self::ENV
                     )
                 });
-                Self::Int8
+                Self::Int16
             }
         }
     }
 
     fn precision(self) -> Precision {
         match self {
-            Self::Int8 => Precision::Int8,
+            Self::Int16 => Precision::Int16,
             Self::F16 => Precision::Half,
             Self::F32 => Precision::F32,
         }

@@ -238,8 +238,9 @@ fn batches_equal_singles_and_keep_order() {
 
 #[test]
 fn queries_in_each_precision_stay_close_to_documents_and_the_reference() {
-    // A query's products may read the weights rounded (`QueryWeights`): to 8-bit
-    // integers (the default, on our own kernels) or to half precision (with F16C).
+    // A query's products may read the weights rounded (`QueryWeights`): to 12-bit
+    // integers in integer products (the default, on our own kernels) or to half
+    // precision (with F16C).
     // Documents are embedded in f32. The same text gives vectors within each
     // precision's cosine of the document's, not the same bits, and each matches the
     // reference; in f32 the query is the document's vector bit for bit.
@@ -252,7 +253,7 @@ fn queries_in_each_precision_stay_close_to_documents_and_the_reference() {
     for (weights, bar, rounded) in [
         (QueryWeights::F32, 0.99999, false),
         (QueryWeights::F16, 0.9999, own_kernel && f16c),
-        (QueryWeights::Int8, 0.9995, own_kernel),
+        (QueryWeights::Int16, 0.9999, own_kernel),
     ] {
         let (mut differ, mut lowest) = (0, 1f32);
         for item in &reference().items {

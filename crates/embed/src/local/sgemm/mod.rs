@@ -233,8 +233,8 @@ pub(crate) struct Packed {
     /// `data` rounded to half precision (IEEE binary16 bits), made on first use by a
     /// product that asks for it ([`Epilogue::half`]).
     half: OnceLock<Vec<u16>>,
-    /// `data` rounded to 8-bit integers, made on first use by a product that asks for
-    /// them ([`Precision::Int8`]).
+    /// `data` rounded to 12-bit integers, made on first use by a product that asks for
+    /// them ([`Precision::Int16`]).
     quant: OnceLock<quant::QuantPanels>,
 }
 
@@ -334,7 +334,7 @@ impl Packed {
         Some(half)
     }
 
-    /// The packed values rounded to 8-bit integers ([`quant`]; made once, then kept).
+    /// The packed values rounded to 12-bit integers ([`quant`]; made once, then kept).
     /// Only for matrices packed in panels.
     fn quant(&self) -> &quant::QuantPanels {
         debug_assert!(self.kernel.panels());
@@ -382,11 +382,11 @@ pub(crate) enum Precision {
     /// still add in f32): half the bytes to bring from memory. Needs F16C; ignored on a
     /// CPU without it.
     Half,
-    /// Rounded to 8-bit integers per column and group of inner positions, the rows of
-    /// `A` to 16-bit integers, multiplied and added in integer arithmetic ([`quant`]):
-    /// twice the multiply-adds of f32 per instruction. Not for products with row
-    /// scales (which are then computed in f32).
-    Int8,
+    /// Rounded to 12-bit integers per column and group of inner positions, the rows of
+    /// `A` to 13-bit integers, multiplied and added in 16-bit integer arithmetic
+    /// ([`quant`]): twice the multiply-adds of f32 per instruction. Needs AVX2 and
+    /// FMA; not for products with row scales (both then computed in f32).
+    Int16,
 }
 
 impl Epilogue<'_> {
@@ -454,7 +454,7 @@ pub(crate) unsafe fn matmul_to(
     if let Some(scale) = epilogue.row_scale {
         assert!(scale.len() >= m, "row scales too short");
     }
-    if epilogue.weights == Precision::Int8
+    if epilogue.weights == Precision::Int16
         && w.kernel.panels()
         && epilogue.row_scale.is_none()
         && has_avx2_fma()
@@ -1706,7 +1706,7 @@ mod product_speed {
             let mut c = vec![0f32; m * n];
             let mut line = format!("{m}x{n}x{k}:");
             // A query's few rows read the weights rounded: in half precision, and
-            // (`/int8`) to 8 bits.
+            // (`/int16`) to 12-bit integers in integer products.
             let rounded = if m < 100 {
                 Precision::Half
             } else {
@@ -1717,12 +1717,12 @@ mod product_speed {
                 (Kernel::Avx512, true, rounded),
                 (Kernel::Avx2, false, rounded),
                 (Kernel::Avx2, true, rounded),
-                (Kernel::Avx2, false, Precision::Int8),
-                (Kernel::Avx2, true, Precision::Int8),
+                (Kernel::Avx2, false, Precision::Int16),
+                (Kernel::Avx2, true, Precision::Int16),
                 (Kernel::Gemm, false, rounded),
                 (Kernel::Gemm, true, rounded),
             ] {
-                if !kernel.runs_here() || (weights == Precision::Int8 && m >= 100) {
+                if !kernel.runs_here() || (weights == Precision::Int16 && m >= 100) {
                     continue;
                 }
                 let w = Packed::from_rows(kernel, &vec![0.25f32; n * k], k, n, k);
@@ -1741,12 +1741,12 @@ mod product_speed {
                 }
                 let gflops = 2.0 * (m * n * k * reps) as f64 / s / 1e9;
                 let threads = if par { "all" } else { "1" };
-                let int8 = if weights == Precision::Int8 {
-                    "/int8"
+                let int = if weights == Precision::Int16 {
+                    "/int16"
                 } else {
                     ""
                 };
-                line += &format!(" {}{int8}/{threads} {gflops:.1}", kernel.name());
+                line += &format!(" {}{int}/{threads} {gflops:.1}", kernel.name());
             }
             println!("{line}");
         }

@@ -1,26 +1,29 @@
-//! Products of a query's few rows with 8-bit weights and 16-bit activations, in
-//! integer arithmetic ([`Precision::Int8`](super::Precision::Int8)).
+//! Products of a query's few rows in 16-bit integer arithmetic: 12-bit weights and
+//! 13-bit activations ([`Precision::Int16`](super::Precision::Int16)).
 //!
 //! A query's products are bound by the multiply-adds of the FMA units (its 20-80 rows
 //! keep the weights in cache). AVX2's `vpmaddwd` multiplies sixteen pairs of 16-bit
 //! integers and adds each pair into a 32-bit lane, twice the multiply-adds of an f32
 //! FMA per instruction, and exact. So:
 //!
-//! - **Weights** are rounded once, at first use, to integers in `-127..=127` with one
-//!   scale per output column and [`GROUP`] inner positions (per-column scales over the
-//!   whole inner dimension lose more: checked outside the engine, the questions'
-//!   vectors were within cosine 0.99923 of f32 with whole columns, 0.99973 with groups
-//!   of 128). They are kept as bytes in the panels' layout, two inner positions side
-//!   by side for each column (`vpmaddwd`'s pairs), and widened to 16 bits as they are
-//!   loaded: half the bytes of the half-precision weights to bring from memory
-//!   (stored as 16-bit values, queries took 0.47 ms longer, median of paired runs).
-//! - **Activations** are rounded per row, at each product, to 16-bit integers
-//!   (`|x| ≤ 32767`) with one scale per row: the error they add is about 1/30,000 of
-//!   the row's largest value, far below the weights'.
-//! - A group's sums stay exact in 32-bit lanes (at most 64 pairs of products of
-//!   `32767 · 127`, below 2³¹), then become f32, are multiplied by the column scales
-//!   and the row scale, and are added to `C` as the f32 kernels add their `k` blocks;
-//!   the bias, the residual and the activation are applied as theirs are.
+//! - **Weights** are rounded once, at first use, to integers in `-2047..=2047` with one
+//!   scale per output column and [`GROUP`] inner positions, kept as 16-bit values in
+//!   the panels' layout, two inner positions side by side for each column
+//!   (`vpmaddwd`'s pairs).
+//! - **Activations** are rounded per row, at each product, to integers in
+//!   `-4095..=4095` with one scale per row.
+//! - A group's sums stay exact in 32-bit lanes (128 products of at most 4095 · 2047,
+//!   below 2³¹), then become f32, are multiplied by the column scales and the row
+//!   scale, and are added to `C` as the f32 kernels add their `k` blocks; the bias, the
+//!   residual and the activation are applied as theirs are.
+//!
+//! The widths were chosen on data, outside the engine, with a forward pass in f64 that
+//! rounded every linear layer this way (docs/BENCHMARKS.md, session 32): 12-bit weights
+//! and 13-bit rows keep the 57 financebench-dev questions within cosine 0.999997 of
+//! their f32 vectors. 8-bit weights (stored as bytes, half the memory of f16, and
+//! 0.5 ms faster again) reached only 0.9997, and moved `auto`'s recall on three dev
+//! sets by 0.007-0.011 at the smallest budget; 8-bit rows (what `vpmaddubsw` needs)
+//! fell to 0.997.
 //!
 //! Integer sums do not depend on their order, and the f32 steps run in a fixed order,
 //! so the AVX2 tile and the portable twin of the tests give the same bits; a CPU with
@@ -34,17 +37,17 @@ use super::{finish_row, Epilogue, Packed, SendPtr, Strip, Tile, NR};
 pub(super) const GROUP: usize = 128;
 
 /// Largest magnitude of a rounded weight.
-const WEIGHT_MAX: f32 = 127.0;
+const WEIGHT_MAX: f32 = 2047.0;
 
 /// Largest magnitude of a rounded activation.
-const ACTIVATION_MAX: f32 = 32767.0;
+const ACTIVATION_MAX: f32 = 4095.0;
 
 /// A matrix's weights rounded to integers, in the panels of [`Packed`].
 pub(super) struct QuantPanels {
     /// Panel `q` holds `kp / 2` pairs of inner positions; pair `p` is `2 · NR` values,
     /// `W[q·NR + c][2p]` then `W[q·NR + c][2p + 1]` for each column `c` (zero past `n`
     /// and past `k`).
-    data: Vec<i8>,
+    data: Vec<i16>,
     /// Panel `q`, group `g`: the `NR` column scales at `(q · groups + g) · NR`.
     scales: Vec<f32>,
     /// `k` rounded up to even.
@@ -59,7 +62,7 @@ impl QuantPanels {
         let kp = k + k % 2;
         let groups = k.div_ceil(GROUP);
         let panels = n.div_ceil(NR);
-        let mut data = vec![0i8; panels * kp * NR];
+        let mut data = vec![0i16; panels * kp * NR];
         let mut scales = vec![0f32; panels * groups * NR];
         for q in 0..panels {
             // Panel q of `w`: k groups of NR values.
@@ -81,7 +84,7 @@ impl QuantPanels {
                     for p in inner.clone() {
                         let x = (panel[p * NR + c] * inverse).round_ties_even();
                         out[(p / 2) * 2 * NR + 2 * c + p % 2] =
-                            x.clamp(-WEIGHT_MAX, WEIGHT_MAX) as i8;
+                            x.clamp(-WEIGHT_MAX, WEIGHT_MAX) as i16;
                     }
                 }
             }
@@ -102,8 +105,8 @@ struct QuantRows {
     scales: Vec<f32>,
 }
 
-/// Rounds each row of `a` to integers of magnitude at most 32767: one scale per row,
-/// its largest magnitude over 32767 (zero for a row of zeros).
+/// Rounds each row of `a` to integers of magnitude at most 4095: one scale per row,
+/// its largest magnitude over 4095 (zero for a row of zeros).
 fn quantize_rows(a: &[f32], lda: usize, m: usize, k: usize, kp: usize) -> QuantRows {
     let mut values = vec![0i16; m * kp];
     let mut scales = vec![0f32; m];
@@ -190,8 +193,8 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16]) -> f32 {
     }
 }
 
-/// `C = act(A · Wᵀ [+ C] [+ bias])` with the weights of `w` rounded to 8 bits and the
-/// rows of `A` to 16: [`super::matmul_to`] for [`Precision::Int8`](super::Precision::Int8).
+/// `C = act(A · Wᵀ [+ C] [+ bias])` with the weights of `w` rounded to 12 bits and
+/// the rows of `A` to 13: [`super::matmul_to`] for [`Precision::Int16`](super::Precision::Int16).
 ///
 /// # Safety
 /// As [`super::matmul_to`], after its checks; `w` is packed in panels, the CPU has
@@ -251,11 +254,18 @@ unsafe fn block(
             let last = g + 1 == panels.groups;
             let tile = QuantTile {
                 pairs,
-                // SAFETY (all `add`s below): panel q's group g starts within `data`
-                // (q < panels, g·GROUP/2 pairs < kp/2), its scales within `scales`; the
-                // bias has n > col values, rows of A and C exist below first_row + count.
-                b: unsafe { panels.data.as_ptr().add(q * kp * NR + g * GROUP * NR) },
-                column_scales: unsafe { panels.scales.as_ptr().add((q * panels.groups + g) * NR) },
+                // The pointers below stay within their buffers (their reads are
+                // `tile_avx2`'s contract): panel q's group g starts within `data` (q <
+                // panels, g·GROUP/2 pairs < kp/2), its scales within `scales`; the bias
+                // has n > col values, rows of A and C exist below first_row + count.
+                b: panels
+                    .data
+                    .as_ptr()
+                    .wrapping_add(q * kp * NR + g * GROUP * NR),
+                column_scales: panels
+                    .scales
+                    .as_ptr()
+                    .wrapping_add((q * panels.groups + g) * NR),
                 finish: Tile {
                     kc: 0,
                     b: std::ptr::null(),
@@ -264,7 +274,7 @@ unsafe fn block(
                     nr: NR.min(n - col),
                     load_c: !first || epilogue.accumulate,
                     bias: match epilogue.bias {
-                        Some(bias) if first => unsafe { bias.as_ptr().add(col) },
+                        Some(bias) if first => bias.as_ptr().wrapping_add(col),
                         _ => std::ptr::null(),
                     },
                     activation: if last { epilogue.activation } else { None },
@@ -273,14 +283,14 @@ unsafe fn block(
             for ir in (first_row..first_row + count).step_by(super::MR) {
                 let strip_rows = super::MR.min(first_row + count - ir);
                 let strip = QuantStrip {
-                    a: unsafe { rows.values.as_ptr().add(ir * kp + g * GROUP) },
+                    a: rows.values.as_ptr().wrapping_add(ir * kp + g * GROUP),
                     lda: kp,
                     strip: Strip {
                         a: std::ptr::null(),
                         lda: 0,
                         rows: strip_rows,
-                        scale: unsafe { rows.scales.as_ptr().add(ir) },
-                        c: unsafe { c.get().add(ir * ldc + col) },
+                        scale: rows.scales.as_ptr().wrapping_add(ir),
+                        c: c.get().wrapping_add(ir * ldc + col),
                         ldc,
                     },
                 };
@@ -309,7 +319,7 @@ struct QuantTile {
     /// Pairs of inner positions in the group.
     pairs: usize,
     /// The panel's pairs from the group's first: `pairs` times `2 · NR` values.
-    b: *const i8,
+    b: *const i16,
     /// The group's `NR` column scales.
     column_scales: *const f32,
     /// How the sums are finished: `nr`, `load_c`, `bias` and `activation` are read.
@@ -345,9 +355,9 @@ unsafe fn tile_avx2<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
         let mut sums = [[_mm256_setzero_si256(); 2]; R];
         let mut b = tile.b;
         for p in 0..tile.pairs {
-            // Sixteen weights each (eight columns, two positions), widened to 16 bits.
-            let b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.cast()));
-            let b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.add(16).cast()));
+            // Sixteen weights each: eight columns, two positions.
+            let b0 = _mm256_loadu_si256(b.cast());
+            let b1 = _mm256_loadu_si256(b.add(16).cast());
             for (row, [lo, hi]) in rows.iter().zip(sums.iter_mut()) {
                 let x = _mm256_set1_epi32(row.add(2 * p).cast::<i32>().read_unaligned());
                 *lo = _mm256_add_epi32(*lo, _mm256_madd_epi16(x, b0));
@@ -432,7 +442,7 @@ mod tests {
     /// The AVX2 and AVX-512 kernels' packings, where this CPU runs them.
     fn kernels() -> Vec<Kernel> {
         if !super::super::has_avx2_fma() {
-            eprintln!("this CPU has no AVX2 + FMA: the 8-bit products are not built for it");
+            eprintln!("this CPU has no AVX2 + FMA: the integer products are not built for it");
             return Vec::new();
         }
         // The panels are the same for both; the tile is AVX2's on both.
@@ -459,7 +469,7 @@ mod tests {
             let sy = unsafe { quantize_row_avx2(&row, &mut y) };
             assert_eq!(x, y, "k {k}");
             assert_eq!(sx.to_bits(), sy.to_bits());
-            assert!(x.iter().any(|&v| v.unsigned_abs() == 32767));
+            assert!(x.iter().any(|&v| v.unsigned_abs() == 4095));
         }
         let zeros = vec![0f32; 20];
         let mut out = vec![5i16; 20];
@@ -490,7 +500,7 @@ mod tests {
                         let ep = Epilogue {
                             accumulate,
                             bias: with_bias.then_some(&bias[..n]),
-                            weights: Precision::Int8,
+                            weights: Precision::Int16,
                             ..Epilogue::STORE
                         };
                         let mut got = c0.clone();
@@ -534,14 +544,15 @@ mod tests {
                         &packed,
                         &mut rounded,
                         n,
-                        ep(Precision::Int8),
+                        ep(Precision::Int16),
                         true,
                     );
-                    // Weights and rows uniform in [-1, 1), the weights rounded to
-                    // steps of about 1/127: each product is off by a standard deviation
-                    // of (1/127)/sqrt(12) · 1/sqrt(3), a sum by sqrt(k) times that;
-                    // six of them is far from any chance failure.
-                    let tol = (k as f32).sqrt() / 127.0;
+                    // Weights and rows uniform in [-1, 1), both rounded to steps of
+                    // about 1/2047 and 1/4095: each product is off by a standard
+                    // deviation of about (1/2047)/sqrt(12) · 1/sqrt(3) · 1.1, a sum by
+                    // sqrt(k) times that; over five of them is far from any chance
+                    // failure.
+                    let tol = (k as f32).sqrt() / 2047.0;
                     for (x, y) in exact.iter().zip(&rounded) {
                         assert!((x - y).abs() <= tol, "m {m} n {n} k {k}: {x} vs {y}");
                     }
@@ -555,7 +566,7 @@ mod tests {
                         let ny: f64 = rounded.iter().map(|y| (y * y) as f64).sum();
                         dot / (nx * ny).sqrt()
                     };
-                    assert!(cos > 0.9999, "cosine {cos}");
+                    assert!(cos > 0.99999, "cosine {cos}");
                 }
             }
         }
@@ -573,13 +584,13 @@ mod tests {
         assert_eq!((panels.kp, panels.groups), (300, 3));
         for g in 0..3 {
             let largest = (k.min((g + 1) * GROUP)) as f32;
-            assert_eq!(panels.scales[g * NR], largest / 127.0);
-            assert_eq!(panels.scales[g * NR + 1], 0.5 / 127.0);
+            assert_eq!(panels.scales[g * NR], largest / 2047.0);
+            assert_eq!(panels.scales[g * NR + 1], 0.5 / 2047.0);
             assert_eq!(panels.scales[g * NR + 2], 0.0, "a padding column");
         }
-        // The group's largest weight is 127, the other column's all -127.
+        // The group's largest weight is 2047, the other column's all -2047.
         let last = k - 1;
-        assert_eq!(panels.data[(last / 2) * 2 * NR + last % 2], 127);
-        assert!((0..k).all(|p| panels.data[(p / 2) * 2 * NR + 2 + p % 2] == -127));
+        assert_eq!(panels.data[(last / 2) * 2 * NR + last % 2], 2047);
+        assert!((0..k).all(|p| panels.data[(p / 2) * 2 * NR + 2 + p % 2] == -2047));
     }
 }
