@@ -431,7 +431,7 @@ impl Embedder for LocalEmbedder {
     }
 
     /// A query's vector, with the weights read as `EXCERPT_QUERY_WEIGHTS` says
-    /// ([`QueryWeights`]; by default the weights in half precision).
+    /// ([`QueryWeights`]; by default in 16-bit integer products).
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed_query_with(query, QueryWeights::from_env())
     }
@@ -572,17 +572,15 @@ impl TokenCounter for LocalTokenCounter {
 /// always embedded in f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueryWeights {
-    /// Weights rounded to 12-bit integers (one scale per column and 128 inner
-    /// positions), the rows to 13-bit ones, multiplied and added as 16-bit integers:
-    /// twice the multiply-adds per instruction of f32; cosine 0.99999 to the f32
-    /// vector, about 1 ms off a question (docs/BENCHMARKS.md, session 32). Not the
-    /// default: on one dev set `auto`'s recall at the smallest budget moved by 0.006
-    /// (docs/EVAL.md). Needs AVX2 and FMA (our own kernels); elsewhere the products are
-    /// f32.
-    Int16,
-    /// Weights rounded to half precision, products in f32 (the default). Needs F16C
-    /// (our own kernels); elsewhere f32.
+    /// Weights rounded to 12-bit integers (one scale per column and 64 inner
+    /// positions), the rows to 14-bit ones, multiplied and added as 16-bit integers
+    /// (the default): more multiply-adds per instruction than f32, cosine 0.99999 to
+    /// the f32 vector, every dev-set figure as with f16 (docs/EVAL.md, session 32).
+    /// Needs AVX2 and FMA (our own kernels); elsewhere the products are f32.
     #[default]
+    Int16,
+    /// Weights rounded to half precision, products in f32. Needs F16C (our own
+    /// kernels); elsewhere f32.
     F16,
     /// The model's f32 weights, as documents are embedded.
     F32,
@@ -592,7 +590,7 @@ impl QueryWeights {
     /// The environment variable [`QueryWeights::from_env`] reads.
     pub const ENV: &'static str = "EXCERPT_QUERY_WEIGHTS";
 
-    /// `EXCERPT_QUERY_WEIGHTS` = `f16` (the default), `int16` or `f32`;
+    /// `EXCERPT_QUERY_WEIGHTS` = `int16` (the default), `f16` or `f32`;
     /// `EXCERPT_QUERY_F32=1`, an older switch, still means `f32`. An unknown value is
     /// reported once on standard error and the default used.
     pub fn from_env() -> Self {
@@ -606,18 +604,18 @@ impl QueryWeights {
     /// default); an unknown one is reported once on standard error.
     fn from_value(value: Option<&str>) -> Self {
         match value.map(str::trim) {
-            Some("int16") => Self::Int16,
+            Some("f16") => Self::F16,
             Some("f32") => Self::F32,
-            Some("f16") | Some("") | None => Self::F16,
+            Some("int16") | Some("") | None => Self::Int16,
             Some(other) => {
                 static WARNED: std::sync::Once = std::sync::Once::new();
                 WARNED.call_once(|| {
                     eprintln!(
-                        "excerpt: {}=`{other}` is not one of f16, int16, f32; using f16",
+                        "excerpt: {}=`{other}` is not one of int16, f16, f32; using int16",
                         Self::ENV
                     )
                 });
-                Self::F16
+                Self::Int16
             }
         }
     }
@@ -636,15 +634,15 @@ mod query_weights_tests {
     use super::QueryWeights;
 
     #[test]
-    fn query_weights_parse_with_half_precision_the_default() {
-        assert_eq!(QueryWeights::default(), QueryWeights::F16);
+    fn query_weights_parse_with_integer_products_the_default() {
+        assert_eq!(QueryWeights::default(), QueryWeights::Int16);
         for (value, want) in [
-            (None, QueryWeights::F16),
-            (Some(""), QueryWeights::F16),
-            (Some("f16"), QueryWeights::F16),
-            (Some(" int16 "), QueryWeights::Int16),
+            (None, QueryWeights::Int16),
+            (Some(""), QueryWeights::Int16),
+            (Some(" f16 "), QueryWeights::F16),
+            (Some("int16"), QueryWeights::Int16),
             (Some("f32"), QueryWeights::F32),
-            (Some("int8"), QueryWeights::F16),
+            (Some("int8"), QueryWeights::Int16),
         ] {
             assert_eq!(QueryWeights::from_value(value), want, "{value:?}");
         }

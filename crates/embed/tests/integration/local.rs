@@ -238,9 +238,9 @@ fn batches_equal_singles_and_keep_order() {
 
 #[test]
 fn queries_in_each_precision_stay_close_to_documents_and_the_reference() {
-    // A query's products may read the weights rounded (`QueryWeights`): to half
-    // precision (the default, with F16C) or to 12-bit integers in integer products
-    // (on our own kernels).
+    // A query's products may read the weights rounded (`QueryWeights`): to 12-bit
+    // integers in integer products (the default, on our own kernels) or to half
+    // precision (with F16C).
     // Documents are embedded in f32. The same text gives vectors within each
     // precision's cosine of the document's, not the same bits, and each matches the
     // reference; in f32 the query is the document's vector bit for bit.

@@ -383,7 +383,7 @@ pub(crate) enum Precision {
     /// CPU without it.
     Half,
     /// Rounded to 12-bit integers per column and group of inner positions, the rows of
-    /// `A` to 13-bit integers, multiplied and added in 16-bit integer arithmetic
+    /// `A` to 14-bit integers, multiplied and added in 16-bit integer arithmetic
     /// ([`quant`]): twice the multiply-adds of f32 per instruction. Needs AVX2 and
     /// FMA; not for products with row scales (both then computed in f32).
     Int16,

@@ -1,5 +1,5 @@
 //! Products of a query's few rows in 16-bit integer arithmetic: 12-bit weights and
-//! 13-bit activations ([`Precision::Int16`](super::Precision::Int16)).
+//! 14-bit activations ([`Precision::Int16`](super::Precision::Int16)).
 //!
 //! A query's products are bound by the multiply-adds of the FMA units (its 20-80 rows
 //! keep the weights in cache). AVX2's `vpmaddwd` multiplies sixteen pairs of 16-bit
@@ -11,19 +11,20 @@
 //!   the panels' layout, two inner positions side by side for each column
 //!   (`vpmaddwd`'s pairs).
 //! - **Activations** are rounded per row, at each product, to integers in
-//!   `-4095..=4095` with one scale per row.
-//! - A group's sums stay exact in 32-bit lanes (128 products of at most 4095 · 2047,
+//!   `-8191..=8191` with one scale per row.
+//! - A group's sums stay exact in 32-bit lanes (64 products of at most 8191 · 2047,
 //!   below 2³¹), then become f32, are multiplied by the column scales and the row
 //!   scale, and are added to `C` as the f32 kernels add their `k` blocks; the bias, the
 //!   residual and the activation are applied as theirs are.
 //!
-//! The widths were chosen on data, outside the engine, with a forward pass in f64 that
-//! rounded every linear layer this way (docs/BENCHMARKS.md, session 32): 12-bit weights
-//! and 13-bit rows keep the 57 financebench-dev questions within cosine 0.999997 of
-//! their f32 vectors. 8-bit weights (stored as bytes, half the memory of f16, and
-//! 0.5 ms faster again) reached only 0.9997, and moved `auto`'s recall on three dev
-//! sets by 0.007-0.011 at the smallest budget; 8-bit rows (what `vpmaddubsw` needs)
-//! fell to 0.997.
+//! The widths were chosen on data (docs/BENCHMARKS.md and docs/EVAL.md, session 32).
+//! A forward pass in f64 outside the engine, rounding every linear layer this way,
+//! keeps the 57 financebench-dev questions within cosine 0.999999 of their f32
+//! vectors, and every dev-set figure of `scripts/eval-dev.sh` is what half-precision
+//! weights give. Narrower ones moved answers: 8-bit weights (stored as bytes, half the
+//! memory of f16, 0.5 ms faster again) reached cosine 0.9997 and cost `auto` 0.007-0.011
+//! of recall on three dev sets at the smallest budget; 13-bit rows in groups of 128
+//! cost one pydocs-nav question; 8-bit rows (what `vpmaddubsw` needs) fell to 0.997.
 //!
 //! Integer sums do not depend on their order, and the f32 steps run in a fixed order,
 //! so the AVX2 tile and the portable twin of the tests give the same bits; a CPU with
@@ -34,13 +35,13 @@ use std::ops::Range;
 use super::{finish_row, Epilogue, Packed, SendPtr, Strip, Tile, NR};
 
 /// Inner positions sharing one weight scale per column.
-pub(super) const GROUP: usize = 128;
+pub(super) const GROUP: usize = 64;
 
 /// Largest magnitude of a rounded weight.
 const WEIGHT_MAX: f32 = 2047.0;
 
 /// Largest magnitude of a rounded activation.
-const ACTIVATION_MAX: f32 = 4095.0;
+const ACTIVATION_MAX: f32 = 8191.0;
 
 /// A matrix's weights rounded to integers, in the panels of [`Packed`].
 pub(super) struct QuantPanels {
@@ -105,8 +106,8 @@ struct QuantRows {
     scales: Vec<f32>,
 }
 
-/// Rounds each row of `a` to integers of magnitude at most 4095: one scale per row,
-/// its largest magnitude over 4095 (zero for a row of zeros).
+/// Rounds each row of `a` to integers of magnitude at most 8191: one scale per row,
+/// its largest magnitude over 8191 (zero for a row of zeros).
 fn quantize_rows(a: &[f32], lda: usize, m: usize, k: usize, kp: usize) -> QuantRows {
     let mut values = vec![0i16; m * kp];
     let mut scales = vec![0f32; m];
@@ -194,7 +195,7 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16]) -> f32 {
 }
 
 /// `C = act(A · Wᵀ [+ C] [+ bias])` with the weights of `w` rounded to 12 bits and
-/// the rows of `A` to 13: [`super::matmul_to`] for [`Precision::Int16`](super::Precision::Int16).
+/// the rows of `A` to 14: [`super::matmul_to`] for [`Precision::Int16`](super::Precision::Int16).
 ///
 /// # Safety
 /// As [`super::matmul_to`], after its checks; `w` is packed in panels, the CPU has
@@ -469,7 +470,9 @@ mod tests {
             let sy = unsafe { quantize_row_avx2(&row, &mut y) };
             assert_eq!(x, y, "k {k}");
             assert_eq!(sx.to_bits(), sy.to_bits());
-            assert!(x.iter().any(|&v| v.unsigned_abs() == 4095));
+            assert!(x
+                .iter()
+                .any(|&v| f32::from(v.unsigned_abs()) == ACTIVATION_MAX));
         }
         let zeros = vec![0f32; 20];
         let mut out = vec![5i16; 20];
@@ -548,7 +551,7 @@ mod tests {
                         true,
                     );
                     // Weights and rows uniform in [-1, 1), both rounded to steps of
-                    // about 1/2047 and 1/4095: each product is off by a standard
+                    // about 1/2047 and 1/8191: each product is off by a standard
                     // deviation of about (1/2047)/sqrt(12) · 1/sqrt(3) · 1.1, a sum by
                     // sqrt(k) times that; over five of them is far from any chance
                     // failure.
@@ -581,8 +584,8 @@ mod tests {
             .collect();
         let packed = Packed::from_rows(Kernel::Avx2, &w, k, n, k);
         let panels = QuantPanels::new(&packed);
-        assert_eq!((panels.kp, panels.groups), (300, 3));
-        for g in 0..3 {
+        assert_eq!((panels.kp, panels.groups), (300, k.div_ceil(GROUP)));
+        for g in 0..panels.groups {
             let largest = (k.min((g + 1) * GROUP)) as f32;
             assert_eq!(panels.scales[g * NR], largest / 2047.0);
             assert_eq!(panels.scales[g * NR + 1], 0.5 / 2047.0);
