@@ -572,7 +572,7 @@ impl TokenCounter for LocalTokenCounter {
 /// always embedded in f32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum QueryWeights {
-    /// Weights rounded to 12-bit integers (one scale per column and 64 inner
+    /// Weights rounded to 12-bit integers (one scale per column and 128 inner
     /// positions), the rows to 14-bit ones, multiplied and added as 16-bit integers
     /// (the default): more multiply-adds per instruction than f32, cosine 0.99999 to
     /// the f32 vector, every dev-set figure as with f16 (docs/EVAL.md, session 32).

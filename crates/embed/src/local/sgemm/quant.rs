@@ -6,13 +6,13 @@
 //! integers and adds each pair into a 32-bit lane, twice the multiply-adds of an f32
 //! FMA per instruction, and exact. So:
 //!
-//! - **Weights** are rounded once, at first use, to integers in `-2047..=2047` with one
+//! - **Weights** are rounded once, at first use, to integers in `-2046..=2046` with one
 //!   scale per output column and [`GROUP`] inner positions, kept as 16-bit values in
 //!   the panels' layout, two inner positions side by side for each column
 //!   (`vpmaddwd`'s pairs).
 //! - **Activations** are rounded per row, at each product, to integers in
 //!   `-8191..=8191` with one scale per row.
-//! - A group's sums stay exact in 32-bit lanes (64 products of at most 8191 · 2047,
+//! - A group's sums stay exact in 32-bit lanes (128 products of at most 8191 · 2046,
 //!   below 2³¹), then become f32, are multiplied by the column scales and the row
 //!   scale, and are added to `C` as the f32 kernels add their `k` blocks; the bias, the
 //!   residual and the activation are applied as theirs are.
@@ -23,8 +23,10 @@
 //! vectors, and every dev-set figure of `scripts/eval-dev.sh` is what half-precision
 //! weights give. Narrower ones moved answers: 8-bit weights (stored as bytes, half the
 //! memory of f16, 0.5 ms faster again) reached cosine 0.9997 and cost `auto` 0.007-0.011
-//! of recall on three dev sets at the smallest budget; 13-bit rows in groups of 128
-//! cost one pydocs-nav question; 8-bit rows (what `vpmaddubsw` needs) fell to 0.997.
+//! of recall on three dev sets at the smallest budget; 13-bit rows cost one pydocs-nav
+//! question; 8-bit rows (what `vpmaddubsw` needs) fell to 0.997. Groups of 64 kept the
+//! figures too, but a tile call covers one group, and twice the calls cost about 1 ms a
+//! question over HTTP.
 //!
 //! Integer sums do not depend on their order, and the f32 steps run in a fixed order,
 //! so the AVX2 tile and the portable twin of the tests give the same bits; a CPU with
@@ -35,10 +37,11 @@ use std::ops::Range;
 use super::{finish_row, Epilogue, Packed, SendPtr, Strip, Tile, NR};
 
 /// Inner positions sharing one weight scale per column.
-pub(super) const GROUP: usize = 64;
+pub(super) const GROUP: usize = 128;
 
-/// Largest magnitude of a rounded weight.
-const WEIGHT_MAX: f32 = 2047.0;
+/// Largest magnitude of a rounded weight: with [`ACTIVATION_MAX`] and [`GROUP`], a
+/// group's sum stays below 2³¹ (128 · 8191 · 2046 = 2,145,124,608).
+const WEIGHT_MAX: f32 = 2046.0;
 
 /// Largest magnitude of a rounded activation.
 const ACTIVATION_MAX: f32 = 8191.0;
@@ -587,13 +590,13 @@ mod tests {
         assert_eq!((panels.kp, panels.groups), (300, k.div_ceil(GROUP)));
         for g in 0..panels.groups {
             let largest = (k.min((g + 1) * GROUP)) as f32;
-            assert_eq!(panels.scales[g * NR], largest / 2047.0);
-            assert_eq!(panels.scales[g * NR + 1], 0.5 / 2047.0);
+            assert_eq!(panels.scales[g * NR], largest / WEIGHT_MAX);
+            assert_eq!(panels.scales[g * NR + 1], 0.5 / WEIGHT_MAX);
             assert_eq!(panels.scales[g * NR + 2], 0.0, "a padding column");
         }
-        // The group's largest weight is 2047, the other column's all -2047.
+        // The group's largest weight is 2046, the other column's all -2046.
         let last = k - 1;
-        assert_eq!(panels.data[(last / 2) * 2 * NR + last % 2], 2047);
-        assert!((0..k).all(|p| panels.data[(p / 2) * 2 * NR + 2 + p % 2] == -2047));
+        assert_eq!(panels.data[(last / 2) * 2 * NR + last % 2], 2046);
+        assert!((0..k).all(|p| panels.data[(p / 2) * 2 * NR + 2 + p % 2] == -2046));
     }
 }
