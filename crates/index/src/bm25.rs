@@ -58,6 +58,10 @@ struct BlockSums<'a> {
     norms: &'a FieldNormReader,
 }
 
+/// Postings whose scores [`BlockSums::add`] computes before adding them: a block of
+/// tantivy's postings.
+const SCORED_AT_ONCE: usize = 128;
+
 impl BlockSums<'_> {
     /// Adds the scores of the postings `docs` (their term frequencies `freqs`, or 1
     /// each) into `sums`; with `MARK`, marks each chunk in `reached`; with `SCOPED`,
@@ -72,19 +76,50 @@ impl BlockSums<'_> {
         reached: &mut [u64],
         permitted: &[u64],
     ) {
-        let mut one = |doc: u32, tf: u32| {
-            let (word, bit) = (doc as usize / 64, 1u64 << (doc % 64));
-            if SCOPED && permitted[word] & bit == 0 {
-                return;
+        if SCOPED {
+            // Most postings of a scoped search are outside the scope: tested first,
+            // their scores are never computed.
+            let mut one = |doc: u32, tf: u32| {
+                let (word, bit) = (doc as usize / 64, 1u64 << (doc % 64));
+                if permitted[word] & bit == 0 {
+                    return;
+                }
+                sums[doc as usize] += self.weight.score(self.norms.fieldnorm_id(doc), tf);
+                if MARK {
+                    reached[word] |= bit;
+                }
+            };
+            match freqs {
+                Some(freqs) => docs.iter().zip(freqs).for_each(|(&doc, &tf)| one(doc, tf)),
+                None => docs.iter().for_each(|&doc| one(doc, 1)),
             }
-            sums[doc as usize] += self.weight.score(self.norms.fieldnorm_id(doc), tf);
-            if MARK {
-                reached[word] |= bit;
+            return;
+        }
+        // Else a block's scores first, then its sums (with the floor test of
+        // `top_by_terms` made in its loops, 6 % faster than one pass: p50 1.72 → 1.61 ms
+        // on financebench-dev's questions at 105k chunks, `examples/bm25_scoring.rs`).
+        let mut scores = [0f32; SCORED_AT_ONCE];
+        for (at, docs) in docs.chunks(SCORED_AT_ONCE).enumerate() {
+            let scores = &mut scores[..docs.len()];
+            match freqs {
+                Some(freqs) => {
+                    let freqs = &freqs[at * SCORED_AT_ONCE..][..docs.len()];
+                    for ((score, &doc), &tf) in scores.iter_mut().zip(docs).zip(freqs) {
+                        *score = self.weight.score(self.norms.fieldnorm_id(doc), tf);
+                    }
+                }
+                None => {
+                    for (score, &doc) in scores.iter_mut().zip(docs) {
+                        *score = self.weight.score(self.norms.fieldnorm_id(doc), 1);
+                    }
+                }
             }
-        };
-        match freqs {
-            Some(freqs) => docs.iter().zip(freqs).for_each(|(&doc, &tf)| one(doc, tf)),
-            None => docs.iter().for_each(|&doc| one(doc, 1)),
+            for (&doc, &score) in docs.iter().zip(scores.iter()) {
+                sums[doc as usize] += score;
+                if MARK {
+                    reached[doc as usize / 64] |= 1u64 << (doc % 64);
+                }
+            }
         }
     }
 }
@@ -568,12 +603,14 @@ impl Bm25Reader {
             // Every BM25 score is above zero: a sum of zero is a chunk no term reached.
             // Each sum read is set back to zero. Most chunks score below the top so
             // far, and are passed over without an offer.
+            // The loops test against the floor themselves (a call per chunk was an
+            // eighth of a search's time); `offer` returns the new floor.
             let mut floor = top.floor();
             let mut offer = |doc: u32, score: f32| {
-                if score >= floor && alive.is_none_or(|a| a.is_alive(doc)) {
+                if alive.is_none_or(|a| a.is_alive(doc)) {
                     top.offer((segment, doc), score);
-                    floor = top.floor();
                 }
+                top.floor()
             };
             if mark {
                 for (word, bits) in reached.iter().enumerate() {
@@ -581,13 +618,19 @@ impl Bm25Reader {
                     while bits != 0 {
                         let doc = (word * 64) as u32 + bits.trailing_zeros();
                         bits &= bits - 1;
-                        offer(doc, std::mem::take(&mut sums[doc as usize]));
+                        let score = std::mem::take(&mut sums[doc as usize]);
+                        if score >= floor {
+                            floor = offer(doc, score);
+                        }
                     }
                 }
             } else {
                 for (doc, sum) in sums[..max_doc].iter_mut().enumerate() {
                     if *sum != 0.0 {
-                        offer(doc as u32, std::mem::take(sum));
+                        let score = std::mem::take(sum);
+                        if score >= floor {
+                            floor = offer(doc as u32, score);
+                        }
                     }
                 }
             }
