@@ -104,17 +104,34 @@ impl QuantPanels {
 
 /// `m` rows of `k` activations (stride `lda`) rounded to 16-bit integers, `kp` per row
 /// (zero past `k`), with their scales.
+#[derive(Default)]
 struct QuantRows {
     values: Vec<i16>,
     scales: Vec<f32>,
 }
 
+thread_local! {
+    /// The rounded rows of this thread's last product, kept for its next
+    /// ([`quantize_rows`]).
+    static KEPT_ROWS: std::cell::Cell<QuantRows> = std::cell::Cell::new(QuantRows::default());
+}
+
 /// Rounds each row of `a` to integers of magnitude at most 8191: one scale per row,
 /// its largest magnitude over 8191 (zero for a row of zeros).
 fn quantize_rows(a: &[f32], lda: usize, m: usize, k: usize, kp: usize) -> QuantRows {
-    let mut values = vec![0i16; m * kp];
-    let mut scales = vec![0f32; m];
+    // The buffers of this thread's last product (a query's products take turns on one
+    // thread), so that each product does not allocate and zero them anew; a product
+    // run meanwhile on this thread (a task stolen while this one waits) finds them
+    // taken and allocates its own.
+    let QuantRows {
+        mut values,
+        mut scales,
+    } = KEPT_ROWS.with(|kept| kept.take());
+    values.resize(m * kp, 0);
+    scales.resize(m, 0.0);
     for (i, (out, scale)) in values.chunks_exact_mut(kp).zip(&mut scales).enumerate() {
+        // Past `k`, zero (the buffer may hold an earlier product's values there).
+        out[k..].fill(0);
         let row = &a[i * lda..][..k];
         #[cfg(target_arch = "x86_64")]
         if super::has_avx2_fma() {
@@ -224,6 +241,7 @@ pub(super) unsafe fn product(
         // `for_each_block` within the panels of `w`).
         unsafe { block(&rows, first_row, w, panels, columns, out, ldc, epilogue) }
     });
+    KEPT_ROWS.with(|kept| kept.set(rows));
 }
 
 /// One block of at most `MC` rows from `first_row`, the panels `columns`, group by
