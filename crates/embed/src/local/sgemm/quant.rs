@@ -46,6 +46,11 @@ const WEIGHT_MAX: f32 = 2046.0;
 /// Largest magnitude of a rounded activation.
 const ACTIVATION_MAX: f32 = 8191.0;
 
+// A group's sum of products must fit a 32-bit lane: the widths cannot grow past it
+// unnoticed.
+const _: () =
+    assert!((GROUP as f64) * (ACTIVATION_MAX as f64) * (WEIGHT_MAX as f64) < 2_147_483_648.0);
+
 /// A matrix's weights rounded to integers, in the panels of [`Packed`].
 pub(super) struct QuantPanels {
     /// Panel `q` holds `kp / 2` pairs of inner positions; pair `p` is `2 · NR` values,
