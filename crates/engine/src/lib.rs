@@ -60,8 +60,8 @@ pub use query::Retrieved;
 pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{
-    context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode, QueryRequest,
-    QuerySpec,
+    context_json, context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode,
+    QueryRequest, QuerySpec,
 };
 
 pub use excerpt_context::{Context, Piece, StrategyConfig, Timings, MAX_BUDGET};

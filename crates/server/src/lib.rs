@@ -15,7 +15,9 @@
 //! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
 //! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
 //!
-//! Engine work is blocking, so every handler runs it on `tokio::task::spawn_blocking`.
+//! Engine work is blocking, so no handler runs it on the async threads: queries run on
+//! the compute pool where the engine's parallel steps run (`extract::on_pool`), the
+//! rest on `tokio::task::spawn_blocking`.
 //! Writes (ingest, delete) are serialized by one lock in the server; the index's own
 //! `LOCK` file keeps other processes out, and a write that meets it answers 409. Queries
 //! never wait for a write: they read the latest committed snapshot.
@@ -273,7 +275,8 @@ pub fn run_blocking(
     options: ServerOptions,
     on_listening: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
-    // Engine work runs on the blocking pool; the concurrency limit bounds it, so the pool
+    // Engine work other than queries runs on the blocking pool (queries run on rayon's
+    // compute pool, its threads one a core); the concurrency limit bounds it, so the pool
     // needs no more threads than that (plus a few for file work), and idle threads go
     // after ten seconds, so memory returns near idle after a burst.
     let rt = tokio::runtime::Builder::new_multi_thread()
