@@ -424,6 +424,10 @@ fn unretrieved_map<'q>(
     Ok(Some((q, m)))
 }
 
+/// Chunks of the candidate documents from which [`chunk_values`] values the documents
+/// on the pool's threads rather than one after the other.
+const PARALLEL_CHUNKS: usize = 2048;
+
 /// Each candidate document's chunk relevances, by document position.
 type Relevances = BTreeMap<u32, Vec<f32>>;
 
@@ -462,11 +466,10 @@ fn chunk_values(
             _ => (-p.threshold, 0.0),
         })
     };
-    let mut doc_values = Vec::with_capacity(docs.len());
-    let mut relevances: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
-    for &d in docs {
+    // One document's values, lengths and relevances (`None`: not in the corpus).
+    let value_doc = |d: u32| -> Result<Option<(DocValues, Vec<f32>)>, ContextError> {
         let Some(doc) = req.corpus.document(d) else {
-            continue;
+            return Ok(None);
         };
         let n = doc.chunks.len();
         let mut values = Vec::with_capacity(n);
@@ -515,12 +518,39 @@ fn chunk_values(
                 u32::try_from(t).unwrap_or(u32::MAX)
             })
             .collect();
-        doc_values.push(DocValues {
-            doc: d,
-            values,
-            lengths,
-        });
-        relevances.insert(d, rels);
+        Ok(Some((
+            DocValues {
+                doc: d,
+                values,
+                lengths,
+            },
+            rels,
+        )))
+    };
+    // The documents are valued on their own, so with enough chunks to read (a long
+    // question's candidate documents: cosines and word counts of thousands of chunks)
+    // they are valued on the pool's threads, each the same as alone, kept in order.
+    let chunks: usize = docs
+        .iter()
+        .filter_map(|&d| req.corpus.document(d))
+        .map(|doc| doc.chunks.len())
+        .sum();
+    let valued: Vec<Option<(DocValues, Vec<f32>)>> = if chunks >= PARALLEL_CHUNKS {
+        use rayon::prelude::*;
+        docs.par_iter()
+            .with_max_len(1)
+            .map(|&d| value_doc(d))
+            .collect::<Result<_, _>>()?
+    } else {
+        docs.iter()
+            .map(|&d| value_doc(d))
+            .collect::<Result<_, _>>()?
+    };
+    let mut doc_values = Vec::with_capacity(docs.len());
+    let mut relevances: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
+    for (values, rels) in valued.into_iter().flatten() {
+        relevances.insert(values.doc, rels);
+        doc_values.push(values);
     }
     Ok((doc_values, relevances))
 }
