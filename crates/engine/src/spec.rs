@@ -240,7 +240,8 @@ pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
 ///
 /// The value is a map, so its keys come out in byte order at every level, and each
 /// `f32` is written as the `f64` it widens to; the fields are taken apart by name, so a
-/// field added to [`Context`] or [`Piece`] does not compile here until it is written.
+/// field added to [`Context`] or [`Piece`](excerpt_core::Piece) does not compile here
+/// until it is written.
 pub fn context_json(query: &str, ctx: &Context) -> Vec<u8> {
     use excerpt_core::{Piece, PieceOrder, Timings};
     // Scalars are written by serde_json itself, so they are spelled as the value's are
