@@ -255,6 +255,40 @@ fn rse_values_unretrieved_neighbours_by_similarity() {
     assert_eq!(ctx.pieces.len(), 2, "{ctx:?}");
 }
 
+/// Candidate documents holding 2,048 chunks or more are valued on rayon's threads
+/// (`PARALLEL_CHUNKS`): each document keeps its own values, so two long documents give
+/// the segments one short document gives, each where its own hit is.
+#[test]
+fn rse_values_long_documents_each_as_alone() {
+    let long = |at: usize| -> Vec<ChunkSpec> {
+        let filler: Vec<String> = (0..1100).map(|i| format!("filler {i} words. ")).collect();
+        let mut specs: Vec<ChunkSpec> = filler.iter().map(|f| chunk(&[f.as_str()])).collect();
+        specs[at + 1] = chunk(&["unrelated words entirely. "]);
+        specs[at + 2] = chunk(&["alpha beta gamma. "]);
+        specs[at + 3] = chunk(&["alpha beta delta. "]);
+        specs
+    };
+    let c = TestCorpus::new(vec![
+        build_doc("a.md", "A", &long(500)),
+        build_doc("b.md", "B", &long(700)),
+    ]);
+    let hits = [hit(0, 502, 0.9), hit(1, 702, 0.8)];
+    let qv = HashEmbedder::default().vector("alpha beta");
+    let cfg: StrategyConfig = "rse".parse().unwrap();
+    let ctx = assemble(&cfg, &req(&c, &hits, 1000, None, Some(&qv))).unwrap();
+    let got: Vec<(&str, u32, u32)> = ctx
+        .pieces
+        .iter()
+        .map(|p| (p.doc_id.as_str(), p.first_chunk, p.last_chunk))
+        .collect();
+    assert_eq!(got, vec![("a.md", 502, 503), ("b.md", 702, 703)], "{ctx:?}");
+    assert_eq!(
+        assemble(&cfg, &req(&c, &hits, 1000, None, Some(&qv))).unwrap(),
+        ctx,
+        "the same context again"
+    );
+}
+
 #[test]
 fn rse_values_chunks_by_the_relevance_of_their_scores() {
     // Five hits in a row that rank relevance rates alike (as RRF does for the first tens

@@ -502,3 +502,62 @@ impl IvfIndex {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With enough lists to score the centroids on rayon's threads, and with too few,
+    /// the lists come best centroid first, ties by list, their rows in order: what one
+    /// pass over the centroids gives.
+    #[test]
+    fn candidates_come_best_list_first_either_way() {
+        let dim = 16;
+        for lists in [PARALLEL_LISTS / 4, PARALLEL_LISTS + 77] {
+            // Centroids from a small generator; every third one repeats the one before,
+            // so that ties between lists occur.
+            let mut x = 0x9e37_79b9_u32;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x % 2001) as f32 / 1000.0 - 1.0
+            };
+            let mut centroids: Vec<f32> = Vec::with_capacity(lists * dim);
+            for l in 0..lists {
+                if l % 3 == 2 {
+                    let before = centroids[(l - 1) * dim..l * dim].to_vec();
+                    centroids.extend(before);
+                } else {
+                    centroids.extend((0..dim).map(|_| next()));
+                }
+            }
+            let offsets: Vec<usize> = (0..=lists).map(|l| 2 * l).collect();
+            let rows: Vec<u32> = (0..2 * lists as u32).collect();
+            let ivf = IvfIndex {
+                dim,
+                centroids: centroids.clone(),
+                offsets,
+                rows,
+            };
+            let query: Vec<f32> = (0..dim).map(|_| next()).collect();
+            let mut order: Vec<(f32, usize)> = centroids
+                .chunks_exact(dim)
+                .enumerate()
+                .map(|(l, c)| (crate::dense::dot(&query, c), l))
+                .collect();
+            order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let want: Vec<usize> = order
+                .iter()
+                .flat_map(|&(_, l)| [2 * l, 2 * l + 1])
+                .collect();
+            assert_eq!(
+                ivf.candidates(&query, 2 * lists, None),
+                want,
+                "{lists} lists"
+            );
+            // A target stops at the list that reaches it.
+            assert_eq!(ivf.candidates(&query, 5, None), want[..6], "{lists} lists");
+        }
+    }
+}
