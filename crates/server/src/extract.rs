@@ -83,10 +83,12 @@ where
 /// where the engine runs its parallel steps); a panic in it becomes a 500.
 ///
 /// A query handed to the blocking pool [`blocking`] uses costs two more wake-ups of a
-/// sleeping thread than one handed here, and each of its parallel steps (the embedding
-/// beside BM25, the two halves of the dense scan) is handed from that thread to the
-/// pool and back again; run on the pool, those steps start on the thread already
-/// there. On a two-core virtual machine a wake-up of a sleeping thread took 0.05-0.3 ms.
+/// sleeping thread than one handed here (16-22 µs each at the median on a two-core
+/// virtual machine), and each of its parallel steps (the embedding beside BM25, the two
+/// halves of the dense scan) is handed from that thread to the pool and back again; run
+/// on the pool, those steps start on the thread already there (docs/BENCHMARKS.md,
+/// session 34: -0.68 ms a question for `auto`, -0.16 for `topk`, with the other changes
+/// of that session).
 pub(crate) async fn on_pool<T, F>(f: F) -> Result<T, ApiError>
 where
     F: FnOnce() -> Result<T, ApiError> + Send + 'static,
