@@ -3,7 +3,7 @@
 stage times: client-side p50 / p99 per strategy, and the p50 of each stage the server
 reports (`"timings": true`).
 
-    excerpt --index IDX serve --port 8765 &
+    excerpt --index IDX serve --addr 127.0.0.1:8765 &
     scripts/query-bench.py --url http://127.0.0.1:8765 --queries QUERIES.jsonl \
         [--strategy topk --strategy auto] [--budget 1000] [--rounds 3] [--scoped] \
         [--mode dense]
@@ -20,8 +20,16 @@ servers, one right after the other, in alternating order, and the per-query diff
 (second minus first) is summed up: its median, its mean, and how many queries the second
 answered faster. On a shared machine two runs of one build one after the other can
 differ by a third; the paired difference of three rounds resolves about a tenth of a
-millisecond (a few tenths with one round)."""
-import argparse, http.client, json, statistics, time, urllib.parse, urllib.request
+millisecond (a few tenths with one round).
+
+A query's time runs from before its connection is opened (or its request is sent, with
+--keep-alive) to the last byte of the answer, read from a plain socket (the request
+written at once, the answer's length taken from its Content-Length); the answer's JSON
+is read after the clock stops. `--client urllib` times as the script did before session
+35: through `urllib.request` (its opener, handlers and header parsing) with the JSON
+read inside the clock, about a millisecond more a query on a 2-core machine, all of it
+the client's."""
+import argparse, json, socket, statistics, time, urllib.parse, urllib.request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--url", required=True)
@@ -42,6 +50,8 @@ ap.add_argument("--slowest", type=int, default=0, metavar="N",
                 help="also print the stage times of each strategy's N slowest queries")
 ap.add_argument("--no-timings", action="store_true",
                 help="do not ask for the stage times (a server older than `timings`)")
+ap.add_argument("--client", choices=["socket", "urllib"], default="socket",
+                help="how a query is sent and timed (see above; default: socket)")
 a = ap.parse_args()
 strategies = a.strategy or ["topk", "auto"]
 queries = []
@@ -62,30 +72,71 @@ queries = queries[: a.limit]
 
 
 servers = [a.url] + ([a.versus] if a.versus else [])
-conns = {
-    u: http.client.HTTPConnection(urllib.parse.urlsplit(u).hostname,
-                                  urllib.parse.urlsplit(u).port or 80)
-    for u in servers
-} if a.keep_alive else {}
+
+
+def address(u):
+    split = urllib.parse.urlsplit(u)
+    return split.hostname, split.port or 80
+
+
+def connect(u):
+    sock = socket.create_connection(address(u))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+conns = {u: connect(u) for u in servers} if a.keep_alive else {}
+
+
+def exchange(sock, request):
+    """Writes `request` and reads one answer: (status, body bytes)."""
+    sock.sendall(request)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise SystemExit("the server closed the connection before its answer")
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    length = next((int(l.split(b":", 1)[1]) for l in lines[1:]
+                   if l.lower().startswith(b"content-length:")), None)
+    if length is None:
+        raise SystemExit("an answer without Content-Length: try --client urllib")
+    while len(body) < length:
+        chunk = sock.recv(max(65536, length - len(body)))
+        if not chunk:
+            raise SystemExit("the server closed the connection mid-answer")
+        body += chunk
+    return status, body
 
 
 def post(body, server=a.url):
     data = json.dumps(body).encode()
-    start = time.perf_counter()
-    conn = conns.get(server)
-    if conn is not None:
-        conn.request("POST", urllib.parse.urlsplit(server).path.rstrip("/") + "/v1/query",
-                     data, {"Content-Type": "application/json"})
-        r = conn.getresponse()
-        out = json.loads(r.read())
-        if r.status != 200:
-            raise SystemExit(f"HTTP {r.status}: {out}")
-    else:
+    if a.client == "urllib":
+        start = time.perf_counter()
         req = urllib.request.Request(server.rstrip("/") + "/v1/query", data,
                                      {"Content-Type": "application/json"})
         with urllib.request.urlopen(req) as r:
             out = json.load(r)
-    return (time.perf_counter() - start) * 1000, out.get("timings", {})
+        return (time.perf_counter() - start) * 1000, out.get("timings", {})
+    host, port = address(server)
+    path = urllib.parse.urlsplit(server).path.rstrip("/") + "/v1/query"
+    kept = server in conns
+    request = (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+               + ("" if kept else "Connection: close\r\n") + "\r\n").encode() + data
+    start = time.perf_counter()
+    sock = conns[server] if kept else connect(server)
+    status, raw = exchange(sock, request)
+    elapsed = (time.perf_counter() - start) * 1000
+    if not kept:
+        sock.close()
+    out = json.loads(raw)
+    if status != 200:
+        raise SystemExit(f"HTTP {status}: {out}")
+    return elapsed, out.get("timings", {})
 
 
 def pct(xs, p):
