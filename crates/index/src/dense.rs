@@ -104,6 +104,40 @@ pub fn top_k_rows<'a>(
     top.into_sorted()
 }
 
+/// How many rows ahead [`top_k_listed`] asks for a row's vector: the dense stage of a
+/// query at 105k chunks (an IVF probe of about 2,000 rows) 0.82 -> 0.71 ms p50, paired;
+/// one and four rows ahead measured the same as two.
+const ROWS_AHEAD: usize = 2;
+
+/// [`top_k_rows`] of a list of rows, each row's vector asked for from memory
+/// [`ROWS_AHEAD`] rows before it is scored (the rows of an IVF probe lie apart in the
+/// vectors file, so the CPU's own prefetching cannot guess where the next one starts).
+/// The same rows, scores and order.
+#[allow(unsafe_code)]
+fn top_k_listed(query: &[f32], k: usize, rows: &[(usize, &[f32])]) -> Vec<(usize, f32)> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut top = TopK::new(k, rows.len().min(1 << 16));
+    for (i, &(row, vector)) in rows.iter().enumerate() {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(&(_, next)) = rows.get(i + ROWS_AHEAD) {
+            // A cache line is sixteen values.
+            for line in next.chunks(16) {
+                // SAFETY: a prefetch is a hint: it reads nothing the program sees and
+                // never faults; the address is within `next`.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        line.as_ptr().cast(),
+                    )
+                };
+            }
+        }
+        top.offer(row, dot(vector, query));
+    }
+    top.into_sorted()
+}
+
 /// Rows below which [`top_k_rows_split`] scores on one thread: a hand-off to another
 /// worker costs tens of microseconds, a thousand rows of 384 values about fifty when
 /// they are in cache, more when they come from memory, as an IVF search's ~2,000
@@ -116,12 +150,12 @@ pub(crate) const MIN_ROWS_TO_SPLIT: usize = 512;
 /// are the best `k` of the halves' best `k`, sorted the same way).
 pub fn top_k_rows_split(query: &[f32], k: usize, rows: &[(usize, &[f32])]) -> Vec<(usize, f32)> {
     if rows.len() < MIN_ROWS_TO_SPLIT || rayon::current_num_threads() < 2 {
-        return top_k_rows(query, k, rows.iter().copied());
+        return top_k_listed(query, k, rows);
     }
     let (front, back) = rows.split_at(rows.len() / 2);
     let (mut best, back) = rayon::join(
-        || top_k_rows(query, k, front.iter().copied()),
-        || top_k_rows(query, k, back.iter().copied()),
+        || top_k_listed(query, k, front),
+        || top_k_listed(query, k, back),
     );
     best.extend(back);
     best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -144,6 +178,23 @@ mod tests {
             all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             all.truncate(k);
             prop_assert_eq!(got, all);
+        }
+
+        #[test]
+        fn a_list_scores_as_the_rows_do(
+            vals in proptest::collection::vec(-3i32..3, 0..90),
+            k in 0usize..12,
+        ) {
+            // dim 3, rows in any order of row number: the prefetching loop must give
+            // the iterator's rows, scores and ties.
+            let m: Vec<f32> = vals.iter().map(|&v| v as f32 * 0.5).collect();
+            let mut rows: Vec<(usize, &[f32])> = m.chunks_exact(3).enumerate().collect();
+            rows.reverse();
+            let q = [1.0, -0.5, 0.25];
+            prop_assert_eq!(
+                top_k_listed(&q, k, &rows),
+                top_k_rows(&q, k, rows.iter().copied())
+            );
         }
 
         #[test]
