@@ -113,29 +113,37 @@ const ROWS_AHEAD: usize = 2;
 /// [`ROWS_AHEAD`] rows before it is scored (the rows of an IVF probe lie apart in the
 /// vectors file, so the CPU's own prefetching cannot guess where the next one starts).
 /// The same rows, scores and order.
-#[allow(unsafe_code)]
 fn top_k_listed(query: &[f32], k: usize, rows: &[(usize, &[f32])]) -> Vec<(usize, f32)> {
     if k == 0 {
         return Vec::new();
     }
     let mut top = TopK::new(k, rows.len().min(1 << 16));
     for (i, &(row, vector)) in rows.iter().enumerate() {
-        #[cfg(target_arch = "x86_64")]
         if let Some(&(_, next)) = rows.get(i + ROWS_AHEAD) {
-            // A cache line is sixteen values.
-            for line in next.chunks(16) {
-                // SAFETY: a prefetch is a hint: it reads nothing the program sees and
-                // never faults; the address is within `next`.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                        line.as_ptr().cast(),
-                    )
-                };
-            }
+            prefetch(next);
         }
         top.offer(row, dot(vector, query));
     }
     top.into_sorted()
+}
+
+/// Asks for `values` to be brought into the cache (a hint; nothing on other CPUs).
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch(values: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    // A cache line is sixteen values.
+    for line in values.chunks(16) {
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees and never
+        // faults; the address is within `values`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = values;
 }
 
 /// Rows below which [`top_k_rows_split`] scores on one thread: a hand-off to another
