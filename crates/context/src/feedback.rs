@@ -24,7 +24,8 @@ type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
-use crate::sentences::lexical::weighted_scores;
+use crate::sentences::first_sentence_from;
+use crate::sentences::lexical::weighted_id_scores;
 use crate::sentences::term_ids::SentenceTerms;
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
@@ -54,9 +55,7 @@ pub fn feedback_terms(
         let Some(chunk) = doc.chunks.get(key.ordinal as usize) else {
             continue;
         };
-        let first = doc
-            .sentences
-            .partition_point(|s| s.byte_start < chunk.range.byte_start);
+        let first = first_sentence_from(doc, chunk.range.byte_start);
         for (j, s) in doc.sentences[first..].iter().enumerate() {
             if s.byte_start >= chunk.range.byte_end {
                 break;
@@ -72,7 +71,7 @@ pub fn feedback_terms(
     query_ids.sort_unstable();
     query_ids.dedup();
     let weighted: Vec<(u32, f64)> = query_ids.iter().map(|&t| (t, 1.0)).collect();
-    let lex = weighted_scores(&weighted, &texts);
+    let lex = weighted_id_scores(&weighted, &texts);
     let mut best: Vec<usize> = (0..texts.len()).filter(|&i| lex[i] > 0.0).collect();
     best.sort_by(|&a, &b| lex[b].total_cmp(&lex[a]).then(a.cmp(&b)));
     best.truncate(sentences);

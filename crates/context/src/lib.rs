@@ -19,6 +19,7 @@ mod context;
 mod error;
 mod feedback;
 mod optimal;
+mod pieces;
 pub mod render;
 pub mod segments;
 mod selection;

@@ -9,6 +9,7 @@
 
 use crate::context::LlmTokens;
 use crate::error::ContextError;
+use crate::pieces::cl100k_pieces;
 
 /// Counts tokens of `cl100k_base` (GPT-3.5/GPT-4) or `o200k_base` (GPT-4o and later).
 ///
@@ -57,29 +58,35 @@ impl LlmTokens for TiktokenCounter {
     /// pre-tokenization remembered: the count of a text is the sum of its pieces'
     /// counts, each a function of the piece alone, and most pieces (" the",
     /// " revenue") recur across the spans an assembly counts, so the sum is the
-    /// crate's to the token.
+    /// crate's to the token. `cl100k_base`'s pieces are cut by [`cl100k_pieces`]
+    /// (the crate's regex only where the text is not ASCII).
     fn count(&self, text: &str) -> usize {
         let text = self.bpe.normalize(text);
         PIECE_COUNTS.with(|memo| {
             let mut memo = memo.borrow_mut();
             let memo = memo.entry(self.name).or_default();
-            self.bpe
-                .split(text.as_str())
-                .map(|piece| {
-                    if piece.len() > MEMO_PIECE_BYTES {
-                        return self.bpe.bpe.count(piece.as_bytes());
-                    }
-                    if let Some(&n) = memo.get(piece) {
-                        return n as usize;
-                    }
-                    let n = self.bpe.bpe.count(piece.as_bytes());
-                    if memo.len() >= MEMO_PIECES {
-                        memo.clear();
-                    }
-                    memo.insert(piece.into(), n as u32);
-                    n
-                })
-                .sum()
+            let mut piece_count = |piece: &str| {
+                if piece.len() > MEMO_PIECE_BYTES {
+                    return self.bpe.bpe.count(piece.as_bytes());
+                }
+                if let Some(&n) = memo.get(piece) {
+                    return n as usize;
+                }
+                let n = self.bpe.bpe.count(piece.as_bytes());
+                if memo.len() >= MEMO_PIECES {
+                    memo.clear();
+                }
+                memo.insert(piece.into(), n as u32);
+                n
+            };
+            if self.name == "cl100k_base" {
+                // The same pieces as the crate's split, most without its regex.
+                let mut total = 0;
+                cl100k_pieces(self.bpe, text.as_str(), |piece| total += piece_count(piece));
+                total
+            } else {
+                self.bpe.split(text.as_str()).map(piece_count).sum()
+            }
         })
     }
     fn name(&self) -> &str {

@@ -8,7 +8,7 @@ use excerpt_core::{ChunkKey, Document, TextRange};
 use crate::context::AssembleRequest;
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
-use crate::sentences::lexical::{terms, weighted_scores};
+use crate::sentences::lexical::{terms, weighted_id_scores};
 use crate::sentences::min_max_scaled;
 use crate::sentences::term_ids::{Locked, Numbering, SentenceTerms};
 use crate::sentences::units::block_units;
@@ -70,11 +70,11 @@ fn with_neighbours(
 }
 
 /// The query match `s` of each candidate (term lists `texts`) plus `w` times its match
-/// with the weighted feedback terms (BM25 as [`weighted_scores`], divided by the best),
+/// with the weighted feedback terms (BM25 as [`weighted_id_scores`], divided by the best),
 /// divided again by the best sum, so still in `[0, 1]`.
 /// (`feedback`: the terms by their numbers in `texts`' numbering, with their weights.)
 fn with_feedback(feedback: &[(u32, f64)], texts: &[Vec<u32>], s: &[f32], w: f32) -> Vec<f32> {
-    let e = weighted_scores::<u32, _, _>(feedback, texts);
+    let e = weighted_id_scores(feedback, texts);
     let mut out: Vec<f32> = s.iter().zip(&e).map(|(a, b)| a + w * b).collect();
     divide_by_max(&mut out);
     out
@@ -199,7 +199,7 @@ pub(crate) fn best_sentences(
         .map(|(t, x)| (table.stem_in(t, &mut numbering), f64::from(*x)))
         .collect();
     drop(table);
-    let mut s = weighted_scores::<u32, _, _>(&query, &texts);
+    let mut s = weighted_id_scores(&query, &texts);
     if feedback_weight > 0.0 && !req.feedback.is_empty() {
         s = with_feedback(&feedback, &texts, &s, feedback_weight);
         notes.push(format!(
