@@ -64,7 +64,7 @@ use crate::context::AssembleRequest;
 use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{select_segments_lazy, DocValues, SegmentParams};
-use crate::selection::{chunk_span, cosine, fill_with_hits, Assembler, RHit, Selection};
+use crate::selection::{chunk_span, fill_with_hits, Assembler, RHit, Selection};
 
 use sentences::{rse_sentences, SentenceParams};
 
@@ -405,11 +405,16 @@ fn unretrieved_map<'q>(
         ));
         return Ok(None);
     };
+    // The query prepared once: the same cosines, its norm not taken again for each hit.
+    let query = excerpt_core::CosineTo::new(q);
     let mut points = Vec::new();
     for h in hits {
         if let Some(v) = req.corpus.chunk_vector(h.key) {
             check_dim(q, v)?;
-            points.push((f64::from(cosine(v, q)), f64::from(h.score_relevance)));
+            points.push((
+                f64::from(query.cosine(v) as f32),
+                f64::from(h.score_relevance),
+            ));
         }
     }
     let cap = hits
