@@ -18,6 +18,7 @@ mod assemble;
 mod context;
 mod error;
 mod feedback;
+mod near;
 mod optimal;
 mod pieces;
 pub mod render;

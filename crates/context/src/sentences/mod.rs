@@ -14,54 +14,14 @@ use excerpt_core::Document;
 #[cfg(test)]
 use excerpt_core::TextRange;
 
-/// `xs.partition_point(pred)`, searched from `guess` outward: the probes double in
-/// distance until they pass the point, then halve between the last two. With a guess
-/// near the point, a few neighbouring entries are read instead of the dozen that lie
-/// apart in memory (cache misses) that a binary search of a long document reads.
-pub(crate) fn partition_point_near<T>(xs: &[T], guess: usize, pred: impl Fn(&T) -> bool) -> usize {
-    let n = xs.len();
-    if n == 0 {
-        return 0;
-    }
-    let guess = guess.min(n - 1);
-    let mut step = 1;
-    if pred(&xs[guess]) {
-        // The point is past `guess`: at or after `lo`.
-        let mut lo = guess + 1;
-        loop {
-            let probe = lo + step - 1;
-            if probe >= n {
-                return lo + xs[lo..].partition_point(pred);
-            }
-            if !pred(&xs[probe]) {
-                return lo + xs[lo..probe].partition_point(pred);
-            }
-            lo = probe + 1;
-            step *= 2;
-        }
-    }
-    // The point is at or before `hi`.
-    let mut hi = guess;
-    loop {
-        if hi < step {
-            return xs[..hi].partition_point(pred);
-        }
-        let probe = hi - step;
-        if pred(&xs[probe]) {
-            return probe + 1 + xs[probe + 1..hi].partition_point(pred);
-        }
-        hi = probe;
-        step *= 2;
-    }
-}
+use crate::near::{even_guess, partition_point_near};
 
 /// The first sentence of `doc` that starts at or after byte `at`
 /// (`doc.sentences.partition_point(|s| s.byte_start < at)`), looked for where it would
 /// be if the sentences were all of one length.
 pub(crate) fn first_sentence_from(doc: &Document, at: usize) -> usize {
-    let n = doc.sentences.len() as u64;
-    let guess = (at as u64).saturating_mul(n) / (doc.text.len() as u64).max(1);
-    partition_point_near(&doc.sentences, guess as usize, |s| s.byte_start < at)
+    let guess = even_guess(at, doc.text.len(), doc.sentences.len());
+    partition_point_near(&doc.sentences, guess, |s| s.byte_start < at)
 }
 
 /// `xs` min-max scaled to [0, 1] (all 0 when they are all equal): how the sentence routes
@@ -99,25 +59,5 @@ pub(crate) fn lines_doc(text: &str, hash: &str) -> Document {
         chunks: Vec::new(),
         sentences,
         pages: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::partition_point_near;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// From any guess, the point `partition_point` finds.
-        #[test]
-        fn the_point_near_a_guess_is_the_point(
-            mut xs in proptest::collection::vec(0u32..50, 0..200),
-            at in 0u32..52,
-            guess in 0usize..250,
-        ) {
-            xs.sort_unstable();
-            let pred = |x: &u32| *x < at;
-            prop_assert_eq!(partition_point_near(&xs, guess, pred), xs.partition_point(pred));
-        }
     }
 }
