@@ -254,6 +254,40 @@ enum Route {
     Topk,
 }
 
+/// Documents whose [`is_dialogue`] [`DIALOGUES`] keeps before it is emptied.
+const DIALOGUE_DOCS: usize = 4096;
+
+/// [`is_dialogue`] of documents by their content hash (with the text's length): the
+/// best hits' documents come back query after query, and reading their first lines
+/// again was a tenth of a millisecond of a question's assembly. The content hash covers
+/// the text, so a kept answer is the one the text would give.
+type DialogueMemo = HashMap<Box<str>, (usize, bool), foldhash::fast::RandomState>;
+static DIALOGUES: Mutex<Option<DialogueMemo>> = Mutex::new(None);
+
+/// [`is_dialogue`] of `doc`'s text, remembered by its content hash ([`DIALOGUES`]).
+fn doc_is_dialogue(doc: &Document) -> bool {
+    if doc.hash.is_empty() {
+        return is_dialogue(&doc.text);
+    }
+    let lock = || DIALOGUES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&(len, answer)) = lock()
+        .get_or_insert_with(Default::default)
+        .get(doc.hash.as_str())
+    {
+        if len == doc.text.len() {
+            return answer;
+        }
+    }
+    let answer = is_dialogue(&doc.text);
+    let mut memo = lock();
+    let memo = memo.get_or_insert_with(Default::default);
+    if memo.len() >= DIALOGUE_DOCS {
+        memo.clear();
+    }
+    memo.insert(doc.hash.as_str().into(), (doc.text.len(), answer));
+    answer
+}
+
 /// Lines of a document read to tell whether it is a conversation.
 const DIALOGUE_LINES: usize = 200;
 
@@ -358,7 +392,7 @@ fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
         if let Some(doc) = docs
             .iter()
             .filter_map(|&d| req.corpus.document(d))
-            .find(|doc| is_dialogue(&doc.text))
+            .find(|doc| doc_is_dialogue(doc))
         {
             return (
                 Route::Rse,
@@ -1007,6 +1041,30 @@ mod tests {
             "Liquidity\n\nCash rose to $3,604 million.\nWe expect more.\nInventories 2,981 3,545\nOutlook.\n"
         ));
         assert!(!mostly_figures(""));
+    }
+
+    #[test]
+    fn remembered_dialogue_answers_are_the_texts() {
+        use crate::sentences::lines_doc;
+        let turns: String = (0..30)
+            .map(|i| format!("{}: point {i}\n", ["Ann", "Bob"][i % 2]))
+            .collect();
+        let prose: String = (0..30).map(|i| format!("Remark number {i}.\n")).collect();
+        let docs = [
+            lines_doc(&turns, "dialogue-memo-a"),
+            lines_doc(&prose, "dialogue-memo-b"),
+            // Without a content hash: never remembered.
+            lines_doc(&turns, ""),
+            lines_doc(&prose, ""),
+        ];
+        for _ in 0..2 {
+            for doc in &docs {
+                assert_eq!(doc_is_dialogue(doc), is_dialogue(&doc.text), "{}", doc.hash);
+            }
+        }
+        // A kept hash with a text of another length is read again.
+        let changed = lines_doc(&prose, "dialogue-memo-a");
+        assert!(!doc_is_dialogue(&changed));
     }
 
     #[test]
