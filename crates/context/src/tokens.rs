@@ -58,7 +58,7 @@ impl LlmTokens for TiktokenCounter {
     /// pre-tokenization remembered: the count of a text is the sum of its pieces'
     /// counts, each a function of the piece alone, and most pieces (" the",
     /// " revenue") recur across the spans an assembly counts, so the sum is the
-    /// crate's to the token. `cl100k_base`'s pieces are cut by [`cl100k_pieces`]
+    /// crate's to the token. `cl100k_base`'s pieces are cut by `pieces::cl100k_pieces`
     /// (the crate's regex only where the text is not ASCII).
     fn count(&self, text: &str) -> usize {
         let text = self.bpe.normalize(text);
