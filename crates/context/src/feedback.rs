@@ -24,7 +24,7 @@ type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
-use crate::sentences::first_sentence_from;
+use crate::near::sentence_near;
 use crate::sentences::lexical::weighted_id_scores;
 use crate::sentences::term_ids::SentenceTerms;
 
@@ -55,7 +55,8 @@ pub fn feedback_terms(
         let Some(chunk) = doc.chunks.get(key.ordinal as usize) else {
             continue;
         };
-        let first = first_sentence_from(doc, chunk.range.byte_start);
+        let at = chunk.range.byte_start;
+        let first = sentence_near(doc, at, |s| s.byte_start < at);
         for (j, s) in doc.sentences[first..].iter().enumerate() {
             if s.byte_start >= chunk.range.byte_end {
                 break;

@@ -6,11 +6,13 @@
 //! entry at `at · n / len` is near the answer, and a search outward from it reads a few
 //! neighbouring entries instead.
 
+use excerpt_core::{Chunk, Document, TextRange};
+
 /// `xs.partition_point(pred)`, searched from `guess` outward: the probes double in
 /// distance until they pass the point, then halve between the last two. With a guess
 /// near the point, a few neighbouring entries are read instead of the dozen that lie
 /// apart in memory (cache misses) that a binary search of a long document reads.
-pub(crate) fn partition_point_near<T>(xs: &[T], guess: usize, pred: impl Fn(&T) -> bool) -> usize {
+fn partition_point_near<T>(xs: &[T], guess: usize, pred: impl Fn(&T) -> bool) -> usize {
     let n = xs.len();
     if n == 0 {
         return 0;
@@ -49,8 +51,20 @@ pub(crate) fn partition_point_near<T>(xs: &[T], guess: usize, pred: impl Fn(&T) 
 
 /// Where byte `at` of a text of `len` bytes falls among `n` ranges of even length that
 /// cover it: the guess for [`partition_point_near`].
-pub(crate) fn even_guess(at: usize, len: usize, n: usize) -> usize {
+fn even_guess(at: usize, len: usize, n: usize) -> usize {
     ((at as u128 * n as u128) / len.max(1) as u128) as usize
+}
+
+/// `doc.chunks.partition_point(pred)` for a predicate about byte `at` of `doc`.
+pub(crate) fn chunk_near(doc: &Document, at: usize, pred: impl Fn(&Chunk) -> bool) -> usize {
+    let guess = even_guess(at, doc.text.len(), doc.chunks.len());
+    partition_point_near(&doc.chunks, guess, pred)
+}
+
+/// `doc.sentences.partition_point(pred)` for a predicate about byte `at` of `doc`.
+pub(crate) fn sentence_near(doc: &Document, at: usize, pred: impl Fn(&TextRange) -> bool) -> usize {
+    let guess = even_guess(at, doc.text.len(), doc.sentences.len());
+    partition_point_near(&doc.sentences, guess, pred)
 }
 
 #[cfg(test)]

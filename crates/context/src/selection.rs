@@ -8,11 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use excerpt_core::{Chunk, ChunkKey, Document, SectionId, TextRange};
+use excerpt_core::{ChunkKey, Document, SectionId, TextRange};
 
 use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece, PieceOrder};
 use crate::error::ContextError;
-use crate::near::{even_guess, partition_point_near};
+use crate::near::chunk_near;
 
 /// How a strategy assembles: implemented by each strategy's parameter struct and called by
 /// [`assemble`](fn@crate::assemble) after the parameters were validated and the hits
@@ -414,26 +414,19 @@ fn bridged(
 
 /// The innermost section of the chunk holding byte `at` of `doc` (`None` outside any).
 fn section_at(doc: &Document, at: usize) -> Option<SectionId> {
-    let i = chunk_from(doc, at, |c| c.range.byte_end <= at);
+    let i = chunk_near(doc, at, |c| c.range.byte_end <= at);
     doc.chunks.get(i).and_then(|c| c.section)
 }
 
 /// The first and last chunk ordinals `range` of `doc` overlaps.
 fn chunks_of(doc: &Document, range: TextRange) -> (usize, usize) {
-    let first = chunk_from(doc, range.byte_start, |c| {
+    let first = chunk_near(doc, range.byte_start, |c| {
         c.range.byte_end <= range.byte_start
     });
-    let last = chunk_from(doc, range.byte_end, |c| c.range.byte_start < range.byte_end)
+    let last = chunk_near(doc, range.byte_end, |c| c.range.byte_start < range.byte_end)
         .saturating_sub(1)
         .max(first);
     (first, last)
-}
-
-/// `doc.chunks.partition_point(pred)` for a predicate about byte `at`, searched from
-/// where byte `at` would be if the chunks were of one length.
-fn chunk_from(doc: &Document, at: usize, pred: impl Fn(&Chunk) -> bool) -> usize {
-    let guess = even_guess(at, doc.text.len(), doc.chunks.len());
-    partition_point_near(&doc.chunks, guess, pred)
 }
 
 fn make_piece(doc: &Document, r: Run) -> Piece {

@@ -10,19 +10,8 @@ pub(crate) mod lexical;
 pub(crate) mod term_ids;
 pub(crate) mod units;
 
-use excerpt_core::Document;
 #[cfg(test)]
-use excerpt_core::TextRange;
-
-use crate::near::{even_guess, partition_point_near};
-
-/// The first sentence of `doc` that starts at or after byte `at`
-/// (`doc.sentences.partition_point(|s| s.byte_start < at)`), looked for where it would
-/// be if the sentences were all of one length.
-pub(crate) fn first_sentence_from(doc: &Document, at: usize) -> usize {
-    let guess = even_guess(at, doc.text.len(), doc.sentences.len());
-    partition_point_near(&doc.sentences, guess, |s| s.byte_start < at)
-}
+use excerpt_core::{Document, TextRange};
 
 /// `xs` min-max scaled to [0, 1] (all 0 when they are all equal): how the sentence routes
 /// put stored sentence similarities on the scale of their lexical scores.

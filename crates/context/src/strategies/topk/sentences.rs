@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use excerpt_core::{ChunkKey, Document, TextRange};
 
 use crate::context::AssembleRequest;
-use crate::near::{even_guess, partition_point_near};
+use crate::near::{chunk_near, sentence_near};
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
 use crate::sentences::lexical::{terms, weighted_id_scores};
@@ -290,11 +290,9 @@ fn candidates(
             };
             let range = &range;
             // The pooled chunks the sentence overlaps; the best one values it.
-            let first = partition_point_near(
-                &doc.chunks,
-                even_guess(range.byte_start, doc.text.len(), doc.chunks.len()),
-                |c| c.range.byte_end <= range.byte_start,
-            );
+            let first = chunk_near(doc, range.byte_start, |c| {
+                c.range.byte_end <= range.byte_start
+            });
             let pooled: Vec<(u32, f32)> = doc.chunks[first..]
                 .iter()
                 .take_while(|c| c.range.byte_start < range.byte_end)
@@ -347,11 +345,7 @@ fn units_to_visit(
     let mut next = 0usize;
     let mut visit: Vec<usize> = Vec::new();
     for chunk in pooled {
-        let first = partition_point_near(
-            &doc.sentences,
-            even_guess(chunk.byte_start, doc.text.len(), doc.sentences.len()),
-            |s| s.byte_end <= chunk.byte_start,
-        );
+        let first = sentence_near(doc, chunk.byte_start, |s| s.byte_end <= chunk.byte_start);
         // The unit holding sentence `first` starts at it, or is the block before it.
         let holder = match blocks.range(..=first).next_back() {
             Some((&a, &b)) if b >= first => a,
