@@ -122,9 +122,10 @@ fn main() {
         );
     };
     println!(
-        "{} queries x {rounds} rounds, {} kernel, {} threads, {evict_mb} MB written between queries",
+        "{} queries x {rounds} rounds, {} kernel ({} integer tile), {} threads, {evict_mb} MB written between queries",
         queries.len(),
         embedder.kernel(),
+        embedder.integer_tile(),
         rayon::current_num_threads()
     );
     if let Some((var, [x, y])) = &ab {

@@ -245,6 +245,12 @@ impl LocalEmbedder {
         self.encoder.kernel().name()
     }
 
+    /// The tile of the queries' integer products on this CPU (`avx2`, `avx512bw` or
+    /// `avx512-vnni`; used when queries are embedded with 16-bit integer products).
+    pub fn integer_tile(&self) -> &'static str {
+        super::sgemm::integer_tile(self.encoder.kernel())
+    }
+
     /// Floating-point operations of one forward pass over `tokens` tokens (special
     /// tokens included), as [`crate::encoder_flops`] counts them.
     pub fn flops(&self, tokens: usize) -> f64 {

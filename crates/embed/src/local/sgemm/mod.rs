@@ -1062,6 +1062,12 @@ macro_rules! store_ymm_row {
 
 mod quant;
 
+/// The name of the tile that computes the integer products of a query
+/// ([`Precision::Int16`]) with weights packed for `kernel` on this CPU.
+pub(crate) fn integer_tile(kernel: Kernel) -> &'static str {
+    quant::IntTile::for_kernel(kernel).name()
+}
+
 /// Defines an AVX2 + FMA register tile of `R` (< [`MR`]) rows, for the last strip of
 /// a block: the 6-row tile would compute `MR - R` rows for nothing. Each row's sums
 /// are the same operations in the same order as in the 6-row tile, so the products

@@ -29,12 +29,20 @@
 //! question over HTTP.
 //!
 //! Integer sums do not depend on their order, and the f32 steps run in a fixed order,
-//! so the AVX2 tile and the portable twin of the tests give the same bits; a CPU with
-//! AVX-512 runs the same AVX2 tile.
+//! so every tile and the portable twin of the tests give the same bits. Where the
+//! kernel is AVX-512's ([`Kernel::Avx512`]) and the CPU has AVX-512BW, a tile on `zmm`
+//! registers takes the AVX2 tile's place ([`IntTile`]): one `vpmaddwd` covers a step of
+//! a whole panel (sixteen columns, two inner positions) where AVX2 needs two, and with
+//! AVX-512 VNNI one `vpdpwssd` also adds it into the sums. It finishes its sums with
+//! the AVX2 tile's code, so it gives the AVX2 tile's bits; the choice checks that on
+//! the CPU before taking it ([`excerpt_int16_avx512_self_check`], which also runs in
+//! the CPU emulator of `scripts/avx512-emu` on machines without AVX-512).
 
 use std::ops::Range;
 
-use super::{finish_row, Epilogue, Packed, SendPtr, Strip, Tile, NR};
+use std::sync::OnceLock;
+
+use super::{finish_row, Epilogue, Kernel, Packed, SendPtr, Strip, Tile, NR};
 
 /// Inner positions sharing one weight scale per column.
 pub(super) const GROUP: usize = 128;
@@ -240,11 +248,17 @@ pub(super) unsafe fn product(
     let panels = w.quant();
     let rows = quantize_rows(a, lda, m, w.k, panels.kp);
     let out = SendPtr(c);
+    let tiles = IntTile::for_kernel(w.kernel);
     super::for_each_block(m, w, parallel, |first_row, columns| {
         // SAFETY: `block`'s contract: rows first_row.. of the rounded rows and of `C`
         // (this function's contract), panels within `columns` (given by
-        // `for_each_block` within the panels of `w`).
-        unsafe { block(&rows, first_row, w, panels, columns, out, ldc, epilogue) }
+        // `for_each_block` within the panels of `w`); `tiles` runs on this CPU
+        // (`IntTile::for_kernel`).
+        unsafe {
+            block(
+                &rows, first_row, w, panels, columns, out, ldc, epilogue, tiles,
+            )
+        }
     });
     KEPT_ROWS.with(|kept| kept.set(rows));
 }
@@ -256,7 +270,7 @@ pub(super) unsafe fn product(
 /// `c` points at rows `0..` of `C` whose rows `first_row..first_row + MC` (those that
 /// exist in `rows`) hold `w.n` writable values at stride `ldc`, which no other task
 /// touches; `columns` lies within the panels of `w`; `panels` is `w.quant()`; the CPU
-/// has AVX2 and FMA.
+/// has AVX2 and FMA, and the features of `tiles`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn block(
     rows: &QuantRows,
@@ -267,6 +281,7 @@ unsafe fn block(
     c: SendPtr,
     ldc: usize,
     epilogue: Epilogue<'_>,
+    tiles: IntTile,
 ) {
     let m = rows.scales.len();
     let count = super::MC.min(m - first_row);
@@ -321,21 +336,14 @@ unsafe fn block(
                         ldc,
                     },
                 };
-                // SAFETY: the tile and strip satisfy `tile_avx2`'s contract (above),
-                // and the CPU has AVX2 and FMA (this function's contract).
+                // SAFETY: the tile and strip satisfy the tiles' contract (above), and
+                // the CPU has the features of `tiles` (this function's contract).
                 #[cfg(target_arch = "x86_64")]
                 unsafe {
-                    match strip_rows {
-                        1 => tile_avx2::<1>(&tile, strip),
-                        2 => tile_avx2::<2>(&tile, strip),
-                        3 => tile_avx2::<3>(&tile, strip),
-                        4 => tile_avx2::<4>(&tile, strip),
-                        5 => tile_avx2::<5>(&tile, strip),
-                        _ => tile_avx2::<6>(&tile, strip),
-                    }
+                    run_tile(tiles, &tile, strip)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                let _ = (&tile, strip);
+                let _ = (&tile, strip, tiles);
             }
         }
     }
@@ -418,6 +426,287 @@ unsafe fn tile_avx2<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
     }
 }
 
+/// Which tile computes a product's integer sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IntTile {
+    /// [`tile_avx2`]: two `vpmaddwd` and two `vpaddd` per row and step of a panel.
+    Avx2,
+    /// [`tile_avx512`]: one `vpmaddwd` and one `vpaddd` on `zmm` registers.
+    Avx512,
+    /// [`tile_vnni`]: one `vpdpwssd`.
+    Vnni,
+}
+
+impl IntTile {
+    /// The tile's name, as benchmarks print it.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            IntTile::Avx2 => "avx2",
+            IntTile::Avx512 => "avx512bw",
+            IntTile::Vnni => "avx512-vnni",
+        }
+    }
+
+    /// The tile for weights packed for `kernel` on this CPU: the AVX2 tile unless the
+    /// kernel is AVX-512's (which the kernel choice takes only on CPUs with AVX-512F,
+    /// after its own check) and the CPU also has AVX-512BW; then the `zmm` tile, with
+    /// VNNI where the CPU has it, each only once [`excerpt_int16_avx512_self_check`]
+    /// has found it giving the AVX2 tile's bits on this CPU (checked once per process;
+    /// a disagreement is reported on standard error and the AVX2 tile is kept).
+    pub(super) fn for_kernel(kernel: Kernel) -> IntTile {
+        if kernel != Kernel::Avx512 {
+            return IntTile::Avx2;
+        }
+        static CHOSEN: OnceLock<IntTile> = OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let bw = std::arch::is_x86_feature_detected!("avx512bw");
+                let vnni = std::arch::is_x86_feature_detected!("avx512vnni");
+                if !(super::has_avx512() && super::has_avx2_fma() && bw) {
+                    return IntTile::Avx2;
+                }
+                let agrees = |vnni: bool| {
+                    // SAFETY: the CPU has AVX-512F and BW, AVX2 and FMA (just checked),
+                    // and VNNI when asked for (checked by the caller below).
+                    let differing = unsafe { excerpt_int16_avx512_self_check(u64::from(vnni)) };
+                    if differing != 0 {
+                        eprintln!(
+                            "excerpt: the AVX-512{} integer tile gave {differing} values unlike \
+                             the AVX2 tile on this CPU; not using it",
+                            if vnni { " VNNI" } else { "" }
+                        );
+                    }
+                    differing == 0
+                };
+                if vnni && agrees(true) {
+                    IntTile::Vnni
+                } else if agrees(false) {
+                    IntTile::Avx512
+                } else {
+                    IntTile::Avx2
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            IntTile::Avx2
+        })
+    }
+}
+
+/// Runs the tile `tiles` names on `strip` (of 1 to 6 rows).
+///
+/// # Safety
+/// As [`tile_avx2`]; the CPU has the features of `tiles`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn run_tile(tiles: IntTile, tile: &QuantTile, strip: QuantStrip) {
+    macro_rules! by_rows {
+        ($f:ident) => {
+            match strip.strip.rows {
+                1 => $f::<1>(tile, strip),
+                2 => $f::<2>(tile, strip),
+                3 => $f::<3>(tile, strip),
+                4 => $f::<4>(tile, strip),
+                5 => $f::<5>(tile, strip),
+                _ => $f::<6>(tile, strip),
+            }
+        };
+    }
+    // SAFETY: the contract, passed on.
+    unsafe {
+        match tiles {
+            IntTile::Avx2 => by_rows!(tile_avx2),
+            IntTile::Avx512 => by_rows!(tile_avx512),
+            IntTile::Vnni => by_rows!(tile_vnni),
+        }
+    }
+}
+
+/// The body of the `zmm` tiles: `R` rows × 16 columns of one group in `R` lanes of
+/// sixteen 32-bit sums, each step's sixteen columns and two inner positions loaded in
+/// one register; `$add(sum, x, w)` adds the products of the row pairs `x` and the
+/// weights `w` into `sum`. The sums are finished by the AVX2 tile's code, on their
+/// two halves.
+#[cfg(target_arch = "x86_64")]
+macro_rules! zmm_tile {
+    ($tile:expr, $strip:expr, $r:expr, |$sum:ident, $x:ident, $w:ident| $add:expr) => {{
+        use std::arch::x86_64::*;
+        let (tile, strip): (&QuantTile, QuantStrip) = ($tile, $strip);
+        debug_assert_eq!(strip.strip.rows, $r);
+        // SAFETY: every read is within the rows, pairs and scales of the tiles'
+        // contract, the stores are `store_ymm_row!`'s under its contract.
+        unsafe {
+            let rows: [*const i16; $r] = std::array::from_fn(|i| strip.a.add(i * strip.lda));
+            let mut sums = [_mm512_setzero_si512(); $r];
+            let mut b = tile.b;
+            for p in 0..tile.pairs {
+                _mm_prefetch::<_MM_HINT_T0>(b.wrapping_add(PREFETCH_AHEAD).cast());
+                let $w = _mm512_loadu_si512(b.cast());
+                for (row, $sum) in rows.iter().zip(sums.iter_mut()) {
+                    let $x = _mm512_set1_epi32(row.add(2 * p).cast::<i32>().read_unaligned());
+                    *$sum = $add;
+                }
+                b = b.add(2 * NR);
+            }
+            let s0 = _mm256_loadu_ps(tile.column_scales);
+            let s1 = _mm256_loadu_ps(tile.column_scales.add(8));
+            let finish = &tile.finish;
+            for (i, &sum) in sums.iter().enumerate() {
+                let lo = _mm512_castsi512_si256(sum);
+                let hi = _mm512_extracti64x4_epi64::<1>(sum);
+                let lo = _mm256_mul_ps(_mm256_cvtepi32_ps(lo), s0);
+                let hi = _mm256_mul_ps(_mm256_cvtepi32_ps(hi), s1);
+                store_ymm_row!(
+                    finish,
+                    lo,
+                    hi,
+                    strip.strip.scale.add(i),
+                    strip.strip.c.add(i * strip.strip.ldc)
+                );
+            }
+        }
+    }};
+}
+
+/// The AVX-512BW tile: [`tile_avx2`]'s sums, sixteen columns in one register.
+///
+/// # Safety
+/// As [`tile_avx2`]; the CPU has AVX-512F, AVX-512BW, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
+unsafe fn tile_avx512<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
+    zmm_tile!(tile, strip, R, |sum, x, w| _mm512_add_epi32(
+        *sum,
+        _mm512_madd_epi16(x, w)
+    ))
+}
+
+/// The AVX-512 VNNI tile: [`tile_avx512`] with each step's multiply and add in one
+/// `vpdpwssd` (the same wrapping 32-bit sums).
+///
+/// # Safety
+/// As [`tile_avx2`]; the CPU has AVX-512F, AVX-512BW, AVX-512 VNNI, AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+unsafe fn tile_vnni<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
+    zmm_tile!(tile, strip, R, |sum, x, w| _mm512_dpwssd_epi32(*sum, x, w))
+}
+
+/// Pairs of inner positions in the self-check's groups (odd, and fewer than a group).
+const CHECK_PAIRS: usize = 37;
+/// Row stride of the self-check's outputs (past a tile's 16 columns: they must stay
+/// untouched).
+const CHECK_LD: usize = 19;
+
+/// Runs the `zmm` integer tile (VNNI's when `vnni` is not 0, else AVX-512BW's) and the
+/// AVX2 tile on the same groups (every strip height from 1 to 6 rows, full and
+/// narrow panels, with and without `C`, bias and each activation) and returns how
+/// many output values differ in their bits; 0 when they agree.
+///
+/// [`IntTile::for_kernel`] runs it before taking a `zmm` tile. It allocates nothing
+/// and calls no C library function, so it also runs under a CPU emulator on machines
+/// without AVX-512 (`scripts/avx512-emu`, whose emulated CPU has AVX-512BW but not
+/// VNNI).
+///
+/// # Safety
+/// The CPU must support AVX-512F, AVX-512BW, AVX2 and FMA, and AVX-512 VNNI when
+/// `vnni` is not 0.
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+pub unsafe extern "C" fn excerpt_int16_avx512_self_check(vnni: u64) -> u64 {
+    use crate::local::math::Activation;
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut int = move |max: u64| (next() % (2 * max + 1)) as i32 - max as i32;
+    // Rows and weights within the rounding's ranges, some at their ends.
+    let a: [i16; 6 * 2 * CHECK_PAIRS] = std::array::from_fn(|i| match i % 23 {
+        0 => 8191,
+        1 => -8191,
+        _ => int(8191) as i16,
+    });
+    let b: [i16; CHECK_PAIRS * 2 * NR] = std::array::from_fn(|i| match i % 29 {
+        0 => -2046,
+        _ => int(2046) as i16,
+    });
+    let float = |x: i32| x as f32 / 4096.0;
+    let column_scales: [f32; NR] = std::array::from_fn(|_| float(int(4096)) / 1024.0);
+    let row_scales: [f32; 6] = std::array::from_fn(|_| float(int(4096)) / 1024.0);
+    let bias: [f32; NR] = std::array::from_fn(|_| float(int(8192)));
+    let activations = [
+        None,
+        Some(Activation::GeluErf),
+        Some(Activation::GeluTanh),
+        Some(Activation::Relu),
+    ];
+    let mut differing = 0u64;
+    for case in 0..96usize {
+        let rows = 1 + case % 6;
+        let pairs = if (case / 6) % 2 == 0 { CHECK_PAIRS } else { 1 };
+        let tile = QuantTile {
+            pairs,
+            b: b.as_ptr(),
+            column_scales: column_scales.as_ptr(),
+            finish: Tile {
+                kc: 0,
+                b: std::ptr::null(),
+                half: std::ptr::null(),
+                stride: 0,
+                nr: if (case / 12) % 2 == 0 { NR } else { NR - 5 },
+                load_c: (case / 24) % 2 == 1,
+                bias: if case % 5 < 3 {
+                    bias.as_ptr()
+                } else {
+                    std::ptr::null()
+                },
+                activation: activations[(case / 48 + case) % 4],
+            },
+        };
+        let run = |tiles: IntTile| {
+            let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ case as u64;
+            let mut c: [f32; 6 * CHECK_LD] = std::array::from_fn(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            });
+            let strip = QuantStrip {
+                a: a.as_ptr(),
+                lda: 2 * CHECK_PAIRS,
+                strip: Strip {
+                    a: std::ptr::null(),
+                    lda: 0,
+                    rows,
+                    scale: row_scales.as_ptr(),
+                    c: c.as_mut_ptr(),
+                    ldc: CHECK_LD,
+                },
+            };
+            // SAFETY: `a` holds 6 rows of 2·CHECK_PAIRS values, `b` CHECK_PAIRS pairs
+            // of 2·NR weights, the scales and the bias NR and 6 values, `c` 6 rows of
+            // CHECK_LD >= NR values; the CPU has the tiles' features (this function's
+            // contract).
+            unsafe { run_tile(tiles, &tile, strip) };
+            c
+        };
+        let wide = if vnni != 0 {
+            IntTile::Vnni
+        } else {
+            IntTile::Avx512
+        };
+        let (x, y) = (run(wide), run(IntTile::Avx2));
+        differing += x
+            .iter()
+            .zip(&y)
+            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .count() as u64;
+    }
+    differing
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{matmul, Kernel, Precision};
@@ -481,8 +770,39 @@ mod tests {
             eprintln!("this CPU has no AVX2 + FMA: the integer products are not built for it");
             return Vec::new();
         }
-        // The panels are the same for both; the tile is AVX2's on both.
-        vec![Kernel::Avx2]
+        // The panels are the same for both; the tile is the zmm one for AVX-512's
+        // where the CPU has AVX-512BW.
+        let mut kernels = vec![Kernel::Avx2];
+        if Kernel::Avx512.runs_here() {
+            kernels.push(Kernel::Avx512);
+        } else {
+            eprintln!(
+                "this CPU has no AVX-512: the zmm integer tiles are checked in the emulator only"
+            );
+        }
+        kernels
+    }
+
+    #[test]
+    fn zmm_tiles_agree_with_the_avx2_tile_where_they_run() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let bw = std::arch::is_x86_feature_detected!("avx512bw");
+            if !(super::super::has_avx512() && bw) {
+                eprintln!("this CPU has no AVX-512BW: skipped (scripts/avx512-emu runs the check)");
+                return;
+            }
+            // SAFETY: AVX-512F and BW (with AVX2, FMA and F16C) checked above.
+            assert_eq!(unsafe { excerpt_int16_avx512_self_check(0) }, 0);
+            if std::arch::is_x86_feature_detected!("avx512vnni") {
+                // SAFETY: and VNNI.
+                assert_eq!(unsafe { excerpt_int16_avx512_self_check(1) }, 0);
+            } else {
+                eprintln!("this CPU has no AVX-512 VNNI: its tile not checked");
+            }
+            assert_ne!(IntTile::for_kernel(Kernel::Avx512), IntTile::Avx2);
+        }
+        assert_eq!(IntTile::for_kernel(Kernel::Avx2), IntTile::Avx2);
     }
 
     #[test]
