@@ -438,6 +438,9 @@ pub(super) enum IntTile {
 }
 
 impl IntTile {
+    /// The variable that can keep a CPU with AVX-512 to the AVX2 tile.
+    const ENV: &'static str = "EXCERPT_INT_TILE";
+
     /// The tile's name, as benchmarks print it.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -453,8 +456,11 @@ impl IntTile {
     /// VNNI where the CPU has it, each only once [`excerpt_int16_avx512_self_check`]
     /// has found it giving the AVX2 tile's bits on this CPU (checked once per process;
     /// a disagreement is reported on standard error and the AVX2 tile is kept).
+    ///
+    /// `EXCERPT_INT_TILE=avx2` keeps to the AVX2 tile (read at every product, so that
+    /// `query_bench --ab EXCERPT_INT_TILE=avx2,auto` compares the two in one process).
     pub(super) fn for_kernel(kernel: Kernel) -> IntTile {
-        if kernel != Kernel::Avx512 {
+        if kernel != Kernel::Avx512 || std::env::var_os(Self::ENV).is_some_and(|v| v == "avx2") {
             return IntTile::Avx2;
         }
         static CHOSEN: OnceLock<IntTile> = OnceLock::new();
