@@ -376,6 +376,37 @@ struct QuantStrip {
     strip: Strip,
 }
 
+/// Finishes row `i` of an integer tile: its sums of columns 0-7 and 8-15 (`__m256i`)
+/// made f32, multiplied by the group's column scales `scales` (two `__m256`, loaded
+/// once per tile call) and stored by `store_ymm_row!` (row scale, `C`, bias,
+/// activation). Inside `unsafe`, with AVX2 enabled; `i` is a row of the strip.
+macro_rules! finish_int_row {
+    ($tile:expr, $strip:expr, $scales:expr, $i:expr, $lo:expr, $hi:expr) => {{
+        let (tile, strip, i): (&QuantTile, &QuantStrip, usize) = ($tile, &$strip, $i);
+        let (s0, s1) = $scales;
+        let lo = _mm256_mul_ps(_mm256_cvtepi32_ps($lo), s0);
+        let hi = _mm256_mul_ps(_mm256_cvtepi32_ps($hi), s1);
+        store_ymm_row!(
+            &tile.finish,
+            lo,
+            hi,
+            strip.strip.scale.add(i),
+            strip.strip.c.add(i * strip.strip.ldc)
+        );
+    }};
+}
+
+/// The group's sixteen column scales of an integer tile, as two `__m256`. Inside
+/// `unsafe`, with AVX2 enabled.
+macro_rules! column_scales {
+    ($tile:expr) => {
+        (
+            _mm256_loadu_ps($tile.column_scales),
+            _mm256_loadu_ps($tile.column_scales.add(8)),
+        )
+    };
+}
+
 /// The AVX2 tile: `R` rows × 16 columns of one group, in `2R` lanes of 32-bit sums.
 ///
 /// # Safety
@@ -409,19 +440,9 @@ unsafe fn tile_avx2<const R: usize>(tile: &QuantTile, strip: QuantStrip) {
             }
             b = b.add(2 * NR);
         }
-        let s0 = _mm256_loadu_ps(tile.column_scales);
-        let s1 = _mm256_loadu_ps(tile.column_scales.add(8));
-        let finish = &tile.finish;
+        let scales = column_scales!(tile);
         for (i, &[lo, hi]) in sums.iter().enumerate() {
-            let lo = _mm256_mul_ps(_mm256_cvtepi32_ps(lo), s0);
-            let hi = _mm256_mul_ps(_mm256_cvtepi32_ps(hi), s1);
-            store_ymm_row!(
-                finish,
-                lo,
-                hi,
-                strip.strip.scale.add(i),
-                strip.strip.c.add(i * strip.strip.ldc)
-            );
+            finish_int_row!(tile, strip, scales, i, lo, hi);
         }
     }
 }
@@ -553,21 +574,13 @@ macro_rules! zmm_tile {
                 }
                 b = b.add(2 * NR);
             }
-            let s0 = _mm256_loadu_ps(tile.column_scales);
-            let s1 = _mm256_loadu_ps(tile.column_scales.add(8));
-            let finish = &tile.finish;
+            let scales = column_scales!(tile);
             for (i, &sum) in sums.iter().enumerate() {
-                let lo = _mm512_castsi512_si256(sum);
-                let hi = _mm512_extracti64x4_epi64::<1>(sum);
-                let lo = _mm256_mul_ps(_mm256_cvtepi32_ps(lo), s0);
-                let hi = _mm256_mul_ps(_mm256_cvtepi32_ps(hi), s1);
-                store_ymm_row!(
-                    finish,
-                    lo,
-                    hi,
-                    strip.strip.scale.add(i),
-                    strip.strip.c.add(i * strip.strip.ldc)
+                let (lo, hi) = (
+                    _mm512_castsi512_si256(sum),
+                    _mm512_extracti64x4_epi64::<1>(sum),
                 );
+                finish_int_row!(tile, strip, scales, i, lo, hi);
             }
         }
     }};
@@ -619,15 +632,9 @@ const CHECK_LD: usize = 19;
 #[cfg(target_arch = "x86_64")]
 #[no_mangle]
 pub unsafe extern "C" fn excerpt_int16_avx512_self_check(vnni: u64) -> u64 {
-    use crate::local::math::Activation;
+    use super::check;
     let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let mut int = move |max: u64| (next() % (2 * max + 1)) as i32 - max as i32;
+    let mut int = move |max: u64| (check::xorshift(&mut state) % (2 * max + 1)) as i32 - max as i32;
     // Rows and weights within the rounding's ranges, some at their ends.
     let a: [i16; 6 * 2 * CHECK_PAIRS] = std::array::from_fn(|i| match i % 23 {
         0 => 8191,
@@ -642,12 +649,6 @@ pub unsafe extern "C" fn excerpt_int16_avx512_self_check(vnni: u64) -> u64 {
     let column_scales: [f32; NR] = std::array::from_fn(|_| float(int(4096)) / 1024.0);
     let row_scales: [f32; 6] = std::array::from_fn(|_| float(int(4096)) / 1024.0);
     let bias: [f32; NR] = std::array::from_fn(|_| float(int(8192)));
-    let activations = [
-        None,
-        Some(Activation::GeluErf),
-        Some(Activation::GeluTanh),
-        Some(Activation::Relu),
-    ];
     let mut differing = 0u64;
     for case in 0..96usize {
         let rows = 1 + case % 6;
@@ -668,17 +669,12 @@ pub unsafe extern "C" fn excerpt_int16_avx512_self_check(vnni: u64) -> u64 {
                 } else {
                     std::ptr::null()
                 },
-                activation: activations[(case / 48 + case) % 4],
+                activation: check::ACTIVATIONS[(case / 48 + case) % 4],
             },
         };
         let run = |tiles: IntTile| {
             let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ case as u64;
-            let mut c: [f32; 6 * CHECK_LD] = std::array::from_fn(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                (seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            });
+            let mut c: [f32; 6 * CHECK_LD] = std::array::from_fn(|_| check::unit(&mut seed));
             let strip = QuantStrip {
                 a: a.as_ptr(),
                 lda: 2 * CHECK_PAIRS,
@@ -703,12 +699,7 @@ pub unsafe extern "C" fn excerpt_int16_avx512_self_check(vnni: u64) -> u64 {
         } else {
             IntTile::Avx512
         };
-        let (x, y) = (run(wide), run(IntTile::Avx2));
-        differing += x
-            .iter()
-            .zip(&y)
-            .filter(|(x, y)| x.to_bits() != y.to_bits())
-            .count() as u64;
+        differing += check::unlike(&run(wide), &run(IntTile::Avx2));
     }
     differing
 }

@@ -22,8 +22,6 @@ use crate::local::lanes::{
     exp_shifted_row_avx512, exp_shifted_row_twin, layer_norm_row_avx512, layer_norm_row_twin,
     YmmPair, Zmm,
 };
-#[cfg(target_arch = "x86_64")]
-use crate::local::math::Activation;
 
 /// Rows of the wide tile; [`super::MC`] is a multiple of it.
 pub(super) const MR: usize = 8;
@@ -213,14 +211,9 @@ mod x86 {
     /// The CPU must support AVX-512F, AVX2, FMA and F16C.
     #[no_mangle]
     pub unsafe extern "C" fn excerpt_avx512_self_check() -> u64 {
+        use crate::local::sgemm::check;
         let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let mut value = move || (next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+        let mut value = move || check::unit(&mut state);
         let a: [f32; MR * CHECK_K] = std::array::from_fn(|_| value());
         let b: [f32; 2 * CHECK_K * NR] = std::array::from_fn(|_| value());
         let bias: [f32; 2 * NR] = std::array::from_fn(|_| value());
@@ -230,17 +223,11 @@ mod x86 {
             let bits = (value().to_bits() >> 9) as u16;
             (bits & 0x83FF) | ((12 + (bits >> 10) % 4) << 10)
         });
-        let activations = [
-            None,
-            Some(Activation::GeluErf),
-            Some(Activation::GeluTanh),
-            Some(Activation::Relu),
-        ];
         let mut differing = 0u64;
         for case in 0..64usize {
             let panels = 1 + case % 2;
             let in_half = (case / 2) % 2 == 1;
-            let activation = activations[(case / 4) % 4];
+            let activation = check::ACTIVATIONS[(case / 4) % 4];
             let rows = if (case / 16) % 2 == 0 { MR } else { 3 };
             let nr = if case / 32 == 0 {
                 panels * NR
@@ -267,12 +254,7 @@ mod x86 {
             };
             let run = |f: TileFn| {
                 let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ case as u64;
-                let mut c: [f32; MR * CHECK_LD] = std::array::from_fn(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    (seed >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-                });
+                let mut c: [f32; MR * CHECK_LD] = std::array::from_fn(|_| check::unit(&mut seed));
                 let strip = Strip {
                     a: a.as_ptr(),
                     lda: CHECK_K,
@@ -299,12 +281,7 @@ mod x86 {
                 (_, false) => (avx512_2, twin_2),
                 (_, true) => (avx512_2_f16, twin_2_f16),
             };
-            let (x, y) = (run(wide), run(twin));
-            differing += x
-                .iter()
-                .zip(&y)
-                .filter(|(x, y)| x.to_bits() != y.to_bits())
-                .count() as u64;
+            differing += check::unlike(&run(wide), &run(twin));
         }
         // The forward pass's row steps on sixteen lanes: softmax exponentials (with
         // their normalising factor) and layer norm, at lengths around the lane count.
@@ -312,19 +289,9 @@ mod x86 {
         let beta: [f32; 384] = std::array::from_fn(|_| value());
         let row = |seed: u64| -> [f32; 384] {
             let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ seed;
-            std::array::from_fn(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 8.0
-            })
+            std::array::from_fn(|_| check::unit(&mut s) * 8.0)
         };
-        let unlike = |x: &[f32], y: &[f32]| {
-            x.iter()
-                .zip(y)
-                .filter(|(x, y)| x.to_bits() != y.to_bits())
-                .count() as u64
-        };
+        let unlike = check::unlike;
         for (i, len) in [1usize, 15, 16, 17, 250, 384].into_iter().enumerate() {
             let (mut x, mut y) = (row(i as u64), row(i as u64));
             // SAFETY: the CPU has AVX-512F, AVX2, FMA and F16C (this function's
