@@ -462,6 +462,25 @@ impl IntTile {
     /// The variable that can keep a CPU with AVX-512 to the AVX2 tile.
     const ENV: &'static str = "EXCERPT_INT_TILE";
 
+    /// Whether a value of `EXCERPT_INT_TILE` keeps to the AVX2 tile; a value other than
+    /// `avx2` or `auto` is reported on standard error, once.
+    fn forced_avx2(value: Option<&str>) -> bool {
+        match value.map(str::trim) {
+            Some("avx2") => true,
+            Some("auto") | Some("") | None => false,
+            Some(other) => {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "excerpt: {}=`{other}` is not avx2 or auto; choosing as auto does",
+                        Self::ENV
+                    )
+                });
+                false
+            }
+        }
+    }
+
     /// The tile's name, as benchmarks print it.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -479,9 +498,10 @@ impl IntTile {
     /// a disagreement is reported on standard error and the AVX2 tile is kept).
     ///
     /// `EXCERPT_INT_TILE=avx2` keeps to the AVX2 tile (read at every product, so that
-    /// `query_bench --ab EXCERPT_INT_TILE=avx2,auto` compares the two in one process).
+    /// `query_bench --ab EXCERPT_INT_TILE=avx2,auto` compares the two in one process;
+    /// `auto` or unset chooses as above, anything else is reported once and ignored).
     pub(super) fn for_kernel(kernel: Kernel) -> IntTile {
-        if kernel != Kernel::Avx512 || std::env::var_os(Self::ENV).is_some_and(|v| v == "avx2") {
+        if kernel != Kernel::Avx512 || Self::forced_avx2(std::env::var(Self::ENV).ok().as_deref()) {
             return IntTile::Avx2;
         }
         static CHOSEN: OnceLock<IntTile> = OnceLock::new();
@@ -800,6 +820,15 @@ mod tests {
             assert_ne!(IntTile::for_kernel(Kernel::Avx512), IntTile::Avx2);
         }
         assert_eq!(IntTile::for_kernel(Kernel::Avx2), IntTile::Avx2);
+    }
+
+    #[test]
+    fn only_avx2_keeps_to_the_avx2_tile() {
+        assert!(IntTile::forced_avx2(Some("avx2")));
+        assert!(IntTile::forced_avx2(Some(" avx2 ")));
+        for value in [None, Some(""), Some("auto"), Some("avx512"), Some("AVX2x")] {
+            assert!(!IntTile::forced_avx2(value), "{value:?}");
+        }
     }
 
     #[test]
