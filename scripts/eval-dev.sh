@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${EXCERPT_DATA:-../shared/data}"
 sets="${EXCERPT_EVAL_SETS:-qmsum-val contractnli-dev pydocs-dev pydocs-long pydocs-nav financebench-dev}"
-bin="${EXCERPT_BIN:-target/release/excerpt}"
+bin="${EXCERPT_BIN:-${CARGO_TARGET_DIR:-target}/release/excerpt}"
 scorer="${EXCERPT_SCORER:-../shared/eval/score_context.py}"
 pdf_scorer="${EXCERPT_PDF_SCORER:-../shared/eval/score_pdf.py}"
 evaldir="${EXCERPT_EVAL_DIR:-target/eval}"

@@ -12,7 +12,7 @@
 #   scripts/load.sh [path/to/excerpt]   (default: target/release/excerpt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${1:-target/release/excerpt}"
+bin="${1:-${CARGO_TARGET_DIR:-target}/release/excerpt}"
 command -v wrk >/dev/null || { echo "load: wrk is needed (apt-get install wrk)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "load: no binary at $bin (cargo build --release)" >&2; exit 1; }
 conn="${CONN:-16}"

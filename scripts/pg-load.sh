@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 url="${1:?usage: scripts/pg-load.sh URL [path/to/excerpt]}"
-bin="${2:-target/release/excerpt}"
+bin="${2:-${CARGO_TARGET_DIR:-target}/release/excerpt}"
 command -v wrk >/dev/null || { echo "pg-load: wrk is needed (apt-get install wrk)" >&2; exit 1; }
 [ -x "$bin" ] || { echo "pg-load: no binary at $bin (cargo build --release)" >&2; exit 1; }
 conn="${CONN:-8}"

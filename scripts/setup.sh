@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Sets Excerpt up on a fresh machine and runs the main job once:
 #   1. fetches the default embedding model into the cache (scripts/fetch-model.sh),
-#   2. builds the release binary (target/release/excerpt),
+#   2. builds the release binary (target/release/excerpt, or under $CARGO_TARGET_DIR),
 #   3. ingests the bundled sample corpus (this repository's own docs) into
 #      target/sample-index and prints the context for a question.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-model.sh
 cargo build --release --locked -p excerpt-cli
-bin=target/release/excerpt
+bin="${CARGO_TARGET_DIR:-target}/release/excerpt"
 index=target/sample-index
 "$bin" --index "$index" ingest docs README.md
 "$bin" --index "$index" stats

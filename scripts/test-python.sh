@@ -30,7 +30,9 @@ echo "python: package built ($profile profile) and installed in $((t2 - t1)) s"
 
 # Run from outside the source tree so `import excerpt` is the installed package. The
 # PDF tests run PDFs through this checkout's binary too (its caged worker), when built.
-bin="$(pwd)/target/debug/excerpt"
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
+bin="$target/debug/excerpt"
 if [ -z "${EXCERPT_BIN:-}" ] && [ -x "$bin" ]; then
   export EXCERPT_BIN="$bin"
 fi
