@@ -1221,3 +1221,81 @@ fn a_copy_in_a_later_batch_of_the_same_run_reuses_the_vectors_written_before() {
     assert_eq!(report.chunks_reused, chunks, "{report:?}");
     assert_eq!(snap.doc_vectors(0), snap.doc_vectors(1));
 }
+
+#[test]
+fn a_later_run_reuses_the_vectors_of_live_chunks_with_the_same_text_and_only_those() {
+    // One engine, as a server keeps: its snapshot holds the segments between runs, so
+    // each run finds the committed chunks by key without hashing the index again.
+    // One title for all: the chunk headers are part of what is embedded.
+    let doc = |id: &str, text: &str| excerpt::ParsedDocument {
+        id: id.into(),
+        title: "Tides".into(),
+        source: None,
+        metadata: Default::default(),
+        text: text.into(),
+        sections: vec![],
+        atomic: vec![],
+        pages: vec![],
+    };
+    let first = "The moon pulls the sea twice a day.\n\nSpring tides come with the full moon.\n\n\
+                 Neap tides fall between them.\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let mut opts = EngineOptions::new(tmp.path().join("idx"));
+    opts.chunker = Some(excerpt::ChunkerConfig::Tokens { max_tokens: 10 });
+    let engine = Engine::new(opts);
+    let run = |docs| {
+        engine
+            .ingest_documents(docs, &IngestOptions::default(), &NoProgress)
+            .unwrap()
+    };
+    let report = run(vec![
+        doc("tides.txt", first),
+        doc("other.txt", "Rivers run to the sea.\n"),
+    ]);
+    let before = engine.snapshot().unwrap();
+    let tides = before.doc_index("tides.txt").unwrap();
+    let chunks = before.doc(tides).unwrap().chunks.len();
+    assert!(chunks >= 3 && report.chunks_embedded > chunks, "{report:?}");
+    let vectors = before.doc_vectors(tides).unwrap().to_vec();
+
+    // A copy under another id, in a run of its own: every chunk found, none embedded.
+    let report = run(vec![doc("copy.txt", first)]);
+    assert_eq!(
+        (report.chunks_reused, report.chunks_embedded),
+        (chunks, 0),
+        "{report:?}"
+    );
+    let snap = engine.snapshot().unwrap();
+    let copy = snap.doc_index("copy.txt").unwrap();
+    assert_eq!(snap.doc_vectors(copy).unwrap(), &vectors[..]);
+
+    // Gone from the index (both holders removed): the text is embedded again.
+    engine
+        .remove(&["tides.txt".to_string(), "copy.txt".to_string()])
+        .unwrap();
+    let report = run(vec![doc("again.txt", first)]);
+    assert_eq!(
+        (report.chunks_reused, report.chunks_embedded),
+        (0, chunks),
+        "{report:?}"
+    );
+
+    // An edit: the unchanged chunks reused, the changed one embedded.
+    let edited = first.replace("Neap tides fall between them.", "Neap tides are weaker.");
+    let report = run(vec![doc("again.txt", &edited)]);
+    let snap = engine.snapshot().unwrap();
+    let now = snap
+        .doc(snap.doc_index("again.txt").unwrap())
+        .unwrap()
+        .chunks
+        .len();
+    assert_eq!(
+        report.chunks_reused + report.chunks_embedded,
+        now,
+        "{report:?}"
+    );
+    assert!(
+        report.chunks_embedded >= 1 && report.chunks_reused >= 1,
+        "{report:?}"
+    );
+}

@@ -180,16 +180,81 @@ fn hash_in_blocks(file: &mut File) -> std::io::Result<blake3::Hash> {
     }
 }
 
+/// A segment's live and deleted documents, in the segment's order, as this process
+/// decoded them from its checked `.docs` file (texts left in the mapped file, as
+/// [`read_documents`] reads them).
+///
+/// Shared: while any snapshot (or other reader) holds a segment's documents, a reader of
+/// the same file gets the same ones ([`segment_documents`]) instead of reading, hashing
+/// and decoding the file again. Segment files are never rewritten in place, so the file
+/// a reader finds under the segment's name with the same identity (device, inode,
+/// length, modification time) and the manifest's same BLAKE3 is the file that was
+/// checked. That keeps a commit's cost in the new segment rather than the whole index:
+/// a server reopens its snapshot, and an ingest opens a writer, after every write.
+#[derive(Debug)]
+pub struct SegmentDocs(Vec<Arc<Document>>);
+
+impl SegmentDocs {
+    /// The documents, in the segment's order (its rows follow the same order).
+    pub fn documents(&self) -> &[Arc<Document>] {
+        &self.0
+    }
+}
+
+/// What identifies a checked `.docs` file's documents: the file's identity, the BLAKE3
+/// it matched, and whether their texts are in the mapped file ([`mapping_allowed`]).
+type DocsKey = (FileKey, String, bool);
+
+/// The segment documents read by this process that something still holds.
+static DOCS: Mutex<Option<std::collections::HashMap<DocsKey, std::sync::Weak<SegmentDocs>>>> =
+    Mutex::new(None);
+
+/// A segment's documents ([`SegmentDocs`]): those this process already holds for the
+/// same file, else read, checked and decoded by [`read_documents`].
+pub(crate) fn segment_documents(
+    dir: &Path,
+    meta: &SegmentMeta,
+) -> Result<Arc<SegmentDocs>, IndexError> {
+    let path = segment_file(dir, &meta.name, "docs");
+    let now = File::open(&path)
+        .ok()
+        .and_then(|f| file_key(&f))
+        .map(|k| (k, meta.docs_hash.clone(), mapping_allowed()));
+    if let Some(key) = &now {
+        let guard = DOCS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = guard.as_ref().and_then(|m| m.get(key)?.upgrade()) {
+            return Ok(held);
+        }
+    }
+    let (docs, read) = read_documents(dir, meta)?;
+    let shared = Arc::new(SegmentDocs(docs.into_iter().map(Arc::new).collect()));
+    if let Some(read) = read {
+        let mut guard = DOCS.lock().unwrap_or_else(|e| e.into_inner());
+        let map = guard.get_or_insert_with(Default::default);
+        map.retain(|_, held| held.strong_count() > 0);
+        let in_place = shared.0.first().is_none_or(|d| d.text.is_in_place());
+        map.insert(
+            (read, meta.docs_hash.clone(), in_place),
+            Arc::downgrade(&shared),
+        );
+    }
+    Ok(shared)
+}
+
 /// Reads and verifies a segment's documents, leaving each text in the mapped file
 /// (copied into memory for segments of an older format, or if the file cannot be
-/// mapped).
-pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Document>, IndexError> {
+/// mapped); with the identity of the file read.
+fn read_documents(
+    dir: &Path,
+    meta: &SegmentMeta,
+) -> Result<(Vec<Document>, Option<FileKey>), IndexError> {
     let (bytes, file) = crate::segment::read_checked_documents(dir, meta)?;
+    let key = file_key(&file);
     let mapped = (meta.format == FORMAT_VERSION)
         .then(|| map_file(&file, bytes.len()))
         .flatten();
     let Some(map) = mapped else {
-        return decode_documents(dir, meta, &bytes);
+        return Ok((decode_documents(dir, meta, &bytes)?, key));
     };
     let corrupt = |detail: String| IndexError::Corrupt {
         dir: dir.to_path_buf(),
@@ -210,21 +275,22 @@ pub(crate) fn read_documents(dir: &Path, meta: &SegmentMeta) -> Result<Vec<Docum
         })
         .collect::<Result<Vec<_>, IndexError>>()?;
     drop(bytes);
-    Ok(docs)
+    Ok((docs, key))
 }
 
-/// Reads and verifies a segment's documents (decoded into memory) and checks its
-/// vectors file without decoding it: header and length, then its BLAKE3 read in blocks
-/// (once per file and process, [`VectorsCheck`]). What a writer reads of every segment
-/// before it changes anything: the rows themselves are not needed, and decoding them
-/// held a copy of every vector on the heap (1.5 GB at a million chunks).
+/// A segment's checked documents ([`segment_documents`]: shared with the snapshots
+/// that hold them) after a check of its vectors file without decoding it: header and
+/// length, then its BLAKE3 read in blocks (once per file and process,
+/// [`VectorsCheck`]). What a writer reads of every segment before it changes anything:
+/// the rows themselves are not needed, and decoding them held a copy of every vector on
+/// the heap (1.5 GB at a million chunks).
 pub(crate) fn read_checked_segment_documents(
     dir: &Path,
     meta: &SegmentMeta,
     dimension: usize,
-) -> Result<Vec<Document>, IndexError> {
-    let docs = crate::segment::read_documents(dir, meta)?;
-    let rows = docs.iter().map(|d| d.chunks.len()).sum();
+) -> Result<Arc<SegmentDocs>, IndexError> {
+    let docs = segment_documents(dir, meta)?;
+    let rows = docs.documents().iter().map(|d| d.chunks.len()).sum();
     let (_, check) = SegmentVectors::open(dir, meta, dimension, rows)?;
     check
         .result()

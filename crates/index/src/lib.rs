@@ -45,6 +45,7 @@ pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
 pub use dense::top_k_rows;
 pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
+pub use in_place::SegmentDocs;
 pub use manifest::{
     AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, SentenceVectors,
     FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,

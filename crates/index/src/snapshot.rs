@@ -8,7 +8,7 @@ use excerpt_core::{ChunkKey, Document};
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
 use crate::health::{self, Damage};
-use crate::in_place::{read_documents, SegmentVectors, VectorsCheck};
+use crate::in_place::{segment_documents, SegmentDocs, SegmentVectors, VectorsCheck};
 use crate::quant::{self, QuantRows};
 use crate::svec::{read_sentence_vectors, SentenceRows};
 use crate::{dense, IndexConfig, IndexError, Manifest};
@@ -76,6 +76,10 @@ pub struct Snapshot {
     doc_rows: Vec<(u32, usize)>,
     /// Each segment's vectors, mapped from its file (empty for a segment left out).
     segments: Vec<SegmentVectors>,
+    /// Each segment's documents, live and deleted (`None` for a segment left out):
+    /// held so that the next snapshot of a changed index, and writers, share them
+    /// instead of reading the unchanged segments again ([`SegmentDocs`]).
+    segment_docs: Vec<Option<Arc<SegmentDocs>>>,
     /// Each segment's check of its vectors file (see [`crate::in_place`]): its rows
     /// are read only once it has passed. Shared with the thread that runs the checks
     /// ahead of the readers.
@@ -194,7 +198,13 @@ impl Snapshot {
         bm25_reader: Option<Bm25Reader>,
     ) -> Result<Snapshot, IndexError> {
         let dim = manifest.config.dimension;
-        let (entries, segments, vector_checks, damage) = read_live_documents(dir, &manifest);
+        let LiveRead {
+            entries,
+            segments,
+            segment_docs,
+            checks: vector_checks,
+            damage,
+        } = read_live_documents(dir, &manifest);
         let vector_checks: Arc<[VectorsCheck]> = vector_checks.into();
         check_ahead(&vector_checks);
         let total_rows: usize = entries.iter().map(|e| e.0.chunks.len()).sum();
@@ -221,7 +231,7 @@ impl Snapshot {
             rows += d.chunks.len();
             doc_rows.push((si as u32, row));
             by_id.insert(d.id.clone(), i as u32);
-            docs.push(Arc::new(d));
+            docs.push(d);
         }
         first_row.push(total_rows);
         let (bm25, bm25_in_ram) = match bm25_reader {
@@ -240,6 +250,7 @@ impl Snapshot {
             first_row,
             doc_rows,
             segments,
+            segment_docs,
             vector_checks,
             sentence_rows,
             sentence_vectors,
@@ -307,6 +318,22 @@ impl Snapshot {
     /// Position of the document with this id.
     pub fn doc_index(&self, id: &str) -> Option<u32> {
         self.by_id.get(id).copied()
+    }
+
+    /// Each readable segment's documents, live and deleted, in the manifest's order
+    /// (the newest segment last). The same [`SegmentDocs`] are shared by the snapshots
+    /// and writers of this process that read the same segment, so what a caller derives
+    /// from one (keyed by its `Arc`) holds for as long as it exists.
+    pub fn segment_documents(&self) -> impl Iterator<Item = &Arc<SegmentDocs>> + '_ {
+        self.segment_docs.iter().flatten()
+    }
+
+    /// The index of `doc` among [`Snapshot::documents`] when it is the version this
+    /// snapshot reads (the same `Arc`, from [`Snapshot::segment_documents`]); `None`
+    /// for a deleted or replaced version.
+    pub fn live_index(&self, doc: &Arc<Document>) -> Option<u32> {
+        let d = *self.by_id.get(&doc.id)?;
+        Arc::ptr_eq(self.docs.get(d as usize)?, doc).then_some(d)
     }
     /// Number of live chunks.
     pub fn chunk_count(&self) -> usize {
@@ -649,24 +676,27 @@ impl Snapshot {
 
 /// A live document as a snapshot reads it: the document, its segment's index in the
 /// manifest, its first row in that segment's vectors, its sentence vectors.
-type LiveDocument = (Document, usize, usize, Option<SentenceRows>);
+type LiveDocument = (Arc<Document>, usize, usize, Option<SentenceRows>);
+
+/// What [`read_live_documents`] read: the live documents and, in manifest order, every
+/// segment's vectors, documents and vectors check; and the damage found.
+struct LiveRead {
+    entries: Vec<LiveDocument>,
+    segments: Vec<SegmentVectors>,
+    segment_docs: Vec<Option<Arc<SegmentDocs>>>,
+    checks: Vec<VectorsCheck>,
+    damage: Damage,
+}
 
 /// Reads the segments of `manifest` for a snapshot: the live documents (by id, each from
-/// the newest segment holding it), every segment's vectors in manifest order (empty for
-/// one that cannot be read) and the damage found (segments left out with the documents
-/// lost, sentence vectors left out).
-fn read_live_documents(
-    dir: &Path,
-    manifest: &Manifest,
-) -> (
-    Vec<LiveDocument>,
-    Vec<SegmentVectors>,
-    Vec<VectorsCheck>,
-    Damage,
-) {
+/// the newest segment holding it), every segment's vectors and documents in manifest
+/// order (empty and `None` for one that cannot be read) and the damage found (segments
+/// left out with the documents lost, sentence vectors left out).
+fn read_live_documents(dir: &Path, manifest: &Manifest) -> LiveRead {
     let dim = manifest.config.dimension;
     let mut entries: Vec<LiveDocument> = Vec::new();
     let mut segments: Vec<SegmentVectors> = Vec::new();
+    let mut segment_docs: Vec<Option<Arc<SegmentDocs>>> = Vec::new();
     let mut checks: Vec<VectorsCheck> = Vec::new();
     let mut damage = Damage::default();
     // Segments are read (documents decoded, vectors files checked and mapped) in
@@ -687,6 +717,7 @@ fn read_live_documents(
                     .segments
                     .push(health::lost_of(dir, meta, health::describe(&e)));
                 segments.push(SegmentVectors::empty());
+                segment_docs.push(None);
                 checks.push(VectorsCheck::sound());
                 continue;
             }
@@ -698,18 +729,19 @@ fn read_live_documents(
                     "{} (its documents are read without sentence vectors)",
                     health::describe(&e)
                 ));
-                vec![None; docs.len()]
+                vec![None; docs.documents().len()]
             }
         };
         let mut row = 0usize;
-        for (d, sv) in docs.into_iter().zip(sentences) {
+        for (d, sv) in docs.documents().iter().zip(sentences) {
             let n = d.chunks.len();
             if meta.deleted.binary_search(&d.id).is_err() {
-                entries.push((d, si, row, sv));
+                entries.push((Arc::clone(d), si, row, sv));
             }
             row += n;
         }
         segments.push(vectors);
+        segment_docs.push(Some(docs));
         checks.push(check);
     }
     // By id, then newest segment first: a document live in two segments (only
@@ -724,7 +756,13 @@ fn read_live_documents(
                 .is_err()
         });
     }
-    (entries, segments, checks, damage)
+    LiveRead {
+        entries,
+        segments,
+        segment_docs,
+        checks,
+        damage,
+    }
 }
 
 /// Runs the vectors checks of a new snapshot on a thread of their own, one after the
@@ -752,21 +790,22 @@ fn check_ahead(checks: &Arc<[VectorsCheck]>) {
 /// A segment's documents, its mapped vectors with their check, and its sentence vectors
 /// (per document; their own result, as losing them only degrades the segment).
 type SegmentRead = (
-    Vec<Document>,
+    Arc<SegmentDocs>,
     (SegmentVectors, VectorsCheck),
     Result<Vec<Option<SentenceRows>>, IndexError>,
 );
 
-/// Reads segment `meta` for a snapshot: documents decoded, vectors mapped, both checked.
+/// Reads segment `meta` for a snapshot: documents decoded (or shared, when this process
+/// holds them already: [`segment_documents`]), vectors mapped, both checked.
 fn read_segment_in_place(
     dir: &Path,
     meta: &crate::SegmentMeta,
     dim: usize,
 ) -> Result<SegmentRead, IndexError> {
-    let docs = read_documents(dir, meta)?;
-    let rows = docs.iter().map(|d| d.chunks.len()).sum();
+    let docs = segment_documents(dir, meta)?;
+    let rows = docs.documents().iter().map(|d| d.chunks.len()).sum();
     let vectors = SegmentVectors::open(dir, meta, dim, rows)?;
-    let sentences = read_sentence_vectors(dir, meta, &docs, dim);
+    let sentences = read_sentence_vectors(dir, meta, docs.documents(), dim);
     Ok((docs, vectors, sentences))
 }
 

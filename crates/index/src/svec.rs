@@ -13,6 +13,7 @@
 //! i8 components. Files written before (header `EXSVEC01`, rows of f32) are still read,
 //! and their rows are quantised as they are read.
 
+use std::borrow::Borrow;
 use std::fs;
 use std::path::Path;
 
@@ -141,7 +142,7 @@ pub(crate) fn write_sentence_vectors(
 pub(crate) fn read_sentence_vectors(
     dir: &Path,
     meta: &SegmentMeta,
-    docs: &[Document],
+    docs: &[impl Borrow<Document>],
     dimension: usize,
 ) -> Result<Vec<Option<SentenceRows>>, IndexError> {
     let Some(hash) = &meta.svec_hash else {
@@ -177,6 +178,7 @@ pub(crate) fn read_sentence_vectors(
     }
     let mut counts = Vec::with_capacity(n_docs);
     for (i, d) in docs.iter().enumerate() {
+        let d: &Document = d.borrow();
         let n = u32_at(16 + 4 * i).ok_or_else(|| corrupt("truncated".into()))?;
         if n != 0 && n != d.sentences.len() {
             return Err(corrupt(format!(

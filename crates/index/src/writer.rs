@@ -102,9 +102,9 @@ impl IndexWriter {
         let mut live = HashMap::new();
         for meta in &manifest.segments {
             let docs = read_checked_segment_documents(dir, meta, manifest.config.dimension)?;
-            for d in docs {
+            for d in docs.documents() {
                 if meta.deleted.binary_search(&d.id).is_err() {
-                    live.insert(d.id, (meta.name.clone(), d.hash));
+                    live.insert(d.id.clone(), (meta.name.clone(), d.hash.clone()));
                 }
             }
         }
@@ -136,9 +136,9 @@ impl IndexWriter {
             tantivy.delete_all_documents()?;
             for meta in &manifest.segments {
                 let docs = read_checked_segment_documents(dir, meta, manifest.config.dimension)?;
-                for d in docs {
+                for d in docs.documents() {
                     if meta.deleted.binary_search(&d.id).is_err() {
-                        bm25::add_document(&tantivy, fields, &d, manifest.config.headers)?;
+                        bm25::add_document(&tantivy, fields, d, manifest.config.headers)?;
                     }
                 }
             }

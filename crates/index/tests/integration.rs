@@ -597,3 +597,71 @@ fn damaged_bm25_files_are_searched_around_and_repaired_by_the_next_writer() {
         }
     }
 }
+
+/// A snapshot opened after a commit shares the unchanged segments' documents with the
+/// snapshot still held (nothing read, hashed or decoded again); a segment file changed
+/// on disk since is read again, and its damage found.
+#[test]
+fn a_new_snapshot_shares_the_documents_of_unchanged_segments_and_rereads_changed_files() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    for (i, id) in ["a", "b"].iter().enumerate() {
+        let d = doc(id, "pears are green|plums are purple");
+        w.put(d.clone(), vectors(&d, i)).unwrap();
+    }
+    w.commit().unwrap();
+    let c = doc("c", "figs are soft|limes are sour");
+    w.put(c.clone(), vectors(&c, 2)).unwrap();
+    w.commit().unwrap();
+    let held = Snapshot::open(dir.path()).unwrap();
+
+    // A third commit replaces "b" (its old version stays in the first segment).
+    let b = doc("b", "pears are ripe|plums are sweet");
+    w.put(b.clone(), vectors(&b, 3)).unwrap();
+    w.commit().unwrap();
+    let next = Snapshot::open(dir.path()).unwrap();
+    let segments = |s: &Snapshot| s.segment_documents().cloned().collect::<Vec<_>>();
+    let (before, after) = (segments(&held), segments(&next));
+    assert_eq!((before.len(), after.len()), (2, 3));
+    assert!(Arc::ptr_eq(&before[0], &after[0]) && Arc::ptr_eq(&before[1], &after[1]));
+    let doc_of = |s: &Snapshot, id: &str| Arc::clone(s.doc(s.doc_index(id).unwrap()).unwrap());
+    assert!(Arc::ptr_eq(&doc_of(&held, "a"), &doc_of(&next, "a")));
+    assert!(!Arc::ptr_eq(&doc_of(&held, "b"), &doc_of(&next, "b")));
+    assert_eq!(doc_of(&next, "b").text.as_str(), b.text.as_str());
+    // Live versions are told from replaced ones by identity.
+    let old_b = &after[0].documents()[1];
+    assert_eq!(old_b.id, "b");
+    assert_eq!(next.live_index(old_b), None);
+    assert_eq!(
+        next.live_index(&after[0].documents()[0]),
+        next.doc_index("a")
+    );
+    drop(w);
+
+    // The first segment's documents file damaged in place (a later write: a new
+    // modification time) while both snapshots still hold its documents.
+    let path = dir.path().join("segments").join("g0000000001.docs");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let reopened = Snapshot::open(dir.path()).unwrap();
+    let damage = reopened.damage();
+    assert_eq!(damage.segments.len(), 1, "{damage:?}");
+    assert!(
+        format!("{damage:?}").contains("g0000000001.docs: checksum mismatch"),
+        "{damage:?}"
+    );
+    // "a" was only in the damaged segment; "b" and "c" are read from the others.
+    let ids: Vec<&str> = reopened.documents().iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["b", "c"]);
+    drop((held, next));
+}

@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use excerpt_core::{indexed_text, ChunkKey, Document};
 use excerpt_index::{
-    AnnOptions, IndexConfig, IndexError, IndexWriter, Manifest, RepairReport, Snapshot,
-    VerifyReport, MANIFEST_FILE,
+    AnnOptions, IndexConfig, IndexError, IndexWriter, Manifest, RepairReport, SegmentDocs,
+    Snapshot, VerifyReport, MANIFEST_FILE,
 };
 use excerpt_ingest::ParsedDocument;
 use excerpt_retrieve::SnapshotStore;
@@ -211,11 +211,112 @@ impl Backend for DirBackend {
     }
 }
 
+/// A text no chunk holds, whose key tells one way of keying chunks from another (a
+/// model id is part of the key).
+const KEY_PROBE: &str = "\u{0}excerpt: the key of this text names the way keys are made";
+
+/// One segment's chunks by embedding-input key: `(hash of the key, document in the
+/// segment, chunk position in the document)`, sorted. A hash may match another key:
+/// [`stored_chunk`] checks the chunk's own key before it takes its vector.
+struct SegmentKeys {
+    docs: Arc<SegmentDocs>,
+    by_key: Arc<Vec<(u64, u32, u32)>>,
+}
+
+/// A way of keying chunks: the key of [`KEY_PROBE`] and the headers setting.
+type KeyTag = (String, bool);
+
+/// The key indexes this process has built, by segment (the address of its shared
+/// documents, held weakly: an entry lives while some snapshot holds the segment) and
+/// way of keying. A server's ingests then hash the chunks of a segment once, not at
+/// every write.
+#[allow(clippy::type_complexity)]
+static SEGMENT_KEYS: Mutex<
+    Option<HashMap<(usize, KeyTag), (Weak<SegmentDocs>, Arc<Vec<(u64, u32, u32)>>)>>,
+> = Mutex::new(None);
+
+/// FNV-1a of a key: which entries of a [`SegmentKeys`] to look at.
+fn key_hash(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The key index of the segment `docs` for the way of keying `tag`: the one this
+/// process built already while the segment is held, else built now.
+fn segment_keys(
+    docs: &Arc<SegmentDocs>,
+    tag: &KeyTag,
+    key_of: &dyn Fn(&str) -> String,
+    headers: bool,
+) -> SegmentKeys {
+    let id = (Arc::as_ptr(docs) as usize, tag.clone());
+    {
+        let guard = SEGMENT_KEYS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((held, by_key)) = guard.as_ref().and_then(|m| m.get(&id)) {
+            if held.upgrade().is_some_and(|d| Arc::ptr_eq(&d, docs)) {
+                return SegmentKeys {
+                    docs: Arc::clone(docs),
+                    by_key: Arc::clone(by_key),
+                };
+            }
+        }
+    }
+    let mut by_key = Vec::new();
+    for (j, doc) in docs.documents().iter().enumerate() {
+        for (i, c) in doc.chunks.iter().enumerate() {
+            let k = key_of(&indexed_text(doc, c, headers));
+            by_key.push((key_hash(&k), j as u32, i as u32));
+        }
+    }
+    by_key.sort_unstable();
+    let by_key = Arc::new(by_key);
+    let mut guard = SEGMENT_KEYS.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    map.retain(|_, (held, _)| held.strong_count() > 0);
+    map.insert(id, (Arc::downgrade(docs), Arc::clone(&by_key)));
+    SegmentKeys {
+        docs: Arc::clone(docs),
+        by_key,
+    }
+}
+
+/// The live chunk of `snap` whose embedding-input key is `key`, the first in the
+/// snapshot's order (documents by id, chunks in reading order) when several are.
+fn stored_chunk(
+    snap: &Snapshot,
+    segments: &[SegmentKeys],
+    key: &str,
+    key_of: &dyn Fn(&str) -> String,
+    headers: bool,
+) -> Option<ChunkKey> {
+    let h = key_hash(key);
+    let mut best: Option<(u32, u32, u32)> = None;
+    for seg in segments {
+        let from = seg.by_key.partition_point(|e| e.0 < h);
+        for &(_, j, i) in seg.by_key[from..].iter().take_while(|e| e.0 == h) {
+            let doc = &seg.docs.documents()[j as usize];
+            let Some(d) = snap.live_index(doc) else {
+                continue;
+            };
+            if best.is_some_and(|b| (b.0, b.1) <= (d, i)) {
+                continue;
+            }
+            let c = &doc.chunks[i as usize];
+            if key_of(&indexed_text(doc, c, headers)) == key {
+                best = Some((d, i, c.ordinal));
+            }
+        }
+    }
+    best.map(|(d, _, ordinal)| ChunkKey::new(d, ordinal))
+}
+
 /// The embedded index's writer, staging documents until a commit. One per ingest run.
 struct DirSink {
     writer: IndexWriter,
-    /// Vectors already in the index, by embedding-input key (built on first need).
-    cache: Option<(Arc<Snapshot>, HashMap<String, ChunkKey>)>,
+    /// The committed state whose vectors are reused, with each of its segments' key
+    /// index (opened on first need).
+    cache: Option<(Arc<Snapshot>, Vec<SegmentKeys>)>,
     /// The chunks this run has written, by embedding-input key: their document id and
     /// ordinal. A later batch of the same run reads their vectors once they are
     /// committed, instead of embedding the same text again (a copy of a file in
@@ -314,19 +415,17 @@ impl Sink for DirSink {
     ) -> Result<HashMap<String, Vec<f32>>, EngineError> {
         if self.cache.is_none() {
             let snap = Arc::new(self.writer.snapshot()?);
-            let mut map = HashMap::new();
-            for (d, doc) in snap.documents().iter().enumerate() {
-                for c in &doc.chunks {
-                    let k = key_of(&indexed_text(doc, c, headers));
-                    map.entry(k).or_insert(ChunkKey::new(d as u32, c.ordinal));
-                }
-            }
-            self.cache = Some((snap, map));
+            let tag = (key_of(KEY_PROBE), headers);
+            let segments = snap
+                .segment_documents()
+                .map(|docs| segment_keys(docs, &tag, key_of, headers))
+                .collect();
+            self.cache = Some((snap, segments));
         }
         let mut out = HashMap::new();
-        if let Some((snap, map)) = self.cache.as_ref() {
+        if let Some((snap, segments)) = self.cache.as_ref() {
             for k in keys {
-                if let Some(&key) = map.get(*k) {
+                if let Some(key) = stored_chunk(snap, segments, k, key_of, headers) {
                     // A vector whose segment failed its check is not reused: the chunk
                     // is embedded again.
                     if let Some(v) = snap.vector(key) {
