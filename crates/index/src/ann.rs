@@ -31,9 +31,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::in_place::read_checked_segment;
 use crate::kmeans::{self, Assigner, Rng};
 use crate::manifest::{write_durably, AnnMeta};
-use crate::segment::read_segment;
 use crate::{IndexError, Manifest};
 
 const IVF_MAGIC: &[u8; 8] = b"EXIVF001";
@@ -214,7 +214,7 @@ fn write_assignment(
     vectors: &[f32],
 ) -> Result<String, IndexError> {
     let lists = centroids.len() / dim;
-    let asg = Assigner::new(centroids, dim).nearest_all(vectors);
+    let asg = Assigner::for_rows(centroids, dim, vectors.len() / dim.max(1)).nearest_all(vectors);
     let bytes = encode(
         ASG_MAGIC,
         asg.len() as u32,
@@ -250,9 +250,15 @@ pub(crate) fn update(
                 if meta.assignments.contains_key(&seg.name) {
                     continue;
                 }
-                let (_, vectors) = read_segment(dir, seg, dim)?;
-                let hash =
-                    write_assignment(dir, &seg.name, &meta.centroids, &centroids, dim, &vectors)?;
+                let (_, vectors) = read_checked_segment(dir, seg, dim)?;
+                let hash = write_assignment(
+                    dir,
+                    &seg.name,
+                    &meta.centroids,
+                    &centroids,
+                    dim,
+                    vectors.rows(),
+                )?;
                 meta.assignments.insert(seg.name.clone(), hash);
             }
             return Ok(Some(meta));
@@ -273,9 +279,11 @@ fn train_all(
     // Live rows as (segment, row in segment).
     let mut live: Vec<(u32, u32)> = Vec::new();
     for (si, seg) in next.segments.iter().enumerate() {
-        let (docs, vectors) = read_segment(dir, seg, dim)?;
+        // Mapped, not copied: at millions of rows, a copy of every vector on the heap
+        // was most of a large ingest's memory while it retrained.
+        let (docs, vectors) = read_checked_segment(dir, seg, dim)?;
         let mut row = 0u32;
-        for d in docs {
+        for d in docs.documents() {
             let n = d.chunks.len() as u32;
             if seg.deleted.binary_search(&d.id).is_err() {
                 live.extend((row..row + n).map(|r| (si as u32, r)));
@@ -295,7 +303,7 @@ fn train_all(
     for i in picks {
         let (s, r) = live[i];
         let r = r as usize;
-        sample.extend_from_slice(&seg_vectors[s as usize][r * dim..(r + 1) * dim]);
+        sample.extend_from_slice(&seg_vectors[s as usize].rows()[r * dim..(r + 1) * dim]);
     }
     let centroids = kmeans::train(&sample, dim, lists, ITERATIONS, SEED, None);
     drop(sample);
@@ -310,7 +318,7 @@ fn train_all(
     let centroids_hash = write_ann_file(&ivf_path(dir, &stem), &bytes)?;
     let mut assignments = BTreeMap::new();
     for (seg, vectors) in next.segments.iter().zip(&seg_vectors) {
-        let hash = write_assignment(dir, &seg.name, &stem, &centroids, dim, vectors)?;
+        let hash = write_assignment(dir, &seg.name, &stem, &centroids, dim, vectors.rows())?;
         assignments.insert(seg.name.clone(), hash);
     }
     Ok(Some(AnnMeta {

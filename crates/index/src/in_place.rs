@@ -289,9 +289,19 @@ pub(crate) fn read_checked_segment_documents(
     meta: &SegmentMeta,
     dimension: usize,
 ) -> Result<Arc<SegmentDocs>, IndexError> {
+    read_checked_segment(dir, meta, dimension).map(|(docs, _)| docs)
+}
+
+/// [`read_checked_segment_documents`], with the vectors mapped (read in place: the
+/// ANN lists are trained and assigned from them without a copy on the heap).
+pub(crate) fn read_checked_segment(
+    dir: &Path,
+    meta: &SegmentMeta,
+    dimension: usize,
+) -> Result<(Arc<SegmentDocs>, SegmentVectors), IndexError> {
     let docs = segment_documents(dir, meta)?;
     let rows = docs.documents().iter().map(|d| d.chunks.len()).sum();
-    let (_, check) = SegmentVectors::open(dir, meta, dimension, rows)?;
+    let (vectors, check) = SegmentVectors::open(dir, meta, dimension, rows)?;
     check
         .result()
         .clone()
@@ -299,7 +309,7 @@ pub(crate) fn read_checked_segment_documents(
             dir: dir.to_path_buf(),
             detail: format!("segment {}: {detail}", meta.name),
         })?;
-    Ok(docs)
+    Ok((docs, vectors))
 }
 
 /// The check of one segment's vectors file against the manifest's BLAKE3, run once, by

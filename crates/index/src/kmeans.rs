@@ -122,8 +122,15 @@ pub(crate) struct Assigner<'a> {
 impl<'a> Assigner<'a> {
     /// An assigner over `cents` (`k` rows of `dim`), grouping them when there are many.
     pub(crate) fn new(cents: &'a [f32], dim: usize) -> Assigner<'a> {
+        Self::for_rows(cents, dim, usize::MAX)
+    }
+
+    /// An assigner over `cents` for `rows` rows: grouped only when there are many
+    /// centroids and the rows are enough to repay the grouping (a few k-means passes
+    /// over the centroids); a commit of one document scores every centroid instead.
+    pub(crate) fn for_rows(cents: &'a [f32], dim: usize, rows: usize) -> Assigner<'a> {
         let k = cents.len().checked_div(dim).unwrap_or(0);
-        let groups = (k > EXACT_MAX).then(|| group(cents, dim, k));
+        let groups = (k > EXACT_MAX && grouping_pays(k, rows)).then(|| group(cents, dim, k));
         Assigner {
             cents,
             dim,
@@ -213,10 +220,36 @@ impl<'a> Assigner<'a> {
     }
 }
 
+/// Iterations of the k-means that groups centroids ([`group`]).
+const GROUP_ITERATIONS: usize = 6;
+
+/// Whether grouping `k` centroids costs less than it saves on `rows` rows, counted in
+/// dot products: grouping scores every centroid against every group centre once per
+/// iteration and once more to assign them; a row then scores the group centres and
+/// its probed groups' members instead of every centroid.
+fn grouping_pays(k: usize, rows: usize) -> bool {
+    let ng = group_count(k);
+    let cost = (GROUP_ITERATIONS + 1) * k * ng;
+    let per_row = (ng + GROUP_PROBE * k / ng.max(1)).min(k);
+    rows.saturating_mul(k - per_row) > cost
+}
+
+/// How many groups `k` centroids are grouped into: about `sqrt(k)`.
+fn group_count(k: usize) -> usize {
+    ((k as f64).sqrt().round() as usize).clamp(1, EXACT_MAX)
+}
+
 /// Groups `k` centroids into about `sqrt(k)` groups by a few exact k-means iterations.
 fn group(cents: &[f32], dim: usize, k: usize) -> Groups {
-    let ng = ((k as f64).sqrt().round() as usize).clamp(1, EXACT_MAX);
-    let centers = lloyd(cents, dim, ng, 6, &mut Rng::new(0x6772_6f75_7073), None);
+    let ng = group_count(k);
+    let centers = lloyd(
+        cents,
+        dim,
+        ng,
+        GROUP_ITERATIONS,
+        &mut Rng::new(0x6772_6f75_7073),
+        None,
+    );
     let assigner = Assigner {
         cents: &centers,
         dim,
@@ -341,6 +374,21 @@ mod tests {
                 best
             })
             .collect()
+    }
+
+    #[test]
+    fn few_rows_over_many_centroids_are_assigned_exactly_and_many_rows_grouped() {
+        let (dim, k) = (8, 600);
+        let cents = random_unit(k, dim, 5);
+        let rows = random_unit(3, dim, 6);
+        let few = Assigner::for_rows(&cents, dim, 3);
+        assert!(few.groups.is_none());
+        assert_eq!(few.nearest_all(&rows), brute(&rows, &cents, dim));
+        assert!(Assigner::for_rows(&cents, dim, 100_000).groups.is_some());
+        assert!(Assigner::new(&cents, dim).groups.is_some());
+        // Below the size where grouping is considered at all, never grouped.
+        let small = random_unit(EXACT_MAX, dim, 7);
+        assert!(Assigner::for_rows(&small, dim, usize::MAX).groups.is_none());
     }
 
     proptest! {
