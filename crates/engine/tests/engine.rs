@@ -671,6 +671,20 @@ fn late_chunking_is_refused_with_a_remote_embedder() {
     assert!(!tmp.path().join("idx").join("manifest.json").exists());
 }
 
+/// A plain-text document with no sections, pages or metadata.
+fn plain_document(id: &str, title: &str, text: &str) -> excerpt::ParsedDocument {
+    excerpt::ParsedDocument {
+        id: id.into(),
+        title: title.into(),
+        source: None,
+        metadata: Default::default(),
+        text: text.into(),
+        sections: vec![],
+        atomic: vec![],
+        pages: vec![],
+    }
+}
+
 /// A reader in one engine (as in another process) keeps answering while a writer in
 /// another engine commits over and over: opening the latest snapshot in the middle of a
 /// commit retries instead of failing.
@@ -679,15 +693,12 @@ fn readers_keep_answering_while_another_writer_commits() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("idx");
     let writer = Engine::new(EngineOptions::new(&dir));
-    let doc = |i: usize| excerpt::ParsedDocument {
-        id: format!("notes/{i:03}.txt"),
-        title: format!("Note {i}"),
-        source: None,
-        metadata: Default::default(),
-        text: format!("Note {i}: the replica was restarted after the cache filled up.\n"),
-        sections: vec![],
-        atomic: vec![],
-        pages: vec![],
+    let doc = |i: usize| {
+        plain_document(
+            &format!("notes/{i:03}.txt"),
+            &format!("Note {i}"),
+            &format!("Note {i}: the replica was restarted after the cache filled up.\n"),
+        )
     };
     writer
         .ingest_documents(vec![doc(0)], &IngestOptions::default(), &NoProgress)
@@ -728,16 +739,7 @@ fn three_segments(dir: &std::path::Path) -> Engine {
         ("b", "The lighthouse keeper lights the lamp at dusk."),
         ("c", "The ferry crosses the bay twice an hour."),
     ] {
-        let doc = excerpt::ParsedDocument {
-            id: format!("notes/{name}.txt"),
-            title: format!("Note {name}"),
-            source: None,
-            metadata: Default::default(),
-            text: text.into(),
-            sections: vec![],
-            atomic: vec![],
-            pages: vec![],
-        };
+        let doc = plain_document(&format!("notes/{name}.txt"), &format!("Note {name}"), text);
         engine
             .ingest_documents(vec![doc], &IngestOptions::default(), &NoProgress)
             .unwrap();
@@ -1227,16 +1229,7 @@ fn a_later_run_reuses_the_vectors_of_live_chunks_with_the_same_text_and_only_tho
     // One engine, as a server keeps: its snapshot holds the segments between runs, so
     // each run finds the committed chunks by key without hashing the index again.
     // One title for all: the chunk headers are part of what is embedded.
-    let doc = |id: &str, text: &str| excerpt::ParsedDocument {
-        id: id.into(),
-        title: "Tides".into(),
-        source: None,
-        metadata: Default::default(),
-        text: text.into(),
-        sections: vec![],
-        atomic: vec![],
-        pages: vec![],
-    };
+    let doc = |id: &str, text: &str| plain_document(id, "Tides", text);
     let first = "The moon pulls the sea twice a day.\n\nSpring tides come with the full moon.\n\n\
                  Neap tides fall between them.\n";
     let tmp = tempfile::tempdir().unwrap();

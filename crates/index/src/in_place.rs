@@ -182,10 +182,10 @@ fn hash_in_blocks(file: &mut File) -> std::io::Result<blake3::Hash> {
 
 /// A segment's live and deleted documents, in the segment's order, as this process
 /// decoded them from its checked `.docs` file (texts left in the mapped file, as
-/// [`read_documents`] reads them).
+/// the snapshot reads them).
 ///
 /// Shared: while any snapshot (or other reader) holds a segment's documents, a reader of
-/// the same file gets the same ones ([`segment_documents`]) instead of reading, hashing
+/// the same file gets the same ones (`segment_documents`) instead of reading, hashing
 /// and decoding the file again. Segment files are never rewritten in place, so the file
 /// a reader finds under the segment's name with the same identity (device, inode,
 /// length, modification time) and the manifest's same BLAKE3 is the file that was
