@@ -199,10 +199,16 @@ impl SegmentDocs {
     pub fn documents(&self) -> &[Arc<Document>] {
         &self.0
     }
+
+    /// The segment's vector rows: its documents' chunks.
+    pub(crate) fn rows(&self) -> usize {
+        self.0.iter().map(|d| d.chunks.len()).sum()
+    }
 }
 
 /// What identifies a checked `.docs` file's documents: the file's identity, the BLAKE3
-/// it matched, and whether their texts are in the mapped file ([`mapping_allowed`]).
+/// it matched, and whether mapping was allowed when they were read ([`mapping_allowed`]:
+/// documents read with it off have their texts in memory).
 type DocsKey = (FileKey, String, bool);
 
 /// The segment documents read by this process that something still holds.
@@ -216,10 +222,11 @@ pub(crate) fn segment_documents(
     meta: &SegmentMeta,
 ) -> Result<Arc<SegmentDocs>, IndexError> {
     let path = segment_file(dir, &meta.name, "docs");
+    let mapped = mapping_allowed();
     let now = File::open(&path)
         .ok()
         .and_then(|f| file_key(&f))
-        .map(|k| (k, meta.docs_hash.clone(), mapping_allowed()));
+        .map(|k| (k, meta.docs_hash.clone(), mapped));
     if let Some(key) = &now {
         let guard = DOCS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(held) = guard.as_ref().and_then(|m| m.get(key)?.upgrade()) {
@@ -232,9 +239,8 @@ pub(crate) fn segment_documents(
         let mut guard = DOCS.lock().unwrap_or_else(|e| e.into_inner());
         let map = guard.get_or_insert_with(Default::default);
         map.retain(|_, held| held.strong_count() > 0);
-        let in_place = shared.0.first().is_none_or(|d| d.text.is_in_place());
         map.insert(
-            (read, meta.docs_hash.clone(), in_place),
+            (read, meta.docs_hash.clone(), mapped),
             Arc::downgrade(&shared),
         );
     }
@@ -300,8 +306,7 @@ pub(crate) fn read_checked_segment(
     dimension: usize,
 ) -> Result<(Arc<SegmentDocs>, SegmentVectors), IndexError> {
     let docs = segment_documents(dir, meta)?;
-    let rows = docs.documents().iter().map(|d| d.chunks.len()).sum();
-    let (vectors, check) = SegmentVectors::open(dir, meta, dimension, rows)?;
+    let (vectors, check) = SegmentVectors::open(dir, meta, dimension, docs.rows())?;
     check
         .result()
         .clone()

@@ -803,8 +803,7 @@ fn read_segment_in_place(
     dim: usize,
 ) -> Result<SegmentRead, IndexError> {
     let docs = segment_documents(dir, meta)?;
-    let rows = docs.documents().iter().map(|d| d.chunks.len()).sum();
-    let vectors = SegmentVectors::open(dir, meta, dim, rows)?;
+    let vectors = SegmentVectors::open(dir, meta, dim, docs.rows())?;
     let sentences = read_sentence_vectors(dir, meta, docs.documents(), dim);
     Ok((docs, vectors, sentences))
 }
