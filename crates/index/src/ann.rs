@@ -330,6 +330,49 @@ fn train_all(
     }))
 }
 
+/// Writes the assignment file of segment `merged`, made by a merge of `sources`, from
+/// their own files: `rows` lists the merged segment's rows in order, as runs (source,
+/// first row there, length). The rows keep the lists they were assigned (assigning
+/// them again would give the same ones, at the cost of a pass over the centroids).
+/// Returns `false`, writing nothing, when a source has no sound assignment file: the
+/// next [`update`] assigns the merged segment's rows then.
+pub(crate) fn carry_assignments(
+    dir: &Path,
+    meta: &mut AnnMeta,
+    merged: &str,
+    sources: &[&crate::SegmentMeta],
+    rows: &[(usize, usize, usize)],
+) -> Result<bool, IndexError> {
+    let mut lists_of = Vec::with_capacity(sources.len());
+    for seg in sources {
+        let Some(hash) = meta.assignments.get(&seg.name) else {
+            return Ok(false);
+        };
+        let read = read_checked(&asg_path(dir, &seg.name, &meta.centroids), hash)
+            .and_then(|b| decode_assignment(&b, seg.chunks, meta.lists));
+        match read {
+            Ok(lists) => lists_of.push(lists),
+            Err(_) => return Ok(false),
+        }
+    }
+    let mut out = Vec::with_capacity(rows.iter().map(|r| r.2).sum());
+    for &(source, first, len) in rows {
+        let Some(run) = lists_of.get(source).and_then(|l| l.get(first..first + len)) else {
+            return Ok(false);
+        };
+        out.extend_from_slice(run);
+    }
+    let bytes = encode(
+        ASG_MAGIC,
+        out.len() as u32,
+        meta.lists as u32,
+        out.iter().map(|c| c.to_le_bytes()),
+    );
+    let hash = write_ann_file(&asg_path(dir, merged, &meta.centroids), &bytes)?;
+    meta.assignments.insert(merged.to_string(), hash);
+    Ok(true)
+}
+
 /// Every ANN file `manifest` names (paths relative to the index), and what is wrong
 /// with it (`None`: sound): missing, checksum, header, or no assignment for a segment.
 pub(crate) fn check_files(dir: &Path, manifest: &Manifest) -> Vec<(String, Option<String>)> {

@@ -34,6 +34,7 @@ mod health;
 mod in_place;
 mod kmeans;
 mod manifest;
+mod merge;
 mod quant;
 mod quiet;
 mod segment;
@@ -50,6 +51,7 @@ pub use manifest::{
     AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, SentenceVectors,
     FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
 };
+pub use merge::MergePolicy;
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
 pub use svec::SentenceRows;
 pub use writer::{check_config, CommitStats, IndexWriter, RepairReport};

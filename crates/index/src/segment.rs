@@ -12,7 +12,9 @@
 //! ([`SegmentMeta::format`]) and older encodings are decoded through frozen copies of
 //! the old types ([`v1`]).
 
+use std::borrow::Borrow;
 use std::fs;
+use std::io::Write;
 use std::path::Path;
 
 use excerpt_core::Document;
@@ -24,41 +26,62 @@ const VEC_MAGIC: &[u8; 8] = b"EXVEC001";
 /// Bytes before the first row of a `.vec` file: magic, dimension, row count.
 pub(crate) const VEC_HEADER: usize = 16;
 
-/// Writes a segment's two files durably and returns its manifest entry.
-pub(crate) fn write_segment(
+/// Writes a segment's files durably and returns its manifest entry: `docs` in segment
+/// order and `rows`, their chunks' vectors in the same order (one slice of `dimension`
+/// values a chunk). Both files are streamed to disk as they are encoded and hashed, so a
+/// merge of large segments holds no second copy of their vectors or texts.
+pub(crate) fn write_segment<'a, D: Borrow<Document>>(
     dir: &Path,
     name: &str,
-    docs: &[Document],
-    vectors: &[f32],
+    docs: &[D],
+    rows: impl Iterator<Item = &'a [f32]>,
     dimension: usize,
 ) -> Result<SegmentMeta, IndexError> {
     let seg_dir = dir.join("segments");
     fs::create_dir_all(&seg_dir).map_err(IndexError::io("creating", &seg_dir))?;
+    let docs: Vec<&Document> = docs.iter().map(Borrow::borrow).collect();
     let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
-    debug_assert_eq!(chunks * dimension, vectors.len());
-    let doc_bytes = postcard::to_stdvec(docs).map_err(|e| IndexError::Corrupt {
-        dir: dir.to_path_buf(),
-        detail: format!("encoding segment {name}: {e}"),
-    })?;
-    let mut vec_bytes = Vec::with_capacity(16 + vectors.len() * 4);
-    vec_bytes.extend_from_slice(VEC_MAGIC);
-    vec_bytes.extend_from_slice(&(dimension as u32).to_le_bytes());
-    vec_bytes.extend_from_slice(&(chunks as u32).to_le_bytes());
-    for x in vectors {
-        vec_bytes.extend_from_slice(&x.to_le_bytes());
-    }
     // Readers map segment files: one left here by a failed commit is removed rather
     // than overwritten, so that the new one is a new file (crate::in_place).
-    write_new_file(&seg_dir.join(format!("{name}.docs")), &doc_bytes)?;
-    write_new_file(&seg_dir.join(format!("{name}.vec")), &vec_bytes)?;
+    let docs_path = seg_dir.join(format!("{name}.docs"));
+    let mut out = HashingFile::create(&docs_path)?;
+    if let Err(e) = postcard::to_io(&docs, &mut out).map(|_| ()) {
+        return Err(match out.failed.take() {
+            Some(io) => IndexError::io("writing", &docs_path)(io),
+            None => IndexError::Corrupt {
+                dir: dir.to_path_buf(),
+                detail: format!("encoding segment {name}: {e}"),
+            },
+        });
+    }
+    let docs_hash = out.finish(&docs_path)?;
+    let vec_path = seg_dir.join(format!("{name}.vec"));
+    let mut out = HashingFile::create(&vec_path)?;
+    let write = |out: &mut HashingFile, bytes: &[u8]| {
+        out.write_all(bytes)
+            .map_err(IndexError::io("writing", &vec_path))
+    };
+    write(&mut out, VEC_MAGIC)?;
+    write(&mut out, &(dimension as u32).to_le_bytes())?;
+    write(&mut out, &(chunks as u32).to_le_bytes())?;
+    let mut written = 0usize;
+    for row in rows {
+        debug_assert_eq!(row.len(), dimension);
+        for x in row {
+            write(&mut out, &x.to_le_bytes())?;
+        }
+        written += 1;
+    }
+    debug_assert_eq!(written, chunks);
+    let vec_hash = out.finish(&vec_path)?;
     let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
     let ids_hash = write_segment_ids(dir, name, &ids)?;
     Ok(SegmentMeta {
         name: name.to_string(),
         docs: docs.len(),
         chunks,
-        docs_hash: blake3::hash(&doc_bytes).to_hex().to_string(),
-        vec_hash: blake3::hash(&vec_bytes).to_hex().to_string(),
+        docs_hash,
+        vec_hash,
         deleted: Vec::new(),
         format: FORMAT_VERSION,
         svec_hash: None,
@@ -66,14 +89,60 @@ pub(crate) fn write_segment(
     })
 }
 
-/// Writes `bytes` durably to `path` as a new file: one already there is removed first,
-/// not truncated, so that a reader which mapped it keeps reading what it checked.
-fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(IndexError::io("removing", path)(e))
+/// A new file written through a buffer and hashed (BLAKE3) as it is written.
+struct HashingFile {
+    out: std::io::BufWriter<fs::File>,
+    hasher: blake3::Hasher,
+    /// The last write's error (the encoder reports only that one happened).
+    failed: Option<std::io::Error>,
+}
+
+impl HashingFile {
+    /// Creates `path` as a new file: one already there is removed first, not truncated,
+    /// so that a reader which mapped it keeps reading what it checked.
+    fn create(path: &Path) -> Result<HashingFile, IndexError> {
+        match fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(IndexError::io("removing", path)(e))
+            }
+            _ => {}
         }
-        _ => write_durably(path, bytes),
+        let file = fs::File::create(path).map_err(IndexError::io("creating", path))?;
+        Ok(HashingFile {
+            out: std::io::BufWriter::with_capacity(1 << 16, file),
+            hasher: blake3::Hasher::new(),
+            failed: None,
+        })
+    }
+
+    /// Flushes and fsyncs the file; its BLAKE3 in hex.
+    fn finish(self, path: &Path) -> Result<String, IndexError> {
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| IndexError::io("writing", path)(e.into_error()))?;
+        file.sync_all().map_err(IndexError::io("syncing", path))?;
+        Ok(self.hasher.finalize().to_hex().to_string())
+    }
+}
+
+impl Write for HashingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.out.write(buf) {
+            Ok(n) => {
+                self.hasher.update(&buf[..n]);
+                Ok(n)
+            }
+            Err(e) => {
+                let again = std::io::Error::new(e.kind(), e.to_string());
+                self.failed = Some(e);
+                Err(again)
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 

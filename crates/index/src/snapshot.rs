@@ -167,17 +167,23 @@ impl Snapshot {
                 // memory (`stats` says so); the next writer repairs the files.
                 Err(_) => return Self::load(dir, manifest, None),
             };
-            if let Some((reader, before, after)) = opened {
-                if before == Some(manifest.generation) && after == before {
-                    return Self::load(dir, manifest, Some(reader));
+            let generation = manifest.generation;
+            let moved =
+                || Manifest::load(dir).ok().flatten().map(|m| m.generation) != Some(generation);
+            let loaded = match opened {
+                Some((reader, before, after)) if before == Some(generation) && after == before => {
+                    Self::load(dir, manifest, Some(reader))?
                 }
                 // A writer may have committed in between: look again.
-                let now = Manifest::load(dir).ok().flatten().map(|m| m.generation);
-                if now != Some(manifest.generation) {
-                    continue;
-                }
+                Some(_) if moved() => continue,
+                _ => Self::load(dir, manifest, None)?,
+            };
+            // A segment file missing because a writer committed after the manifest was
+            // read (merged away, or all its documents replaced) is not damage: look again.
+            if !loaded.damage.segments.is_empty() && moved() {
+                continue;
             }
-            return Self::load(dir, manifest, None);
+            return Ok(loaded);
         }
         // Still moving after several attempts: take whatever is committed and rebuild.
         let (manifest, recovered) =

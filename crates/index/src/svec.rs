@@ -109,20 +109,41 @@ pub(crate) fn write_sentence_vectors(
     sentences: &[Option<Vec<f32>>],
     dimension: usize,
 ) -> Result<Option<String>, IndexError> {
+    let rows: Vec<Option<SentenceRows>> = sentences
+        .iter()
+        .map(|s| s.as_ref().map(|v| SentenceRows::from_f32(dimension, v)))
+        .collect();
+    let rows: Vec<Option<&SentenceRows>> = rows.iter().map(Option::as_ref).collect();
+    write_sentence_rows(dir, name, docs, &rows, dimension)
+}
+
+/// [`write_sentence_vectors`] with rows already quantised (a merge copies them as they
+/// were read: quantising again could move a component by one step).
+pub(crate) fn write_sentence_rows<D: Borrow<Document>>(
+    dir: &Path,
+    name: &str,
+    docs: &[D],
+    sentences: &[Option<&SentenceRows>],
+    dimension: usize,
+) -> Result<Option<String>, IndexError> {
     if sentences.iter().all(Option::is_none) {
         return Ok(None);
     }
-    let rows: usize = sentences.iter().flatten().map(|v| v.len()).sum::<usize>() / dimension.max(1);
+    let rows: usize = sentences.iter().flatten().map(|r| r.len()).sum();
     let mut bytes = Vec::with_capacity(16 + docs.len() * 4 + rows * (4 + dimension));
     bytes.extend_from_slice(MAGIC_I8);
     bytes.extend_from_slice(&(dimension as u32).to_le_bytes());
     bytes.extend_from_slice(&(docs.len() as u32).to_le_bytes());
     for (d, s) in docs.iter().zip(sentences) {
-        let n = if s.is_some() { d.sentences.len() } else { 0 };
+        let n = if s.is_some() {
+            d.borrow().sentences.len()
+        } else {
+            0
+        };
         bytes.extend_from_slice(&(n as u32).to_le_bytes());
     }
-    for v in sentences.iter().flatten() {
-        let rows = SentenceRows::from_f32(dimension, v);
+    for rows in sentences.iter().flatten() {
+        debug_assert_eq!(rows.dim, dimension);
         for (i, scale) in rows.scales.iter().enumerate() {
             bytes.extend_from_slice(&scale.to_le_bytes());
             bytes.extend(

@@ -10,6 +10,7 @@ use crate::bm25::{self, Bm25Reader, Fields};
 use crate::health::{self, SegmentDamage};
 use crate::in_place::read_checked_segment_documents;
 use crate::manifest::sync_dir;
+use crate::merge::{self, MergePolicy};
 use crate::segment::{
     read_segment, read_segment_ids, segment_file, write_segment, write_segment_ids,
 };
@@ -25,6 +26,9 @@ pub struct CommitStats {
     pub written: usize,
     /// Documents removed (deletions and replaced versions).
     pub removed: usize,
+    /// Segments merged into others after the commit ([`MergePolicy`]), each merge a
+    /// generation of its own.
+    pub merged: usize,
 }
 
 /// A staged document: chunk vectors and, optionally, one vector per sentence.
@@ -45,6 +49,7 @@ pub struct IndexWriter {
     staged: BTreeMap<String, Staged>,
     staged_deletes: BTreeSet<String>,
     ann: AnnOptions,
+    merge: MergePolicy,
 }
 
 impl Drop for IndexWriter {
@@ -161,6 +166,7 @@ impl IndexWriter {
             staged: BTreeMap::new(),
             staged_deletes: BTreeSet::new(),
             ann: AnnOptions::default(),
+            merge: MergePolicy::default(),
         };
         w.collect_garbage();
         Ok(w)
@@ -180,6 +186,12 @@ impl IndexWriter {
     /// When commits build the ANN index.
     pub fn ann_options(&self) -> &AnnOptions {
         &self.ann
+    }
+
+    /// Sets when commits merge segments (default: [`MergePolicy::default`]); takes effect
+    /// at the next commit.
+    pub fn set_merge_policy(&mut self, policy: MergePolicy) {
+        self.merge = policy;
     }
 
     /// The committed generation.
@@ -304,7 +316,8 @@ impl IndexWriter {
         let new_segment = if docs.is_empty() {
             None
         } else {
-            let mut meta = write_segment(&self.dir, &name, &docs, &vectors, dim)?;
+            let rows = vectors.chunks_exact(dim.max(1));
+            let mut meta = write_segment(&self.dir, &name, &docs, rows, dim)?;
             meta.svec_hash = write_sentence_vectors(&self.dir, &name, &docs, &sentences, dim)?;
             Some(meta)
         };
@@ -341,11 +354,74 @@ impl IndexWriter {
             self.live.insert(d.id, (name.clone(), d.hash));
         }
         self.collect_garbage();
+        let merged = self.merge_segments()?;
         Ok(CommitStats {
-            generation,
+            generation: self.manifest.generation,
             written,
             removed,
+            merged,
         })
+    }
+
+    /// Merges segments while the merge policy finds some to merge, each merge committed
+    /// as a generation of its own; returns how many segments were merged into others.
+    /// Commits call it; the segments of an index written by an older build are merged
+    /// at its first commit.
+    pub fn merge_segments(&mut self) -> Result<usize, IndexError> {
+        let mut merged = 0;
+        while let Some(picks) = self.merge.plan(&self.manifest.segments) {
+            if !self.commit_merge(&picks)? {
+                break;
+            }
+            merged += picks.len();
+        }
+        Ok(merged)
+    }
+
+    /// Replaces the segments at `picks` by one holding their live documents, as a new
+    /// generation. `false` when they could not be merged as they are (sentence vectors
+    /// that cannot be read) and nothing was changed.
+    fn commit_merge(&mut self, picks: &[usize]) -> Result<bool, IndexError> {
+        let generation = self.manifest.generation + 1;
+        let name = format!("g{generation:010}");
+        let Some(merged) = merge::write_merged(&self.dir, &self.manifest, picks, &name)? else {
+            return Ok(false);
+        };
+        let mut next = self.manifest.clone();
+        next.generation = generation;
+        next.format = FORMAT_VERSION;
+        let sources: Vec<&SegmentMeta> =
+            picks.iter().map(|&i| &self.manifest.segments[i]).collect();
+        if let Some(meta) = next.ann.as_mut() {
+            ann::carry_assignments(&self.dir, meta, &name, &sources, &merged.rows)?;
+        }
+        next.segments = self
+            .manifest
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !picks.contains(i))
+            .map(|(_, s)| s.clone())
+            .collect();
+        if merged.meta.docs > 0 {
+            next.segments.push(merged.meta);
+        }
+        next.ann = ann::update(&self.dir, &next, generation, &self.ann)?;
+        // The BM25 index holds documents, not segments: only its generation moves.
+        self.commit_bm25(&BTreeSet::new(), &[], generation, next.config.headers)?;
+        for sub in ["segments", ANN_DIR] {
+            let d = self.dir.join(sub);
+            if d.is_dir() {
+                sync_dir(&d)?;
+            }
+        }
+        next.store(&self.dir)?;
+        self.manifest = next;
+        for (id, hash) in merged.ids {
+            self.live.insert(id, (name.clone(), hash));
+        }
+        self.collect_garbage();
+        Ok(true)
     }
 
     /// Marks the committed versions of the documents `touched` deleted in their segments
@@ -744,13 +820,24 @@ fn lock_dir(dir: &Path) -> Result<fs::File, IndexError> {
     }
 }
 
-/// Removes the segment and ANN files of `dir` that `manifest` does not name.
+/// Removes the segment and ANN files of `dir` that neither `manifest` nor the previous
+/// generation's ([`crate::PREVIOUS_MANIFEST_FILE`]) names. The previous generation's
+/// files stay until the next commit: a damaged manifest is recovered from that
+/// generation (the segments merged away in this one hold documents it names), and a
+/// reader that has just read that manifest still finds them.
 fn collect_garbage(dir: &Path, manifest: &Manifest) {
+    let previous = Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE)
+        .ok()
+        .flatten();
+    let manifests = std::iter::once(manifest).chain(previous.as_ref());
     let ann_dir = dir.join(ANN_DIR);
     if let Ok(rd) = fs::read_dir(&ann_dir) {
-        let keep = ann::file_names(manifest.ann.as_ref());
+        let keep: BTreeSet<String> = manifests
+            .clone()
+            .flat_map(|m| ann::file_names(m.ann.as_ref()))
+            .collect();
         for e in rd.flatten() {
-            if !keep.iter().any(|k| *k == *e.file_name().to_string_lossy()) {
+            if !keep.contains(&*e.file_name().to_string_lossy()) {
                 let _ = fs::remove_file(e.path());
             }
         }
@@ -760,7 +847,9 @@ fn collect_garbage(dir: &Path, manifest: &Manifest) {
     let Ok(rd) = fs::read_dir(&seg_dir) else {
         return;
     };
-    let keep: BTreeSet<&str> = manifest.segments.iter().map(|m| m.name.as_str()).collect();
+    let keep: BTreeSet<&str> = manifests
+        .flat_map(|m| m.segments.iter().map(|s| s.name.as_str()))
+        .collect();
     for e in rd.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();

@@ -90,14 +90,18 @@ fn replace_and_delete_make_new_generations() {
     // The old snapshot still reads its own generation.
     assert_eq!(old.doc(0).unwrap().text, "one|two");
     assert_eq!(old.documents().len(), 2);
-    // The first segment is fully deleted: dropped from the manifest and from disk.
+    // The first segment is fully deleted: dropped from the manifest, and from disk when
+    // the previous generation no longer names it either (at the next commit).
     let m = Manifest::load(dir.path()).unwrap().unwrap();
     assert_eq!(m.segments.len(), 1);
-    let files = std::fs::read_dir(dir.path().join("segments"))
-        .unwrap()
-        .count();
-    // Documents, vectors, ids.
-    assert_eq!(files, 3);
+    let files = || {
+        std::fs::read_dir(dir.path().join("segments"))
+            .unwrap()
+            .count()
+    };
+    let first = dir.path().join("segments/g0000000001.docs");
+    // Documents, vectors, ids, of both segments.
+    assert_eq!(files(), 6);
     // Empty commit is a no-op.
     assert_eq!(w.commit().unwrap().generation, 2);
     // The old snapshot's vectors are mapped from a file now removed: still its own.
@@ -105,6 +109,12 @@ fn replace_and_delete_make_new_generations() {
     assert_eq!(old.doc_vectors(1).unwrap(), vectors(&b, 0).as_slice());
     let hits = old.dense_search_exact(&[1.0, 0.0, 0.0, 0.0], 1, None);
     assert_eq!(hits, vec![(ChunkKey::new(0, 0), 1.0)]);
+    assert!(first.exists());
+    let c = doc("c", "five");
+    w.put(c.clone(), vectors(&c, 0)).unwrap();
+    w.commit().unwrap();
+    assert!(!first.exists());
+    assert_eq!(files(), 6);
 }
 
 /// Vectors are read from the segment files they were written to (mapped): across
@@ -507,14 +517,10 @@ fn newest_segment_file(index: &std::path::Path, ext: &str) -> std::path::PathBuf
         .unwrap_or_else(|| panic!("no .{ext} segment file"))
 }
 
-/// Flips every bit of the last byte of the first segment file with extension `ext`.
+/// Flips every bit of the last byte of the newest segment file with extension `ext`
+/// (older ones may be the previous generation's, kept until the next commit).
 fn flip_last_byte(index: &std::path::Path, ext: &str) {
-    let path = std::fs::read_dir(index.join("segments"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == ext))
-        .unwrap_or_else(|| panic!("no .{ext} segment file"));
+    let path = newest_segment_file(index, ext);
     let mut bytes = std::fs::read(&path).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
