@@ -237,19 +237,60 @@ pub fn build_in_ram<'a>(
 /// Writer memory budget of the on-disk BM25 index.
 const WRITER_MEMORY: usize = 64_000_000;
 
-/// A writer of the on-disk BM25 index. Its merge policy merges two segments of a
-/// size level as soon as they exist (tantivy's default waits for eight): every large
-/// segment costs a search its own pass of block-max WAND, so at 100k chunks one
-/// searched segment instead of ten cut BM25's p50 from 10-11 to 6-7 ms
-/// (docs/BENCHMARKS.md); a merge rewrites about 180k chunks a second, against the
-/// ~40 a second that embedding them costs, so the extra merging is not felt.
-/// Scores do not change: BM25's statistics are the searcher's, over every segment.
+/// A writer of the on-disk BM25 index, merging its segments by size (`Bm25Merges`).
 pub fn writer(index: &Index) -> Result<tantivy::IndexWriter<TantivyDocument>, IndexError> {
     let w = index.writer_with_num_threads(1, WRITER_MEMORY)?;
-    let mut policy = LogMergePolicy::default();
-    policy.set_min_num_segments(2);
-    w.set_merge_policy(Box::new(policy));
+    w.set_merge_policy(Box::new(Bm25Merges::default()));
     Ok(w)
+}
+
+/// Segments of fewer chunks than this are merged among themselves ([`Bm25Merges`]).
+const SMALL_SEGMENT: u32 = 10_000;
+
+/// The merge policy of the on-disk BM25 index: two segments of a size level are merged
+/// as soon as they exist (tantivy's default waits for eight). Every large segment costs
+/// a search its own pass over its postings, so at 100k chunks one searched segment
+/// instead of ten cut BM25's p50 from 10-11 to 6-7 ms (docs/BENCHMARKS.md). Scores do
+/// not change: BM25's statistics are the searcher's, over every segment.
+///
+/// Segments of fewer than [`SMALL_SEGMENT`] chunks have levels of their own, a level
+/// per doubling in size, from one chunk up: a commit of one document merges with
+/// segments about its size, and its chunks are rewritten about once per doubling.
+/// With one level for all of them (tantivy's smallest level is 10,000 documents),
+/// every commit rewrote the pile of recent chunks below 10,000 with it: at 100k
+/// chunks, 7,600 chunks merged for each document a server was sent.
+#[derive(Debug)]
+struct Bm25Merges {
+    large: LogMergePolicy,
+    small: LogMergePolicy,
+}
+
+impl Default for Bm25Merges {
+    fn default() -> Self {
+        let mut large = LogMergePolicy::default();
+        large.set_min_num_segments(2);
+        large.set_min_layer_size(SMALL_SEGMENT);
+        let mut small = LogMergePolicy::default();
+        small.set_min_num_segments(2);
+        small.set_min_layer_size(1);
+        small.set_level_log_size(1.0);
+        Bm25Merges { large, small }
+    }
+}
+
+impl tantivy::indexer::MergePolicy for Bm25Merges {
+    fn compute_merge_candidates(
+        &self,
+        segments: &[tantivy::index::SegmentMeta],
+    ) -> Vec<tantivy::indexer::MergeCandidate> {
+        let (small, large): (Vec<_>, Vec<_>) = segments
+            .iter()
+            .cloned()
+            .partition(|s| s.num_docs() < SMALL_SEGMENT);
+        let mut out = self.large.compute_merge_candidates(&large);
+        out.extend(self.small.compute_merge_candidates(&small));
+        out
+    }
 }
 
 /// The generation a BM25 index was committed for (its commit payload).

@@ -278,7 +278,9 @@ impl IndexWriter {
         was_staged || committed
     }
 
-    /// Makes everything staged visible as a new generation, atomically.
+    /// Makes everything staged visible as a new generation, atomically, then merges
+    /// segments as the merge policy asks ([`IndexWriter::merge_segments`]). An error
+    /// while merging is returned after the commit was made: the documents are in.
     pub fn commit(&mut self) -> Result<CommitStats, IndexError> {
         let touched: BTreeSet<String> = self
             .staged

@@ -671,3 +671,40 @@ fn a_new_snapshot_shares_the_documents_of_unchanged_segments_and_rereads_changed
     assert_eq!(ids, ["b", "c"]);
     drop((held, next));
 }
+
+/// Commits of one document each leave a large BM25 segment as it is: small segments
+/// merge with segments of about their size. (With one level for every segment below
+/// 10,000 chunks, each commit rewrote the whole pile of them.)
+#[test]
+fn single_document_commits_do_not_rewrite_a_large_bm25_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    let text: String = (0..5_000).map(|i| format!("word{i}|")).collect();
+    let big = doc("big", &text);
+    w.put(big.clone(), vectors(&big, 0)).unwrap();
+    w.commit().unwrap();
+    drop(w);
+    let large = || -> Vec<String> {
+        let index = tantivy::Index::open_in_dir(dir.path().join("bm25")).unwrap();
+        index
+            .searchable_segment_metas()
+            .unwrap()
+            .iter()
+            .filter(|m| m.max_doc() >= 5_000)
+            .map(|m| m.id().uuid_string())
+            .collect()
+    };
+    let before = large();
+    assert_eq!(before.len(), 1);
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    for i in 0..12 {
+        let d = doc(&format!("small{i:02}"), "one|two");
+        w.put(d.clone(), vectors(&d, i)).unwrap();
+        w.commit().unwrap();
+    }
+    drop(w);
+    assert_eq!(large(), before);
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.bm25_search("word4321", 5, None).unwrap().len(), 1);
+    assert_eq!(s.bm25_search("two", 20, None).unwrap().len(), 12);
+}
