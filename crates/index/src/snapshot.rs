@@ -694,6 +694,53 @@ struct LiveRead {
     damage: Damage,
 }
 
+/// `f` of every item, in the items' order, computed on up to one scoped thread per core:
+/// threads of its own, not rayon's pool. Snapshots are opened by callers that hold a
+/// lock (an engine's cached snapshot) on rayon's workers, where queries run: a worker
+/// that waits for rayon work runs other queued jobs meanwhile, and a query among them
+/// that asks for the same lock waits for its own thread forever. Under queries and
+/// writes together, that hung a server's workers one after the other.
+fn map_on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut all: Vec<(usize, R)> = std::thread::scope(|scope| {
+        // A thread that cannot be started leaves its share to the others.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .name("excerpt-open".into())
+                    .spawn_scoped(scope, work)
+                    .ok()
+            })
+            .collect();
+        let mut all = work();
+        for h in helpers {
+            match h.join() {
+                Ok(done) => all.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Reads the segments of `manifest` for a snapshot: the live documents (by id, each from
 /// the newest segment holding it), every segment's vectors and documents in manifest
 /// order (empty and `None` for one that cannot be read) and the damage found (segments
@@ -707,14 +754,9 @@ fn read_live_documents(dir: &Path, manifest: &Manifest) -> LiveRead {
     let mut damage = Damage::default();
     // Segments are read (documents decoded, vectors files checked and mapped) in
     // parallel, then gathered in manifest order.
-    let read: Vec<_> = {
-        use rayon::prelude::*;
-        manifest
-            .segments
-            .par_iter()
-            .map(|meta| read_segment_in_place(dir, meta, dim))
-            .collect()
-    };
+    let read = map_on_threads(&manifest.segments, |meta| {
+        read_segment_in_place(dir, meta, dim)
+    });
     for (si, (meta, read)) in manifest.segments.iter().zip(read).enumerate() {
         let (docs, (vectors, check), sentences) = match read {
             Ok(read) => read,

@@ -543,3 +543,71 @@ fn a_read_token_needs_a_different_write_token() {
     assert!(same.to_string().contains("differ"), "{same}");
     assert!(bind(Some("w"), Some("r")).is_ok());
 }
+
+/// Queries and one-document writes at once: every request is answered. Each write makes
+/// the next query open a new snapshot, under the engine's lock, on rayon's workers
+/// where the queries run. When that open waited on rayon's pool, the waiting worker ran
+/// other queued queries meanwhile, one of them asked for the lock its own thread held,
+/// and the server's workers hung one after the other.
+#[test]
+fn queries_and_writes_at_once_are_all_answered() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(&dir.path().join("idx"));
+    assert_eq!(post(&s, "/v1/ingest", &ingest_body()).0, 200);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let failures = std::sync::Mutex::new(Vec::<String>::new());
+    let failed = |what: String| failures.lock().unwrap().push(what);
+    let send = |path: &str, body: Value| -> Result<(), String> {
+        match agent.post(format!("{}{path}", s.base)).send_json(&body) {
+            Ok(r) if r.status() == 200 => Ok(()),
+            Ok(r) => Err(format!("{path}: status {}", r.status())),
+            Err(e) => Err(format!("{path}: {e}")),
+        }
+    };
+    let writing = AtomicBool::new(true);
+    let answered = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let (send, failed, writing, answered) = (&send, &failed, &writing, &answered);
+            scope.spawn(move || {
+                let queries = ["zebra stripes", "pricing changes", "onboarding flow"];
+                let mut i = t;
+                while writing.load(Ordering::Relaxed) {
+                    let body = json!({"query": queries[i % queries.len()], "budget": 200});
+                    if let Err(e) = send("/v1/query", body) {
+                        failed(e);
+                        return;
+                    }
+                    answered.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            });
+        }
+        for i in 0..40 {
+            let doc = json!({"documents": [{
+                "id": format!("notes/write-{i:02}"),
+                "text": format!("Write number {i}: the replica was restarted after the cache filled."),
+            }]});
+            if let Err(e) = send("/v1/ingest", doc) {
+                failed(e);
+                break;
+            }
+        }
+        writing.store(false, Ordering::Relaxed);
+    });
+    let failures = failures.into_inner().unwrap();
+    if !failures.is_empty() {
+        // Its hung requests would keep a graceful shutdown waiting.
+        std::mem::forget(s);
+        panic!("requests not answered: {failures:?}");
+    }
+    assert!(answered.load(Ordering::Relaxed) > 0);
+    let (_, stats) = get(&s, "/v1/stats");
+    assert_eq!(stats["documents"], 44, "{stats}");
+}
