@@ -21,7 +21,12 @@ export INGEST_EVERY="${INGEST_EVERY:-20}"
 tmp=$(mktemp -d)
 server=""
 cleanup() {
-  [ -n "$server" ] && kill "$server" 2>/dev/null
+  if [ -n "$server" ]; then
+    kill "$server" 2>/dev/null
+    # A server still waiting on requests after 10 s is stopped for good.
+    for _ in $(seq 1 100); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server" 2>/dev/null
+  fi
   wait 2>/dev/null
   mkdir -p target && cp "$tmp/err" target/load-server.log 2>/dev/null || true
   rm -rf "$tmp"
@@ -48,6 +53,10 @@ report burst "$tmp/burst"
 sleep 15
 printf '{"phase": "after", "rss_mib": %s, "threads": %s}\n' "$(mem)" "$(threads)"
 curl -sf "$base/healthz" >/dev/null || { echo "load: the server stopped answering" >&2; exit 1; }
+# Health is answered outside the query pool: a query must still be answered too (wrk
+# counts only the requests that finished, so hung ones would not show in its figures).
+curl -sf --max-time 60 -H 'Content-Type: application/json' -d '{"query": "how do I run the tests?", "budget": 300}' \
+  "$base/v1/query" >/dev/null || { echo "load: the server stopped answering queries" >&2; exit 1; }
 bad=$(cat "$tmp/steady" "$tmp/burst" | grep '^LOADJSON' | grep -oE '"[0-9]{3}": [0-9]+' | grep -vE '"(200|503)"' || true)
 if [ -n "$bad" ]; then
   echo "load: unexpected statuses: $bad; server faults logged:" >&2
