@@ -545,7 +545,12 @@ impl Snapshot {
                 return None;
             }
         }
-        Some(self.quant.get_or_init(|| self.build_quant(true)))
+        // Built before the cell is entered, not inside `get_or_init`: the build waits on
+        // rayon's pool, whose waiting worker may run a queued scan of this snapshot,
+        // which would ask for the cell being filled on its own thread (a deadlock).
+        // Scans at once may build it twice; the first stored is kept.
+        let built = self.build_quant(true);
+        Some(self.quant.get_or_init(|| built))
     }
 
     /// The 8-bit copy of every row, built on rayon's threads when `parallel`.
