@@ -341,12 +341,7 @@ impl IndexWriter {
         // 4. The switch. The new files are synced (`write_durably`); their directory
         // entries are made durable before the manifest that names them, so a power loss
         // cannot leave a manifest naming files that are not there.
-        for sub in ["segments", ANN_DIR] {
-            let d = self.dir.join(sub);
-            if d.is_dir() {
-                sync_dir(&d)?;
-            }
-        }
+        sync_new_entries(&self.dir)?;
         next.store(&self.dir)?;
         self.manifest = next;
         for id in &staged_deletes {
@@ -411,12 +406,7 @@ impl IndexWriter {
         next.ann = ann::update(&self.dir, &next, generation, &self.ann)?;
         // The BM25 index holds documents, not segments: only its generation moves.
         self.commit_bm25(&BTreeSet::new(), &[], generation, next.config.headers)?;
-        for sub in ["segments", ANN_DIR] {
-            let d = self.dir.join(sub);
-            if d.is_dir() {
-                sync_dir(&d)?;
-            }
-        }
+        sync_new_entries(&self.dir)?;
         next.store(&self.dir)?;
         self.manifest = next;
         for (id, hash) in merged.ids {
@@ -589,12 +579,7 @@ impl IndexWriter {
         // The commit point, as in `commit`. A previous manifest that does not parse is
         // removed first: the one stored now replaces it only when the current one
         // parses (`Manifest::store`).
-        for sub in ["segments", ANN_DIR] {
-            let d = dir.join(sub);
-            if d.is_dir() {
-                sync_dir(&d)?;
-            }
-        }
+        sync_new_entries(dir)?;
         if let Err(IndexError::Corrupt { .. }) =
             Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE)
         {
@@ -820,6 +805,19 @@ fn lock_dir(dir: &Path) -> Result<fs::File, IndexError> {
         }),
         Err(fs::TryLockError::Error(e)) => Err(IndexError::io("locking", &lock_path)(e)),
     }
+}
+
+/// Makes the directory entries of the files a commit wrote durable (`segments/`, `ann/`),
+/// before the manifest that names them is stored: a power loss cannot leave a manifest
+/// naming files that are not there.
+fn sync_new_entries(dir: &Path) -> Result<(), IndexError> {
+    for sub in ["segments", ANN_DIR] {
+        let d = dir.join(sub);
+        if d.is_dir() {
+            sync_dir(&d)?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes the segment and ANN files of `dir` that neither `manifest` nor the previous
