@@ -173,3 +173,44 @@ fn a_damaged_manifest_after_a_merge_is_recovered_without_losing_a_document() {
     let found: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
     assert_eq!(found, ids);
 }
+
+#[test]
+fn a_merge_cut_off_before_its_manifest_leaves_the_generation_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    w.set_merge_policy(small_policy());
+    let mut ids = Vec::new();
+    let mut merges = 0;
+    while merges == 0 {
+        let id = format!("d{:02}", ids.len());
+        let d = doc(&id, &text(ids.len(), 0));
+        let v = spread_vectors(d.chunks.len(), ids.len() as u64);
+        w.put(d, v).unwrap();
+        merges = w.commit().unwrap().merged;
+        ids.push(id);
+    }
+    drop(w);
+    // As if the process died after the merged files and BM25 were written, before the
+    // rename of the manifest: the generation before the merge is in force.
+    let previous = std::fs::read(dir.path().join("MANIFEST.prev.json")).unwrap();
+    std::fs::write(dir.path().join(MANIFEST_FILE), &previous).unwrap();
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert!(s.damage().is_empty(), "{:?}", s.damage());
+    let found: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(found, ids);
+    drop(s);
+    // The next writer removes the merged segment no manifest names, and carries on.
+    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+    w.set_merge_policy(small_policy());
+    let d = doc("last", "the last one|after the cut");
+    let v = spread_vectors(d.chunks.len(), 99);
+    w.put(d, v).unwrap();
+    w.commit().unwrap();
+    drop(w);
+    let report = verify(dir.path()).unwrap();
+    assert!(report.is_sound(), "{:?}", report.problems);
+    assert_eq!(report.documents, ids.len() + 1);
+    let s = Snapshot::open(dir.path()).unwrap();
+    assert_eq!(s.documents().len(), ids.len() + 1);
+    assert_eq!(s.bm25_search("cut", 5, None).unwrap().len(), 1);
+}
