@@ -148,10 +148,10 @@ fn merged_segments_answer_as_the_writes_without_merges_did() {
     assert!(report.is_sound(), "{:?}", report.problems);
 }
 
-#[test]
-fn a_damaged_manifest_after_a_merge_is_recovered_without_losing_a_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
+/// Single-document commits into a new index at `dir` with [`small_policy`] until one
+/// of them is followed by a merge; the ids written, in order.
+fn write_until_a_merge(dir: &std::path::Path) -> Vec<String> {
+    let mut w = IndexWriter::open(dir, config()).unwrap();
     w.set_merge_policy(small_policy());
     let mut ids = Vec::new();
     let mut merges = 0;
@@ -163,7 +163,13 @@ fn a_damaged_manifest_after_a_merge_is_recovered_without_losing_a_document() {
         merges = w.commit().unwrap().merged;
         ids.push(id);
     }
-    drop(w);
+    ids
+}
+
+#[test]
+fn a_damaged_manifest_after_a_merge_is_recovered_without_losing_a_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = write_until_a_merge(dir.path());
     // The generation of the merge is lost: the previous one names the segments merged.
     std::fs::write(dir.path().join(MANIFEST_FILE), b"{ not json").unwrap();
     let s = Snapshot::open(dir.path()).unwrap();
@@ -177,19 +183,7 @@ fn a_damaged_manifest_after_a_merge_is_recovered_without_losing_a_document() {
 #[test]
 fn a_merge_cut_off_before_its_manifest_leaves_the_generation_before_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = IndexWriter::open(dir.path(), config()).unwrap();
-    w.set_merge_policy(small_policy());
-    let mut ids = Vec::new();
-    let mut merges = 0;
-    while merges == 0 {
-        let id = format!("d{:02}", ids.len());
-        let d = doc(&id, &text(ids.len(), 0));
-        let v = spread_vectors(d.chunks.len(), ids.len() as u64);
-        w.put(d, v).unwrap();
-        merges = w.commit().unwrap().merged;
-        ids.push(id);
-    }
-    drop(w);
+    let ids = write_until_a_merge(dir.path());
     // As if the process died after the merged files and BM25 were written, before the
     // rename of the manifest: the generation before the merge is in force.
     let previous = std::fs::read(dir.path().join("MANIFEST.prev.json")).unwrap();
