@@ -20,6 +20,7 @@ mod error;
 mod feedback;
 mod near;
 mod optimal;
+mod passages;
 mod pieces;
 pub mod render;
 pub mod segments;

@@ -180,6 +180,15 @@ pub(crate) struct Selection<'a> {
     /// on consecutive lines needs for them to merge ([`LINE_JOIN_SHARE`] unless a
     /// strategy sets it).
     pub join_share: f32,
+    /// A range that would be a piece of its own (it touches no chosen run) shorter than
+    /// this many characters is refused: a heading, a sign-off or a label alone tells the
+    /// reader nothing (0: any length).
+    pub min_chars: usize,
+    /// The most characters all pieces may hold together (0: no bound besides the
+    /// tokens), so that a context also fits tokenizers less thrifty than the budget's.
+    pub max_chars: usize,
+    /// Characters of the runs.
+    used_chars: usize,
 }
 
 impl<'a> Selection<'a> {
@@ -195,6 +204,9 @@ impl<'a> Selection<'a> {
             order: PieceOrder::Document,
             bridge: 0,
             join_share: LINE_JOIN_SHARE,
+            min_chars: 0,
+            max_chars: 0,
+            used_chars: 0,
         }
     }
 
@@ -216,6 +228,25 @@ impl<'a> Selection<'a> {
             }
         }
         out
+    }
+
+    /// Whether `range` of document `doc_idx` overlaps a run already chosen.
+    pub fn overlaps(&self, doc_idx: u32, range: TextRange) -> bool {
+        self.runs.get(&doc_idx).is_some_and(|runs| {
+            let i = runs.partition_point(|r| r.range.byte_end <= range.byte_start);
+            runs.get(i)
+                .is_some_and(|r| r.range.byte_start < range.byte_end)
+        })
+    }
+
+    /// How many pieces are chosen so far.
+    pub fn pieces(&self) -> usize {
+        self.runs.values().map(Vec::len).sum()
+    }
+
+    /// Characters left under [`Selection::max_chars`] (`None`: no bound).
+    pub fn remaining_chars(&self) -> Option<usize> {
+        (self.max_chars > 0).then(|| self.max_chars.saturating_sub(self.used_chars))
     }
 
     /// Budget left.
@@ -289,11 +320,20 @@ impl<'a> Selection<'a> {
         } else {
             (lo, hi)
         };
+        if lo == hi && range.char_len() < self.min_chars {
+            return false;
+        }
         let mut cover = range;
-        let mut old_tokens = 0;
+        let (mut old_tokens, mut old_chars) = (0, 0);
         for r in &runs[lo..hi] {
             cover = cover.cover(&r.range);
             old_tokens += r.tokens;
+            old_chars += r.range.char_len();
+        }
+        let chars = self.used_chars - old_chars + cover.char_len();
+        if self.max_chars > 0 && chars > self.max_chars {
+            self.rejected += 1;
+            return false;
         }
         let same = hi == lo + 1 && cover == runs[lo].range;
         if !same {
@@ -340,6 +380,7 @@ impl<'a> Selection<'a> {
         }
         runs.insert(lo, merged);
         self.used = total;
+        self.used_chars = chars;
         true
     }
 

@@ -65,7 +65,13 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
     for s in Strategy::ALL {
         if s == Strategy::Auto {
             // auto hands this pinpoint question sentences: one fits where no chunk does.
-            let ctx = assemble(&"auto".parse().unwrap(), &req(&c, &hits, 3, None, None)).unwrap();
+            let ctx = assemble(
+                &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+                    .parse()
+                    .unwrap(),
+                &req(&c, &hits, 3, None, None),
+            )
+            .unwrap();
             let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
             assert_eq!(texts, ["c2 one. "], "{ctx:?}");
             continue;
@@ -699,8 +705,11 @@ fn auto_routes_by_query_form_and_document_structure() {
         .enumerate()
         .map(|(i, &r)| hit(0, (i * 4) as u32, r))
         .collect();
-    let auto: StrategyConfig = "auto".parse().unwrap();
-    assert_eq!(StrategyConfig::default(), auto);
+    assert_eq!(StrategyConfig::default(), "auto".parse().unwrap());
+    let auto: StrategyConfig =
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+            .parse()
+            .unwrap();
     let same_as = |name: &str, r: &AssembleRequest<'_>| {
         let cfg: StrategyConfig = name.parse().unwrap();
         assemble(&cfg, r).unwrap().pieces
@@ -721,6 +730,13 @@ fn auto_routes_by_query_form_and_document_structure() {
             max_tokens: Some(4),
             ..RseParams::default()
         },
+        topk: TopkParams {
+            passages: false,
+            order: PieceOrder::Score,
+            ..TopkParams::sentences()
+        },
+        min_piece_chars: 0,
+        chars_per_token: 0.0,
         ..AutoParams::default()
     });
     let ctx = assemble(&capped, &r).unwrap();
@@ -750,9 +766,16 @@ fn auto_routes_by_query_form_and_document_structure() {
     assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
     let with_sections = StrategyConfig::Auto(AutoParams {
         sections: true,
+        min_piece_chars: 0,
+        chars_per_token: 0.0,
+        topk: TopkParams {
+            passages: false,
+            order: PieceOrder::Score,
+            ..TopkParams::sentences()
+        },
         ..Default::default()
     });
-    assert_eq!(with_sections, "auto:sections=true".parse().unwrap());
+    assert_eq!(with_sections, "auto:sections=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap());
     let ctx = assemble(&with_sections, &r).unwrap();
     assert!(ctx.notes[0].contains("headings in"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("section", &r));
@@ -771,7 +794,7 @@ fn auto_routes_by_query_form_and_document_structure() {
         ctx.notes
     );
     assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
-    let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
+    let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r).unwrap();
     assert!(ctx.notes[0].ends_with(": rse"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("rse", &r));
     assert_ne!(
@@ -783,7 +806,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     // conversation: a pinpoint question, on sentences even with `rse_over_headings`.
     for q in ["Explain where the setting is", "Describe the setting"] {
         r.query = q;
-        let ctx = assemble(&"auto:rse_over_headings=true".parse().unwrap(), &r).unwrap();
+        let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r).unwrap();
         assert!(
             ctx.notes[0].contains("pinpoint question"),
             "{q}: {:?}",
@@ -821,14 +844,15 @@ fn auto_sends_pinpoint_questions_over_a_conversation_to_rse() {
         check_invariants(&ctx, &c, &hits, 60, &WordTokens, true).unwrap();
         (ctx.pieces, ctx.notes)
     };
-    let (got, notes) = pieces("auto");
+    let (got, notes) =
+        pieces("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
     assert!(
         notes[0].contains("pinpoint question over the conversation \"meeting.txt\": rse"),
         "{notes:?}"
     );
     assert_eq!(got, pieces("rse").0);
     // Off, or over a document that is not a conversation, it takes the sentence route.
-    let (off, notes) = pieces("auto:dialogue=false");
+    let (off, notes) = pieces("auto:dialogue=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
     assert!(notes[0].contains("pinpoint question: topk"), "{notes:?}");
     assert_eq!(off, pieces("topk:unit=sentence,order=score").0);
     assert_ne!(got, off, "the test must tell routes apart");
@@ -1542,7 +1566,10 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
         check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
         ctx
     };
-    let ctx = run("auto", &r);
+    let ctx = run(
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        &r,
+    );
     assert!(
         ctx.notes[1].contains("2 of the best 3 hits lie in the section \"Intro\""),
         "{:?}",
@@ -1557,7 +1584,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     assert_eq!(first.start, doc.chunks[1].range.char_start);
     assert!(first.end >= doc.chunks[2].range.char_end);
     // Off, the route's sentences alone.
-    let off = run("auto:extent=false", &r);
+    let off = run("auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score", &r);
     assert_eq!(off.pieces, run("topk:unit=sentence,order=score", &r).pieces);
     // Under a budget the sentences compete for, the section is what changes: whole
     // "Intro" against its best line and the other section's better-matching line.
@@ -1570,9 +1597,9 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     let tight = TestCorpus::new(vec![build_doc("t.md", "T", &specs)]);
     let tight_hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.85), hit(0, 2, 0.5)];
     let r3 = req(&tight, &tight_hits, 12, None, None);
-    let on = assemble(&"auto:extent_share=1".parse().unwrap(), &r3).unwrap();
+    let on = assemble(&"auto:extent_share=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r3).unwrap();
     check_invariants(&on, &tight, &tight_hits, 12, &WordTokens, true).unwrap();
-    let off = assemble(&"auto:extent=false".parse().unwrap(), &r3).unwrap();
+    let off = assemble(&"auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r3).unwrap();
     let texts =
         |ps: &[excerpt_context::Piece]| ps.iter().map(|p| p.text.clone()).collect::<Vec<_>>();
     assert_eq!(
@@ -1599,13 +1626,19 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     let apart = vec![hit(0, 1, 0.9), hit(0, 3, 0.8)];
     let mut r2 = req(&c, &apart, 1000, None, None);
     r2.query = "where is the intro";
-    let ctx = assemble(&"auto".parse().unwrap(), &r2).unwrap();
+    let ctx = assemble(
+        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+            .parse()
+            .unwrap(),
+        &r2,
+    )
+    .unwrap();
     assert!(
         !ctx.notes.iter().any(|n| n.contains("taken whole")),
         "{:?}",
         ctx.notes
     );
-    let ctx = run("auto:extent_min=3", &r);
+    let ctx = run("auto:extent_min=3,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score", &r);
     assert!(
         !ctx.notes.iter().any(|n| n.contains("taken whole")),
         "{:?}",
@@ -1614,7 +1647,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     // A section larger than its share of the budget is not taken whole.
     let small = req(&c, &hits, 6, None, None);
     let ctx = run(
-        "auto:extent_share=0.5",
+        "auto:extent_share=0.5,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
         &AssembleRequest {
             query: "where is the intro",
             ..small
@@ -1625,7 +1658,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
         "{:?}",
         ctx.notes
     );
-    assert!("auto:extent_share=0"
+    assert!("auto:extent_share=0,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
         .parse::<StrategyConfig>()
         .and_then(|c| c.validate())
         .is_err());
@@ -1651,7 +1684,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
         check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
         ctx
     };
-    let on = run("auto:extent_run=1");
+    let on = run("auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
     assert!(
         on.notes.iter().any(|n| n.contains("their run taken first")),
         "{:?}",
@@ -1670,7 +1703,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
     );
     // Off by default; and a best hit whose neighbour is not among the best hits (the run
     // would span chunks 2 and 4 across the section's end) takes no run.
-    let off = run("auto");
+    let off = run("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
     assert!(
         !off.notes.iter().any(|n| n.contains("run taken")),
         "{:?}",
@@ -1679,7 +1712,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
     assert_ne!(off.pieces[0].text, first.text);
     let far = vec![hit(0, 2, 0.9), hit(0, 0, 0.8), hit(0, 4, 0.7)];
     let ctx = assemble(
-        &"auto:extent_run=1".parse().unwrap(),
+        &"auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(),
         &AssembleRequest { hits: &far, ..r },
     )
     .unwrap();
@@ -1738,7 +1771,10 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     };
     let has =
         |ctx: &excerpt_context::Context, s: &str| ctx.pieces.iter().any(|p| p.text.contains(s));
-    let on = run("auto", &r);
+    let on = run(
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        &r,
+    );
     let note = on
         .notes
         .iter()
@@ -1760,7 +1796,10 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         on.pieces,
         on.notes
     );
-    let off = run("auto:named=false", &r);
+    let off = run(
+        "auto:named=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        &r,
+    );
     assert!(
         !has(&off, "Depreciation"),
         "{:?} {:?}",
@@ -1774,7 +1813,10 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         "what revenue does the P&L show",
     ] {
         r.query = query;
-        let ctx = run("auto", &r);
+        let ctx = run(
+            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+            &r,
+        );
         assert!(
             ctx.notes
                 .iter()
@@ -1796,7 +1838,10 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         "the consolidated statements",
     ] {
         r.query = query;
-        let ctx = run("auto", &r);
+        let ctx = run(
+            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+            &r,
+        );
         assert!(
             !ctx.notes.iter().any(|n| n.contains("names")),
             "{query}: {:?}",
@@ -1809,7 +1854,13 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     let reached = vec![hit(0, 0, 0.9), hit(0, 1, 0.85), hit(0, 4, 0.2)];
     let mut r2 = req(&c, &reached, 30, None, None);
     r2.query = "what depreciation and amortization does the statement of cash flows show";
-    let ctx = assemble(&"auto".parse().unwrap(), &r2).unwrap();
+    let ctx = assemble(
+        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+            .parse()
+            .unwrap(),
+        &r2,
+    )
+    .unwrap();
     check_invariants(&ctx, &c, &reached, 30, &WordTokens, true).unwrap();
     assert!(
         ctx.notes
@@ -1823,7 +1874,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         "{:?}",
         ctx.pieces
     );
-    let ctx = assemble(&"auto:named_reached=false".parse().unwrap(), &r2).unwrap();
+    let ctx = assemble(&"auto:named_reached=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r2).unwrap();
     assert!(
         !ctx.notes.iter().any(|n| n.contains("names")),
         "{:?}",
@@ -2101,4 +2152,113 @@ fn rse_values_an_unretrieved_chunk_between_hits_by_similarity_among_many_hits() 
         .map(|p| (p.first_chunk, p.last_chunk, p.hits.clone()))
         .collect();
     assert_eq!(r, vec![(10, 12, vec![10, 12])], "{:?}", ctx.notes);
+}
+
+#[test]
+fn passages_join_neighbouring_sentences_and_keep_reading_order() {
+    // Two documents; in the first, two matching sentences a word apart (in a chunk
+    // retrieval did not find), under a heading; in the second, one matching sentence.
+    let c = TestCorpus::new(vec![
+        build_doc(
+            "a.md",
+            "A",
+            &[
+                sec(
+                    1,
+                    "Notes",
+                    &[
+                        "# Notes\n",
+                        "Alpha beta come first in this long sentence of many words. ",
+                    ],
+                ),
+                chunk(&["Aside. "]),
+                chunk(&[
+                    "Alpha beta again in another sentence of words. ",
+                    "Unrelated filler text now here for padding words. ",
+                ]),
+            ],
+        ),
+        build_doc(
+            "b.md",
+            "B",
+            &[chunk(&[
+                "Other words first of all here. ",
+                "Beta alpha appear once in this document too. ",
+            ])],
+        ),
+    ]);
+    let hits = vec![hit(1, 0, 0.95), hit(0, 0, 0.9), hit(0, 2, 0.85)];
+    let greedy: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
+    let planned: StrategyConfig =
+        "topk:unit=sentence,passages=true,piece_chars=30,tokens_per_piece=0"
+            .parse()
+            .unwrap();
+    let r = req(&c, &hits, 28, None, None);
+    let g = assemble(&greedy, &r).unwrap();
+    let p = assemble(&planned, &r).unwrap();
+    check_invariants(&p, &c, &hits, 28, &WordTokens, true).unwrap();
+    // Best first, the greedy hands over the two sentences of `a.md` as two pieces.
+    let g_texts: Vec<&str> = g.pieces.iter().map(|p| p.text.as_str()).collect();
+    assert!(
+        g_texts.contains(&"Alpha beta come first in this long sentence of many words. ")
+            && g_texts.contains(&"Alpha beta again in another sentence of words. "),
+        "{g_texts:?}"
+    );
+    // The plan joins them with the word between them into one passage.
+    let texts: Vec<&str> = p.pieces.iter().map(|p| p.text.as_str()).collect();
+    assert!(
+        texts.contains(
+            &"Alpha beta come first in this long sentence of many words. Aside. Alpha beta again in another sentence of words. "
+        ),
+        "{texts:?}"
+    );
+    assert_eq!(p.pieces.len(), 2, "{texts:?}");
+    assert_eq!(p.order, PieceOrder::Document);
+    // Reading order within each document, documents never interleaved, no heading
+    // alone.
+    let mut seen: Vec<&str> = Vec::new();
+    for w in p.pieces.windows(2) {
+        if w[0].doc_id == w[1].doc_id {
+            assert!(w[0].end <= w[1].start, "{texts:?}");
+        }
+    }
+    for piece in &p.pieces {
+        if seen.last() != Some(&piece.doc_id.as_str()) {
+            assert!(!seen.contains(&piece.doc_id.as_str()), "{texts:?}");
+            seen.push(&piece.doc_id);
+        }
+        assert_ne!(piece.text.trim(), "# Notes", "{texts:?}");
+    }
+}
+
+#[test]
+fn auto_leaves_out_pieces_too_short_to_read_alone() {
+    // The best sentence is three words alone in a chunk far from the others.
+    let c = TestCorpus::new(vec![build_doc(
+        "m.txt",
+        "Meeting",
+        &[
+            chunk(&["Alpha words of a longer first chunk that goes on for quite a while, with more and more words. "]),
+            chunk(&["Filler words that no question asks about, in a chunk that retrieval did not find at all. "]),
+            chunk(&["Alpha beta. "]),
+        ],
+    )]);
+    let hits = vec![hit(0, 2, 0.9), hit(0, 0, 0.8)];
+    let r = req(&c, &hits, 40, None, None);
+    let texts = |cfg: &str| -> Vec<String> {
+        let cfg: StrategyConfig = cfg.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 40, &WordTokens, true).unwrap();
+        ctx.pieces.iter().map(|p| p.text.clone()).collect()
+    };
+    let any = texts(
+        "auto:topk.piece_chars=0,topk.tokens_per_piece=0,chars_per_token=0,min_piece_chars=0",
+    );
+    assert!(any.contains(&"Alpha beta. ".to_string()), "{any:?}");
+    let readable = texts("auto:topk.piece_chars=0,topk.tokens_per_piece=0,chars_per_token=0");
+    assert!(!readable.is_empty());
+    assert!(
+        readable.iter().all(|t| t.chars().count() >= 80),
+        "{readable:?}"
+    );
 }

@@ -146,6 +146,15 @@ pub struct AutoParams {
     /// characters on long documentation answers and loses 2.2 on contracts, where the
     /// answer is a clause: docs/EVAL.md).
     pub long_segment_terms: usize,
+    /// The shortest piece, in characters, a route may add on its own (default 80): a
+    /// shorter range is taken only where it joins a piece (a document's closing words,
+    /// a heading, a label alone are left out; 0: any length).
+    pub min_piece_chars: usize,
+    /// The context holds at most this many characters per token of budget besides the
+    /// tokens themselves (default 4, about what one token of English is in the
+    /// tokenizers of common LLMs, so a context fits them too and a reader measuring it in
+    /// characters gets what was asked; 0: tokens alone bound it).
+    pub chars_per_token: f32,
 }
 
 impl Default for AutoParams {
@@ -169,6 +178,8 @@ impl Default for AutoParams {
             long_segment_share: 0.9,
             long_segment_min_chunks: 2,
             long_segment_terms: 14,
+            min_piece_chars: 80,
+            chars_per_token: 4.0,
         }
     }
 }
@@ -183,6 +194,7 @@ impl AutoParams {
         check_min("auto", "structure_hits", self.structure_hits, 1)?;
         check_min("auto", "extent_hits", self.extent_hits, 1)?;
         check_min("auto", "extent_min", self.extent_min, 1)?;
+        check_range("auto", "chars_per_token", self.chars_per_token, 0.0, 1000.0)?;
         check_range(
             "auto",
             "extent_share",
@@ -447,6 +459,10 @@ impl Assembler for AutoParams {
     ) -> Result<(), ContextError> {
         let (r, why) = route(self, req);
         notes.push(format!("auto: {why}"));
+        sel.min_chars = self.min_piece_chars;
+        if self.chars_per_token > 0.0 {
+            sel.max_chars = (req.budget as f64 * f64::from(self.chars_per_token)) as usize;
+        }
         let long = self.long_segment
             && r == Route::Topk
             && self.topk.unit == TopkUnit::Sentence

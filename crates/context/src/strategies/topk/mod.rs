@@ -9,6 +9,7 @@
 //! Touching sentences merge into one piece, so the context holds several short passages
 //! from several places where chunk units would hold one or two whole chunks.
 
+mod plan;
 mod sentences;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,8 @@ use crate::error::{check_min, check_range, invalid, ContextError};
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
 use crate::sentences::lead::{lead_in, lead_out};
 
+use crate::passages::PassagePlan;
+use plan::take_passages;
 use sentences::best_sentences;
 pub(crate) use sentences::SentenceScoring;
 
@@ -125,6 +128,24 @@ pub struct TopkParams {
     /// grow). A many-part answer at a large budget draws on more chunks than the best
     /// ten (docs/EVAL.md, session 23).
     pub long_pool_tokens: usize,
+    /// With `unit = sentence`: the sentences are chosen as passages, the budget-optimal
+    /// runs of consecutive sentences with a price per piece ([`crate::passages`]),
+    /// instead of one by one, best first (default false; `auto` sets it).
+    pub passages: bool,
+    /// With `passages`: the price of one more piece, in characters at the best
+    /// sentence's value (default 200): two good sentences a few words apart read as one
+    /// passage, and a sentence alone must be worth that much more than what it displaces.
+    pub piece_chars: usize,
+    /// With `passages`: at most one piece per this many tokens of budget (default 175:
+    /// three pieces in 500 tokens, about one per 700 characters); 0: no bound.
+    pub tokens_per_piece: usize,
+    /// With `passages`: sentences valued below this share of the best one are not
+    /// taken, so a context may stop before its budget when what is left is far less
+    /// relevant than what was chosen, in [0, 1] (default 0: the budget is filled).
+    pub stop_share: f32,
+    /// With `passages`: a sentence counts as its value relative to the best sentence's,
+    /// raised to this power, `> 0` (default 4; see [`crate::passages`]).
+    pub value_power: f32,
 }
 
 impl Default for TopkParams {
@@ -149,17 +170,23 @@ impl Default for TopkParams {
             bridge: 0,
             long_join: 0.0,
             long_pool_tokens: 1000,
+            passages: false,
+            piece_chars: 100,
+            tokens_per_piece: 175,
+            stop_share: 0.0,
+            value_power: 4.0,
         }
     }
 }
 
 impl TopkParams {
-    /// Sentence units offered best first (`topk:unit=sentence,order=score`): what `auto`
-    /// hands pinpoint questions.
+    /// Sentence units chosen as passages, in reading order
+    /// (`topk:unit=sentence,passages=true`): what `auto` hands pinpoint questions.
     pub fn sentences() -> Self {
         TopkParams {
             unit: TopkUnit::Sentence,
-            order: PieceOrder::Score,
+            order: PieceOrder::Document,
+            passages: true,
             ..TopkParams::default()
         }
     }
@@ -175,6 +202,14 @@ impl TopkParams {
         check_range("topk", "dense_weight", self.dense_weight, 0.0, 1.0)?;
         check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
         check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
+        check_range("topk", "stop_share", self.stop_share, 0.0, 1.0)?;
+        check_range(
+            "topk",
+            "value_power",
+            self.value_power,
+            f32::MIN_POSITIVE,
+            64.0,
+        )?;
         if !(self.rank_decay.is_finite() && self.rank_decay > 0.0) {
             return Err(invalid(
                 "topk",
@@ -257,6 +292,38 @@ fn topk_sentences(
         .filter(|h| !h.retrieved)
         .map(|h| h.key)
         .collect();
+    if p.passages {
+        let params = PassagePlan {
+            piece_chars: p.piece_chars,
+            tokens_per_piece: p.tokens_per_piece,
+            power: p.value_power,
+        };
+        let best = sentences.first().map_or(0.0, |s| s.value);
+        let kept: Vec<_> = sentences
+            .iter()
+            .filter(|s| s.value >= p.stop_share * best)
+            .cloned()
+            .collect();
+        if kept.len() < sentences.len() {
+            notes.push(format!(
+                "topk: {} sentence(s) below {} of the best left out",
+                sentences.len() - kept.len(),
+                p.stop_share
+            ));
+        }
+        let t = take_passages(params, &kept, &added, req, sel);
+        notes.push(format!(
+            "topk: {} passage(s) of {} sentence(s), of {} sentence(s) of the best {} hit(s) (a piece priced at {} characters, at most one per {} tokens), {} lead-in(s) followed by what they introduce",
+            t.runs,
+            t.units,
+            sentences.len(),
+            pool.len(),
+            p.piece_chars,
+            p.tokens_per_piece,
+            t.outs
+        ));
+        return;
+    }
     let (mut taken, mut leads, mut outs) = (0usize, 0usize, 0usize);
     for s in &sentences {
         if sel.remaining() == 0 {

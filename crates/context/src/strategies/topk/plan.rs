@@ -1,0 +1,231 @@
+//! The sentence route's passages: valued sentences handed to [`crate::passages::plan`],
+//! the runs it chooses added to the selection.
+
+use excerpt_core::{Document, TextRange};
+
+use crate::context::AssembleRequest;
+use crate::passages::{plan, PassagePlan, Unit};
+use crate::selection::Selection;
+use crate::sentences::lead::lead_out;
+
+use super::sentences::SentenceHit;
+use super::LEAD_OUT_CHARS;
+
+/// The longest text, in characters, between two units that a run may bridge: past it
+/// the words between cost more of the budget than a piece is worth at any price the
+/// planner takes.
+const MAX_GAP_CHARS: usize = 1500;
+
+/// A lead-out block keeps this share of the value of the lead-in that announces it.
+const LEAD_OUT_SHARE: f32 = 0.9;
+
+/// What [`take_passages`] did, for the context's notes.
+pub(super) struct Taken {
+    pub runs: usize,
+    pub units: usize,
+    pub outs: usize,
+}
+
+/// A unit before planning: where it is and what it is worth.
+struct Candidate {
+    doc: u32,
+    range: TextRange,
+    value: f32,
+    chunks: Vec<u32>,
+}
+
+/// Plans passages over `sentences` (valued, any order) for the budget `sel` has left
+/// and adds them. `added`: candidates a strategy added itself (no piece's hits).
+pub(super) fn take_passages(
+    params: PassagePlan,
+    sentences: &[SentenceHit],
+    added: &[excerpt_core::ChunkKey],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+) -> Taken {
+    let mut cands: Vec<Candidate> = sentences
+        .iter()
+        .filter(|s| !sel.overlaps(s.doc, s.range))
+        .map(|s| Candidate {
+            doc: s.doc,
+            range: s.range,
+            value: s.value,
+            chunks: s
+                .chunks
+                .iter()
+                .copied()
+                .filter(|&o| !added.iter().any(|k| k.doc == s.doc && k.ordinal == o))
+                .collect(),
+        })
+        .collect();
+    cands.sort_by(|a, b| {
+        a.doc
+            .cmp(&b.doc)
+            .then(a.range.byte_start.cmp(&b.range.byte_start))
+    });
+    let outs = add_lead_outs(req, sel, &mut cands);
+    // Units never overlap: of two that do (a clause inside a block), the first stays.
+    let mut kept: Vec<Candidate> = Vec::with_capacity(cands.len());
+    for c in cands {
+        if kept
+            .last()
+            .is_some_and(|p| p.doc == c.doc && p.range.byte_end > c.range.byte_start)
+        {
+            continue;
+        }
+        kept.push(c);
+    }
+    // Under a bound of characters too, a unit costs the larger of its tokens and its
+    // characters in tokens at the bound's rate.
+    let budget = sel.remaining();
+    let per_char = sel
+        .remaining_chars()
+        .map(|c| budget as f64 / c.max(1) as f64);
+    let cost = |tokens: usize, chars: usize| match per_char {
+        Some(rate) => tokens.max((chars as f64 * rate).ceil() as usize),
+        None => tokens,
+    };
+    let units: Vec<Unit> = kept
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let doc = req.corpus.document(c.doc);
+            let text = doc.map_or("", |d| c.range.slice(&d.text));
+            let gap_tokens = match (j.checked_sub(1).map(|i| &kept[i]), doc) {
+                (Some(p), Some(d)) if p.doc == c.doc => {
+                    let gap = gap(p.range, c.range);
+                    (gap.char_len() <= MAX_GAP_CHARS)
+                        .then(|| cost(req.tokens.count(gap.slice(&d.text)), gap.char_len()))
+                }
+                _ => None,
+            };
+            Unit {
+                value: c.value,
+                chars: c.range.char_len(),
+                tokens: cost(req.tokens.count(text), c.range.char_len()),
+                gap_tokens,
+                label: doc.is_some_and(|d| is_label(d, c.range)),
+            }
+        })
+        .collect();
+    // Tokens of joined text are counted again exactly when a run is added; the slack
+    // keeps a run from missing the budget by the few tokens its joins may add.
+    let slack = (budget / 50).min(16);
+    // The bound on pieces is the request's: pieces already chosen count against it.
+    let max_pieces = match params.tokens_per_piece {
+        0 => usize::MAX,
+        t => req.budget.div_ceil(t).max(1).saturating_sub(sel.pieces()),
+    };
+    let runs = plan(&units, budget.saturating_sub(slack), params, max_pieces);
+    // Best run first, so that what does not fit after exact counting is the weakest.
+    let mut order: Vec<(f32, usize)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let best = kept[r.first..=r.last]
+                .iter()
+                .map(|c| c.value)
+                .fold(0.0f32, f32::max);
+            (best, i)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut taken = Taken {
+        runs: 0,
+        units: 0,
+        outs,
+    };
+    for (best, i) in order {
+        let r = runs[i];
+        let (first, last) = (&kept[r.first], &kept[r.last]);
+        let Some(doc) = req.corpus.document(first.doc) else {
+            continue;
+        };
+        let mut hits: Vec<u32> = kept[r.first..=r.last]
+            .iter()
+            .flat_map(|c| c.chunks.iter().copied())
+            .collect();
+        hits.sort_unstable();
+        hits.dedup();
+        let range = first.range.cover(&last.range);
+        if sel.try_add(first.doc, doc, range, best, best, &hits) {
+            taken.runs += 1;
+            taken.units += r.last - r.first + 1;
+        }
+    }
+    taken
+}
+
+/// The text between two ranges of one document, `a` before `b`.
+fn gap(a: TextRange, b: TextRange) -> TextRange {
+    TextRange {
+        byte_start: a.byte_end,
+        byte_end: b.byte_start.max(a.byte_end),
+        char_start: a.char_end,
+        char_end: b.char_start.max(a.char_end),
+    }
+}
+
+/// A heading (the first line of a section) or a lead-in (a unit ending with a colon):
+/// text that announces what follows it and says nothing alone.
+fn is_label(doc: &Document, range: TextRange) -> bool {
+    let text = range.slice(&doc.text).trim_end();
+    if text.ends_with(':') {
+        return true;
+    }
+    let i = doc
+        .sections
+        .partition_point(|s| s.range.byte_start < range.byte_start);
+    let heading = doc
+        .sections
+        .get(i)
+        .is_some_and(|s| s.range.byte_start == range.byte_start);
+    // Sections are in reading order; a heading that is a whole unit is a short line.
+    heading && !text.contains('\n') && text.chars().count() <= 200
+}
+
+/// Adds, after each lead-in candidate, the block it introduces ([`lead_out`]) when no
+/// candidate holds it yet, valued at [`LEAD_OUT_SHARE`] of the lead-in; keeps the order.
+fn add_lead_outs(
+    req: &AssembleRequest<'_>,
+    sel: &Selection<'_>,
+    cands: &mut Vec<Candidate>,
+) -> usize {
+    let mut extra: Vec<Candidate> = Vec::new();
+    for (j, c) in cands.iter().enumerate() {
+        let Some(doc) = req.corpus.document(c.doc) else {
+            continue;
+        };
+        let Some(out) = lead_out(doc, c.range, LEAD_OUT_CHARS) else {
+            continue;
+        };
+        let next_start = cands
+            .get(j + 1)
+            .filter(|n| n.doc == c.doc)
+            .map_or(usize::MAX, |n| n.range.byte_start);
+        // Only the part before the next candidate is missing; a block the next
+        // candidate starts is already there.
+        if out.byte_start >= next_start || sel.overlaps(c.doc, out) {
+            continue;
+        }
+        if out.byte_end > next_start {
+            continue;
+        }
+        extra.push(Candidate {
+            doc: c.doc,
+            range: out,
+            value: c.value * LEAD_OUT_SHARE,
+            chunks: Vec::new(),
+        });
+    }
+    let n = extra.len();
+    if n > 0 {
+        cands.extend(extra);
+        cands.sort_by(|a, b| {
+            a.doc
+                .cmp(&b.doc)
+                .then(a.range.byte_start.cmp(&b.range.byte_start))
+        });
+    }
+    n
+}
