@@ -3,7 +3,9 @@
 # ../shared/data or $EXCERPT_DATA; pydocs-dev, pydocs-long and pydocs-nav, technical
 # documentation, built into target/devdata by scripts/make-pydocs-set.py when missing) and scores each results file
 # with the independent scorer at 4 characters per budget token, printing one Markdown
-# table per set (the protocol of docs/EVAL.md).
+# table per set (the protocol of docs/EVAL.md): recall at 2000 / 4000 / 8000 characters,
+# the same with at most 3 / 6 / 12 pieces (`--max-pieces`, one piece per 700 characters),
+# and how the context reads at 2000 characters (pieces, tiny, whole, in_order, grouped).
 #
 #   scripts/eval-dev.sh [STRATEGY ...]        # default: auto (topk is always included)
 #   EXCERPT_EVAL_SETS="contractnli-dev" scripts/eval-dev.sh topk auto 'rse:unit=sentence'
@@ -11,7 +13,9 @@
 # A set is a folder holding corpus.jsonl and queries.jsonl (evidence spans, scored by
 # score_context.py: recall, full, precision), or pdfs/ and queries.jsonl (page evidence,
 # as financebench-dev: the folder of documents is the corpus, scored by score_pdf.py:
-# text_recall, page_hit, and the pieces within the budget).
+# text_recall, page_hit, the pieces within the budget and tiny; whole, in_order and
+# grouped come from excerpt eval's report.json, which computes them on the extracted
+# texts).
 #
 # Indexes are kept in target/eval/idx-SET (built once; delete to rebuild), results in
 # target/eval/out-SET ($EXCERPT_EVAL_DIR replaces target/eval; $EXCERPT_EVAL_TAG is
@@ -55,56 +59,57 @@ for set in $sets; do
   echo
   echo "## $set"
   echo
+  # Capped figures: only the first K = ceil(characters / 700) pieces count (3 / 6 / 12
+  # at 2000 / 4000 / 8000 characters, `--max-pieces`); the readability columns are at
+  # 2000 characters.
   if [ -d "$corpus" ]; then
-    echo "| strategy | text_recall @2000 | @4000 | @8000 | page_hit @2000 | @4000 | @8000 | pieces @2000 | @4000 | @8000 |"
+    echo "| strategy | text_recall @2000 | @4000 | @8000 | text_recall ≤3/6/12 pieces @2000 | @4000 | @8000 | page_hit @2000 | @4000 | @8000 | page_hit ≤3/6/12 pieces @2000 | @4000 | @8000 | pieces @2000 | @4000 | @8000 | tiny @2000 | whole | in_order | grouped |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   else
-    echo "| strategy | recall @2000 | @4000 | @8000 | full @2000 | @4000 | @8000 | precision @2000 | @4000 | @8000 |"
+    echo "| strategy | recall @2000 | @4000 | @8000 | recall ≤3/6/12 pieces @2000 | @4000 | @8000 | full @2000 | @4000 | @8000 | precision @2000 | @4000 | @8000 | pieces @2000 | tiny | whole | in_order | grouped |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   fi
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for f in "$out"/results-*-500.jsonl; do
     name=${f#"$out"/results-}
     name=${name%-500.jsonl}
     row=()
+    capped=()
+    for b in "${budgets[@]}"; do
+      chars=$((b * 4))
+      k=$(((chars + 699) / 700))
+      if [ -d "$corpus" ]; then
+        score=(python3 "$pdf_scorer" --queries "$data/$set/queries.jsonl")
+      else
+        score=(python3 "$scorer" --corpus "$corpus" --queries "$data/$set/queries.jsonl")
+      fi
+      row+=("$("${score[@]}" --results "$out/results-$name-$b.jsonl" --budget-chars "$chars")")
+      capped+=("$("${score[@]}" --results "$out/results-$name-$b.jsonl" --budget-chars "$chars" --max-pieces "$k")")
+    done
     if [ -d "$corpus" ]; then
-      for b in "${budgets[@]}"; do
-        row+=("$(python3 "$pdf_scorer" --queries "$data/$set/queries.jsonl" \
-          --results "$out/results-$name-$b.jsonl" --budget-chars $((b * 4)))")
-      done
-      python3 - "$name" "$data/$set/queries.jsonl" "$out" "${budgets[@]}" "${row[@]}" <<'EOF'
+      # score_pdf.py has no corpus texts to tell whole pieces and reading order from:
+      # whole, in_order and grouped at 2000 characters are excerpt eval's (report.json,
+      # as score_context.py defines them, on the texts the ingest extracted).
+      python3 - "$name" "$out/report.json" "${row[@]}" "${capped[@]}" <<'EOF'
 import json, sys
-name, queries, out = sys.argv[1:4]
-budgets, rows = sys.argv[4:7], [json.loads(r) for r in sys.argv[7:]]
-ids = [json.loads(l)["id"] for l in open(queries) if l.strip()]
-def pieces(budget):
-    # Pieces per context within budget x 4 characters, cut in order as score_pdf.py cuts.
-    res = {}
-    for l in open(f"{out}/results-{name}-{budget}.jsonl"):
-        r = json.loads(l)
-        res[r.get("id", r.get("query_id"))] = r.get("pieces", [])
-    total = 0
-    for q in ids:
-        left = int(budget) * 4
-        for p in res.get(q, []):
-            t = p.get("text", "")[:left]
-            if not t:
-                break
-            left -= len(t)
-            total += 1
-    return total / max(1, len(ids))
-cells = [f"{r[k]:.3f}" for k in ("text_recall", "page_hit") for r in rows]
-cells += [f"{pieces(b):.1f}" for b in budgets]
+name, report = sys.argv[1:3]
+rows, capped = [json.loads(r) for r in sys.argv[3:6]], [json.loads(r) for r in sys.argv[6:9]]
+m = next(r["metrics"] for r in json.load(open(report))["results"]
+         if r["results_file"] == f"results-{name}-500.jsonl")
+cells = [f"{r['text_recall']:.3f}" for r in rows] + [f"{r['text_recall']:.3f}" for r in capped]
+cells += [f"{r['page_hit']:.3f}" for r in rows] + [f"{r['page_hit']:.3f}" for r in capped]
+cells += [f"{r['pieces']:.1f}" for r in rows] + [f"{rows[0]['tiny']:.2f}"]
+cells += [f"{m[k]:.2f}" if m.get(k) is not None else "–" for k in ("whole", "in_order", "grouped")]
 print(f"| `{name}` | " + " | ".join(cells) + " |")
 EOF
     else
-      for b in "${budgets[@]}"; do
-        row+=("$(python3 "$scorer" --corpus "$corpus" \
-          --queries "$data/$set/queries.jsonl" --results "$out/results-$name-$b.jsonl" \
-          --budget-chars $((b * 4)))")
-      done
-      python3 - "$name" "${row[@]}" <<'EOF'
+      python3 - "$name" "${row[@]}" "${capped[@]}" <<'EOF'
 import json, sys
-name, rows = sys.argv[1], [json.loads(r) for r in sys.argv[2:]]
-cells = [f"{r[k]:.3f}" for k in ("recall", "full", "precision") for r in rows]
+name = sys.argv[1]
+rows, capped = [json.loads(r) for r in sys.argv[2:5]], [json.loads(r) for r in sys.argv[5:8]]
+cells = [f"{r['recall']:.3f}" for r in rows] + [f"{r['recall']:.3f}" for r in capped]
+cells += [f"{r[k]:.3f}" for k in ("full", "precision") for r in rows]
+at2000 = rows[0]
+cells += [f"{at2000['pieces']:.1f}"] + [f"{at2000[k]:.2f}" for k in ("tiny", "whole", "in_order", "grouped")]
 print(f"| `{name}` | " + " | ".join(cells) + " |")
 EOF
     fi

@@ -224,7 +224,10 @@ pub enum Command {
     /// and id), as score_context.py and score_pdf.py read them. Queries with evidence
     /// spans are scored by recall, hit, full and precision; queries with page evidence
     /// (the financebench-dev format) by text_recall and page_hit at budget x 4
-    /// characters, as score_pdf.py --budget-chars scores them.
+    /// characters, as score_pdf.py --budget-chars scores them. Beside them, at budget x 4
+    /// characters: the same recall with at most K = ceil(budget x 4 / 700) pieces
+    /// (--max-pieces K), and how the context reads (piece_chars, whole, tiny, in_order,
+    /// grouped, as score_context.py defines them).
     /// With --answer-endpoint and --answer-model, an LLM also answers every query that
     /// has a reference answer from each context, scored by token F1 and exact match.
     #[command(verbatim_doc_comment)]

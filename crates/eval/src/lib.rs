@@ -20,12 +20,15 @@
 //!   `precision`, `chars`, `pieces`, `bad_text`, `queries`, `missing`, with an optional
 //!   character budget) reproduce the reference scorer exactly (a Python script kept with
 //!   the tests, `tests/data/score_context.py`; a test runs it on the same files and
-//!   compares). Also mean LLM tokens, intra-piece coherence (pairwise cosine of chunk
+//!   compares), and so do the readability figures (`piece_chars`, `whole`, `tiny`,
+//!   `in_order`, `grouped`) and, with `--max-pieces`, everything counted over only the
+//!   first K pieces. Also mean LLM tokens, intra-piece coherence (pairwise cosine of chunk
 //!   vectors inside a piece), boundary coherence (pieces starting and ending on sentence
 //!   boundaries) and latency percentiles ([`Latency`], also used by `excerpt bench`).
 //! - [`pages`]: the page format's metrics, `text_recall` (share of the evidence's word
 //!   4-grams in the context) and `page_hit` (a piece covers an evidence page), exactly as
-//!   the reference scorer `tests/data/score_pdf.py` computes them.
+//!   the reference scorer `tests/data/score_pdf.py` computes them (with its
+//!   `--max-pieces`, `pieces` and `tiny`).
 //! - [`run_eval`]: in four stages (validate, ingest, query, write), checks the options
 //!   and inputs, ingests the corpus (a `corpus.jsonl`, or a folder of documents ingested
 //!   as `excerpt ingest` does) into an [`excerpt::Engine`]'s index (incremental; the
@@ -56,12 +59,18 @@ pub use format::{
     CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine, ResultPiece,
 };
 pub use metrics::{
-    boundary_coherence, intra_coherence, latency, mean, overlap, percentile, piece_coherence,
-    score_query, score_results, sentence_boundaries, summarize, union, ChunkVectors, CorpusTexts,
-    CoverageSummary, Latency, PieceSpan, QueryScore, SentenceBoundaries,
+    boundary_coherence, clean_end, clean_start, intra_coherence, latency, mean, overlap,
+    percentile, piece_coherence, score_query, score_query_limited, score_results,
+    score_results_limited, sentence_boundaries, summarize, union, ChunkVectors, CorpusTexts,
+    CoverageSummary, Latency, Limits, PieceSpan, QueryScore, SentenceBoundaries, TINY_CHARS,
 };
-pub use pages::{score_page_query, score_page_results, summarize_pages, PageScore, PageSummary};
+pub use pages::{
+    score_page_query, score_page_query_limited, score_page_results, score_page_results_limited,
+    summarize_pages, PageScore, PageSummary,
+};
 pub use report::{
     AnswerMetrics, AnswerRunInfo, EvalReport, Metrics, QueryFailure, RunInfo, StrategyResult,
 };
-pub use runner::{run_eval, EvalOptions, CHARS_PER_TOKEN, DEFAULT_BUDGETS};
+pub use runner::{
+    max_pieces, run_eval, EvalOptions, CHARS_PER_PIECE, CHARS_PER_TOKEN, DEFAULT_BUDGETS,
+};

@@ -14,7 +14,26 @@
 //! - `recall`, `hit`, `full` (≥ 90 % covered) are means over queries, `precision` is
 //!   micro-averaged (all evidence characters returned / all characters returned),
 //!   `chars` and `pieces` are means over queries; a query without a results line counts
-//!   as `missing` and scores zero.
+//!   as `missing` and scores zero;
+//! - with a maximum number of pieces K ([`Limits::max_pieces`], the scorer's
+//!   `--max-pieces`), only the first K valid pieces count: the check stops before the
+//!   (K+1)-th piece is looked at, so pieces after it are not checked for bad text either.
+//!
+//! How the context reads, over the pieces scored (within the budget and the maximum):
+//!
+//! - `piece_chars`: mean characters per piece (a piece cut by the budget counts as cut);
+//! - `whole`: share of pieces that start cleanly ([`clean_start`]: at the text's start, a
+//!   line's start, or after a sentence end and spaces) and end cleanly ([`clean_end`]: at
+//!   the text's end, a line's end, or right after a sentence end), the end being the
+//!   piece's real end even when the budget cut it;
+//! - `tiny`: share of pieces under [`TINY_CHARS`] characters (as cut);
+//! - `in_order`: share of pairs of pieces of one document (the earlier one given first)
+//!   whose starts are in reading order (equal starts count as in order); 1 without pairs;
+//! - `grouped`: share of contexts (queries with a piece scored) in which the pieces of
+//!   each document come together, in one run; 1 without contexts.
+//!
+//! `piece_chars`, `whole` and `tiny` are micro-averaged over all pieces, `in_order`
+//! over all pairs.
 //!
 //! Beyond the scorer: mean LLM [tokens](mean), [intra-piece coherence](intra_coherence),
 //! [boundary coherence](boundary_coherence) and latency [percentiles](percentile).
@@ -74,6 +93,21 @@ impl CorpusTexts {
         self.docs.get(id)?.slice_chars(start, end)
     }
 
+    /// A piece `[start, end)` of a document starts and ends cleanly ([`clean_start`],
+    /// [`clean_end`]); false when the document is unknown or the range invalid.
+    pub fn is_whole(&self, id: &str, start: usize, end: usize) -> bool {
+        let Some(doc) = self.docs.get(id) else {
+            return false;
+        };
+        let text = doc.text();
+        match (doc.byte_offset(start), doc.byte_offset(end)) {
+            (Some(a), Some(b)) if a <= b => {
+                clean_start(&text[..a]) && clean_end(&text[..b], &text[b..])
+            }
+            _ => false,
+        }
+    }
+
     /// The document ids (in no particular order).
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.docs.keys().map(String::as_str)
@@ -120,6 +154,116 @@ fn span_len(spans: &[(i64, i64)]) -> i64 {
         .fold(0i64, |acc, (a, b)| acc.saturating_add(b.saturating_sub(*a)))
 }
 
+/// Which of a context's pieces count: the reference scorer's `--budget-chars` and
+/// `--max-pieces`. `None` or `Some(0)` means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// Pieces are taken in order until this many characters are used, the last one cut.
+    pub budget_chars: Option<usize>,
+    /// Only the first this many (valid) pieces count.
+    pub max_pieces: Option<usize>,
+}
+
+impl Limits {
+    /// A character budget only.
+    pub fn budget(budget_chars: Option<usize>) -> Limits {
+        Limits {
+            budget_chars,
+            max_pieces: None,
+        }
+    }
+
+    /// With at most `max_pieces` pieces.
+    pub fn with_max_pieces(self, max_pieces: Option<usize>) -> Limits {
+        Limits { max_pieces, ..self }
+    }
+}
+
+/// Pieces shorter than this many characters count as `tiny` (a heading or a phrase
+/// alone).
+pub const TINY_CHARS: i64 = 80;
+
+/// Characters that end a sentence for [`clean_start`] and [`clean_end`].
+const SENTENCE_END: &str = ".!?;:";
+/// Characters that may follow a sentence end (quotes, brackets, emphasis).
+const CLOSERS: &str = "\"')]\u{201d}\u{2019}*`";
+
+/// Python's `str.isspace` for one character (Unicode bidirectional class WS, B or S, or
+/// category Zs): Rust's `char::is_whitespace` and the four information separators.
+pub fn py_isspace(c: char) -> bool {
+    matches!(
+        c,
+        '\t'..='\r'
+            | '\u{1c}'..='\u{1f}'
+            | ' '
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
+}
+
+/// A piece starting after `before` (the text before its start) starts cleanly: at the
+/// text's start, at a line's start, or after a sentence end (optionally closed by quotes
+/// or brackets) and at least one whitespace character of which all but the last read
+/// back are spaces or tabs — `clean_start` of `score_context.py`.
+pub fn clean_start(before: &str) -> bool {
+    let mut back = before.chars().rev();
+    let Some(prev) = back.next() else {
+        return true;
+    };
+    if prev == '\n' {
+        return true;
+    }
+    if !py_isspace(prev) {
+        return false;
+    }
+    let mut cur = Some(prev);
+    while matches!(cur, Some(' ' | '\t')) {
+        cur = back.next();
+    }
+    if matches!(cur, None | Some('\n')) {
+        return true;
+    }
+    while cur.is_some_and(|c| CLOSERS.contains(c)) {
+        cur = back.next();
+    }
+    cur.is_some_and(|c| SENTENCE_END.contains(c))
+}
+
+/// A piece ending between `before` (the text up to its end) and `after` (the text from
+/// its end) ends cleanly: at the text's end, at a line's end (before a newline, or after
+/// one and spaces or tabs), or after a sentence end, optionally closed by quotes or
+/// brackets and followed by spaces or tabs; a sentence end right before the piece's end
+/// must be followed by whitespace (`3.5` is not an end) — `clean_end` of
+/// `score_context.py`.
+pub fn clean_end(before: &str, after: &str) -> bool {
+    let next = after.chars().next();
+    if matches!(next, None | Some('\n')) {
+        return true;
+    }
+    let mut back = before.chars().rev();
+    let mut cur = back.next();
+    let mut skipped = false;
+    while matches!(cur, Some(' ' | '\t')) {
+        cur = back.next();
+        skipped = true;
+    }
+    if matches!(cur, None | Some('\n')) {
+        return true;
+    }
+    while cur.is_some_and(|c| CLOSERS.contains(c)) {
+        cur = back.next();
+        skipped = true;
+    }
+    cur.is_some_and(|c| SENTENCE_END.contains(c)) && (skipped || next.is_some_and(py_isspace))
+}
+
 /// The coverage of one query's gold evidence by its returned pieces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueryScore {
@@ -137,6 +281,20 @@ pub struct QueryScore {
     pub pieces: usize,
     /// Pieces with an unknown document, an invalid range or a wrong `text`.
     pub bad_text: usize,
+    /// Characters of the pieces scored (as cut by the budget; overlaps counted each
+    /// time).
+    pub piece_chars: i64,
+    /// Pieces scored that start and end cleanly (by their real end).
+    pub whole: usize,
+    /// Pieces scored under [`TINY_CHARS`] characters (as cut).
+    pub tiny: usize,
+    /// Pairs of pieces scored of the same document.
+    pub pairs: usize,
+    /// Of those, the pairs in reading order (the later piece starts at or after the
+    /// earlier one).
+    pub ordered: usize,
+    /// The pieces of each document come together; `None` when no piece was scored.
+    pub grouped: Option<bool>,
 }
 
 impl QueryScore {
@@ -166,7 +324,20 @@ pub fn score_query(
     texts: &CorpusTexts,
     budget_chars: Option<usize>,
 ) -> QueryScore {
-    let budget = budget_chars.filter(|&b| b > 0).map(|b| b as i64);
+    score_query_limited(query, pieces, texts, Limits::budget(budget_chars))
+}
+
+/// Scores one query counting only the pieces within `limits` (`score_context.py
+/// --budget-chars N --max-pieces K`). `pieces` is `None` when the results have no line
+/// for the query.
+pub fn score_query_limited(
+    query: &QueryLine,
+    pieces: Option<&[ResultPiece]>,
+    texts: &CorpusTexts,
+    limits: Limits,
+) -> QueryScore {
+    let budget = limits.budget_chars.filter(|&b| b > 0).map(|b| b as i64);
+    let max_pieces = limits.max_pieces.filter(|&k| k > 0);
     let mut gold: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
     for e in &query.evidence {
         gold.entry(e.doc_id.as_str())
@@ -174,8 +345,14 @@ pub fn score_query(
             .push((e.start, e.end));
     }
     let mut got: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
-    let (mut used, mut scored, mut bad) = (0i64, 0usize, 0usize);
+    let (mut used, mut bad) = (0i64, 0usize);
+    let (mut piece_chars, mut whole, mut tiny) = (0i64, 0usize, 0usize);
+    // (document, start) of each piece scored, in order.
+    let mut taken: Vec<(&str, i64)> = Vec::new();
     for p in pieces.unwrap_or(&[]) {
+        if max_pieces.is_some_and(|k| taken.len() >= k) {
+            break;
+        }
         let (a, mut b) = (p.start, p.end);
         let len = texts.char_len(&p.doc_id);
         let valid = len.is_some_and(|n| 0 <= a && a <= b && b as u64 <= n as u64);
@@ -195,9 +372,33 @@ pub fn score_query(
             b = b.min(a + budget - used);
             used += b - a;
         }
-        scored += 1;
+        piece_chars += b - a;
+        tiny += usize::from(b - a < TINY_CHARS);
+        whole += usize::from(texts.is_whole(&p.doc_id, a as usize, p.end as usize));
+        taken.push((p.doc_id.as_str(), a));
         got.entry(p.doc_id.as_str()).or_default().push((a, b));
     }
+    let (mut pairs, mut ordered) = (0usize, 0usize);
+    for (i, &(d1, a1)) in taken.iter().enumerate() {
+        for &(d2, a2) in &taken[i + 1..] {
+            if d1 == d2 {
+                pairs += 1;
+                ordered += usize::from(a2 >= a1);
+            }
+        }
+    }
+    let grouped = (!taken.is_empty()).then(|| {
+        let mut runs: Vec<&str> = Vec::new();
+        for (k, &(d, _)) in taken.iter().enumerate() {
+            if k == 0 || taken[k - 1].0 != d {
+                runs.push(d);
+            }
+        }
+        let n = runs.len();
+        runs.sort_unstable();
+        runs.dedup();
+        runs.len() == n
+    });
     let (mut evidence_chars, mut covered) = (0, 0);
     for (doc, spans) in &gold {
         let g = union(spans);
@@ -212,8 +413,14 @@ pub fn score_query(
         evidence_chars,
         covered,
         returned,
-        pieces: scored,
+        pieces: taken.len(),
         bad_text: bad,
+        piece_chars,
+        whole,
+        tiny,
+        pairs,
+        ordered,
+        grouped,
     }
 }
 
@@ -238,10 +445,28 @@ pub struct CoverageSummary {
     pub pieces: f64,
     /// Pieces whose text, document or range is wrong.
     pub bad_text: usize,
+    /// Mean characters per piece (0 without pieces).
+    #[serde(default)]
+    pub piece_chars: f64,
+    /// Share of pieces that start and end on a sentence or line boundary (0 without
+    /// pieces).
+    #[serde(default)]
+    pub whole: f64,
+    /// Share of pieces under [`TINY_CHARS`] characters (0 without pieces).
+    #[serde(default)]
+    pub tiny: f64,
+    /// Share of same-document piece pairs given in reading order (1 without pairs).
+    #[serde(default)]
+    pub in_order: f64,
+    /// Share of contexts whose pieces of each document come together (1 without
+    /// contexts).
+    #[serde(default)]
+    pub grouped: f64,
 }
 
 impl CoverageSummary {
-    /// Rounded as the reference scorer prints: 4 decimals, `chars` 1, `pieces` 2.
+    /// Rounded as the reference scorer prints: 4 decimals, `chars` and `piece_chars` 1,
+    /// `pieces` 2.
     pub fn rounded(&self) -> CoverageSummary {
         CoverageSummary {
             recall: round_to(self.recall, 4),
@@ -250,6 +475,11 @@ impl CoverageSummary {
             precision: round_to(self.precision, 4),
             chars: round_to(self.chars, 1),
             pieces: round_to(self.pieces, 2),
+            piece_chars: round_to(self.piece_chars, 1),
+            whole: round_to(self.whole, 4),
+            tiny: round_to(self.tiny, 4),
+            in_order: round_to(self.in_order, 4),
+            grouped: round_to(self.grouped, 4),
             ..*self
         }
     }
@@ -273,6 +503,12 @@ pub fn summarize(scores: &[QueryScore]) -> CoverageSummary {
     let nf = n as f64;
     let covered: i64 = scores.iter().map(|s| s.covered).sum();
     let returned: i64 = scores.iter().map(|s| s.returned).sum();
+    let pieces: usize = scores.iter().map(|s| s.pieces).sum();
+    let per_piece = |x: f64| if pieces > 0 { x / pieces as f64 } else { 0.0 };
+    let pairs: usize = scores.iter().map(|s| s.pairs).sum();
+    let ordered: usize = scores.iter().map(|s| s.ordered).sum();
+    let contexts = scores.iter().filter(|s| s.grouped.is_some()).count();
+    let grouped = scores.iter().filter(|s| s.grouped == Some(true)).count();
     CoverageSummary {
         queries: n,
         missing: scores.iter().filter(|s| s.missing).count(),
@@ -285,8 +521,21 @@ pub fn summarize(scores: &[QueryScore]) -> CoverageSummary {
             0.0
         },
         chars: returned as f64 / nf,
-        pieces: scores.iter().map(|s| s.pieces).sum::<usize>() as f64 / nf,
+        pieces: pieces as f64 / nf,
         bad_text: scores.iter().map(|s| s.bad_text).sum(),
+        piece_chars: per_piece(scores.iter().map(|s| s.piece_chars).sum::<i64>() as f64),
+        whole: per_piece(scores.iter().map(|s| s.whole).sum::<usize>() as f64),
+        tiny: per_piece(scores.iter().map(|s| s.tiny).sum::<usize>() as f64),
+        in_order: if pairs > 0 {
+            ordered as f64 / pairs as f64
+        } else {
+            1.0
+        },
+        grouped: if contexts > 0 {
+            grouped as f64 / contexts as f64
+        } else {
+            1.0
+        },
     }
 }
 
@@ -298,6 +547,17 @@ pub fn score_results(
     queries: &[QueryLine],
     results: &[ResultLine],
     budget_chars: Option<usize>,
+) -> (CoverageSummary, Vec<QueryScore>) {
+    score_results_limited(texts, queries, results, Limits::budget(budget_chars))
+}
+
+/// [`score_results`] counting only the pieces within `limits` (`score_context.py
+/// --budget-chars N --max-pieces K`).
+pub fn score_results_limited(
+    texts: &CorpusTexts,
+    queries: &[QueryLine],
+    results: &[ResultLine],
+    limits: Limits,
 ) -> (CoverageSummary, Vec<QueryScore>) {
     let mut order: Vec<&str> = Vec::new();
     let mut by_id: HashMap<&str, &QueryLine> = HashMap::new();
@@ -313,7 +573,7 @@ pub fn score_results(
         .filter_map(|id| by_id.get(id))
         .map(|q| {
             let pieces = got.get(q.id.as_str()).map(|r| r.pieces.as_slice());
-            score_query(q, pieces, texts, budget_chars)
+            score_query_limited(q, pieces, texts, limits)
         })
         .collect();
     (summarize(&scores), scores)
@@ -621,6 +881,103 @@ mod tests {
             Some(2),
         );
         assert_eq!((s.returned, s.covered), (2, 2));
+    }
+
+    #[test]
+    fn clean_boundaries() {
+        // Starts: the text's start, a line's start, after a sentence end and blanks
+        // (closers allowed), not mid-sentence nor right after the end mark.
+        let starts = |t: &str| {
+            let chars: Vec<usize> = t.char_indices().map(|(i, _)| i).chain([t.len()]).collect();
+            chars
+                .iter()
+                .map(|&b| clean_start(&t[..b]))
+                .collect::<Vec<_>>()
+        };
+        // "A. B\n C" offsets: A . ␠ B \n ␠ C end
+        assert_eq!(
+            starts("A. B\n C"),
+            [true, false, false, true, false, true, true, false]
+        );
+        assert!(clean_start("said.\") \t"));
+        assert!(
+            !clean_start("said.\u{a0}"),
+            "only spaces and tabs are skipped"
+        );
+        assert!(!clean_start("3."));
+        // Ends: before a newline or at the end, after a sentence end followed by
+        // whitespace or closed by closers or blanks; not inside "3.5".
+        assert!(clean_end("whatever", ""));
+        assert!(clean_end("line", "\nnext"));
+        assert!(clean_end("One.", " Two"));
+        assert!(clean_end("One.", "\u{1c}Two"), "Python's isspace");
+        assert!(!clean_end("Ratio 3.", "5"));
+        assert!(clean_end("(One.)", "x"));
+        assert!(clean_end("One.  ", "Two"));
+        assert!(clean_end("line\n  ", "x"));
+        assert!(!clean_end("mid sentence", " here"));
+        assert!(clean_end("", "x"));
+    }
+
+    #[test]
+    fn readability_of_pieces() {
+        let t = CorpusTexts::new([
+            (
+                "a".to_string(),
+                "Title\nOne sentence here. Another one follows.".repeat(4),
+            ),
+            ("b".to_string(), "B text. More b text.".to_string()),
+        ]);
+        // [0, 5) "Title" whole and tiny; [6, 24) "One sentence here." whole;
+        // [10, 130) mid-sentence at both ends, not tiny; the b piece interleaves.
+        let pieces = [
+            p(&t, "a", 6, 24),
+            p(&t, "b", 0, 7),
+            p(&t, "a", 0, 5),
+            p(&t, "a", 10, 130),
+        ];
+        let s = score_query(&q("q", &[("a", 0, 10)]), Some(&pieces), &t, None);
+        assert_eq!((s.pieces, s.whole, s.tiny, s.piece_chars), (4, 3, 3, 150));
+        // a-pairs: (6, 0) out of order, (6, 10) and (0, 10) in order.
+        assert_eq!((s.pairs, s.ordered, s.grouped), (3, 2, Some(false)));
+        let sum = summarize(&[s.clone()]);
+        assert_eq!((sum.whole, sum.tiny, sum.piece_chars), (0.75, 0.75, 37.5));
+        assert!((sum.in_order - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(sum.grouped, 0.0);
+        // Two pieces at most: one pair less, and grouped.
+        let two = score_query_limited(
+            &q("q", &[]),
+            Some(&pieces),
+            &t,
+            Limits::default().with_max_pieces(Some(2)),
+        );
+        assert_eq!((two.pieces, two.pairs, two.grouped), (2, 0, Some(true)));
+        // A budget of 10 cuts the first piece to 10 characters: tiny, and still whole
+        // by its real end; the budget is used up, nothing else counts.
+        let cut = score_query_limited(&q("q", &[]), Some(&pieces), &t, Limits::budget(Some(10)));
+        assert_eq!(
+            (cut.pieces, cut.whole, cut.tiny, cut.piece_chars),
+            (1, 1, 1, 10)
+        );
+        // Invalid pieces do not count towards the maximum.
+        let mut with_bad = pieces.to_vec();
+        with_bad.insert(
+            0,
+            ResultPiece {
+                end: 10_000,
+                ..p(&t, "a", 0, 5)
+            },
+        );
+        let two = score_query_limited(
+            &q("q", &[]),
+            Some(&with_bad),
+            &t,
+            Limits::default().with_max_pieces(Some(2)),
+        );
+        assert_eq!((two.pieces, two.bad_text), (2, 1));
+        // No pieces: the shares of pairs and contexts default to 1.
+        let none = summarize(&[score_query(&q("q", &[]), Some(&[]), &t, None)]);
+        assert_eq!((none.whole, none.in_order, none.grouped), (0.0, 1.0, 1.0));
     }
 
     #[test]

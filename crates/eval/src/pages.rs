@@ -12,14 +12,18 @@
 //! - `page_hit`: some piece of the context (one with `page_start`; `page_end` defaults
 //!   to it) has a page range covering an evidence page;
 //! - `chars`: characters of the context; all three are means over the queries, a query
-//!   without a results line scoring 0 and counting as `missing`.
+//!   without a results line scoring 0 and counting as `missing`;
+//! - with a maximum number of pieces K (`--max-pieces`), only the first K pieces make
+//!   the context;
+//! - `pieces`: pieces in the context, a mean over the queries; `tiny`: the share of all
+//!   the contexts' pieces under 80 characters (as cut; 0 without pieces).
 
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::format::{PageQueryLine, ResultLine, ResultPiece};
-use crate::metrics::round_to;
+use crate::metrics::{round_to, Limits, TINY_CHARS};
 
 /// The words of `text` as `score_pdf.py` reads them: runs of `[a-z0-9]` in the
 /// lower-cased text (full Unicode lower-casing first, so e.g. the Kelvin sign reads as
@@ -70,6 +74,8 @@ pub struct PageScore {
     pub chars: usize,
     /// Pieces in the context (after the budget).
     pub pieces: usize,
+    /// Of those, the pieces under 80 characters (as cut).
+    pub tiny: usize,
 }
 
 impl PageScore {
@@ -90,11 +96,25 @@ pub fn score_page_query(
     pieces: Option<&[ResultPiece]>,
     budget_chars: Option<usize>,
 ) -> PageScore {
-    let mut left = budget_chars.filter(|&b| b > 0).unwrap_or(usize::MAX);
+    score_page_query_limited(query, pieces, Limits::budget(budget_chars))
+}
+
+/// Scores one query with the pieces within `limits` (`score_pdf.py --budget-chars N
+/// --max-pieces K`). `pieces` is `None` when the results have no line for the query.
+pub fn score_page_query_limited(
+    query: &PageQueryLine,
+    pieces: Option<&[ResultPiece]>,
+    limits: Limits,
+) -> PageScore {
+    let mut left = limits.budget_chars.filter(|&b| b > 0).unwrap_or(usize::MAX);
+    let max_pieces = limits.max_pieces.filter(|&k| k > 0);
     let mut context: Vec<&str> = Vec::new();
     let mut pages: Vec<(i64, i64)> = Vec::new();
-    let mut chars = 0usize;
+    let (mut chars, mut tiny) = (0usize, 0usize);
     for p in pieces.unwrap_or(&[]) {
+        if max_pieces.is_some_and(|k| context.len() >= k) {
+            break;
+        }
         let text = p.text.as_deref().unwrap_or("");
         let cut = match text.char_indices().nth(left) {
             Some((i, _)) => &text[..i],
@@ -106,6 +126,7 @@ pub fn score_page_query(
         let n = cut.chars().count();
         left -= n;
         chars += n;
+        tiny += usize::from((n as i64) < TINY_CHARS);
         context.push(cut);
         if let Some(s) = p.page_start {
             pages.push((i64::from(s), i64::from(p.page_end.unwrap_or(s))));
@@ -128,6 +149,7 @@ pub fn score_page_query(
             .any(|e| pages.iter().any(|&(s, t)| s <= e.page && e.page <= t)),
         chars,
         pieces: context.len(),
+        tiny,
     }
 }
 
@@ -144,8 +166,11 @@ pub struct PageSummary {
     pub page_hit: f64,
     /// Mean characters of the context.
     pub chars: f64,
-    /// Mean pieces in the context (not printed by the scorer).
+    /// Mean pieces in the context.
     pub pieces: f64,
+    /// Share of the contexts' pieces under 80 characters (0 without pieces).
+    #[serde(default)]
+    pub tiny: f64,
 }
 
 impl PageSummary {
@@ -156,6 +181,7 @@ impl PageSummary {
             page_hit: round_to(self.page_hit, 4),
             chars: round_to(self.chars, 1),
             pieces: round_to(self.pieces, 2),
+            tiny: round_to(self.tiny, 4),
             ..*self
         }
     }
@@ -168,13 +194,20 @@ pub fn summarize_pages(scores: &[PageScore]) -> PageSummary {
         return PageSummary::default();
     }
     let nf = n as f64;
+    let pieces: usize = scores.iter().map(|s| s.pieces).sum();
+    let tiny: usize = scores.iter().map(|s| s.tiny).sum();
     PageSummary {
         queries: n,
         missing: scores.iter().filter(|s| s.missing).count(),
         text_recall: scores.iter().map(PageScore::text_recall).sum::<f64>() / nf,
         page_hit: scores.iter().filter(|s| s.page_hit).count() as f64 / nf,
         chars: scores.iter().map(|s| s.chars).sum::<usize>() as f64 / nf,
-        pieces: scores.iter().map(|s| s.pieces).sum::<usize>() as f64 / nf,
+        pieces: pieces as f64 / nf,
+        tiny: if pieces > 0 {
+            tiny as f64 / pieces as f64
+        } else {
+            0.0
+        },
     }
 }
 
@@ -185,6 +218,16 @@ pub fn score_page_results(
     queries: &[PageQueryLine],
     results: &[ResultLine],
     budget_chars: Option<usize>,
+) -> (PageSummary, Vec<PageScore>) {
+    score_page_results_limited(queries, results, Limits::budget(budget_chars))
+}
+
+/// [`score_page_results`] with the pieces within `limits` (`score_pdf.py --budget-chars
+/// N --max-pieces K`).
+pub fn score_page_results_limited(
+    queries: &[PageQueryLine],
+    results: &[ResultLine],
+    limits: Limits,
 ) -> (PageSummary, Vec<PageScore>) {
     let mut order: Vec<&str> = Vec::new();
     let mut by_id: HashMap<&str, &PageQueryLine> = HashMap::new();
@@ -200,7 +243,7 @@ pub fn score_page_results(
         .filter_map(|id| by_id.get(id))
         .map(|q| {
             let pieces = got.get(q.id.as_str()).map(|r| r.pieces.as_slice());
-            score_page_query(q, pieces, budget_chars)
+            score_page_query_limited(q, pieces, limits)
         })
         .collect();
     (summarize_pages(&scores), scores)

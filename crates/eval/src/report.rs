@@ -138,6 +138,44 @@ pub struct Metrics {
     /// characters covers an evidence page (`score_pdf.py --budget-chars`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_hit: Option<f64>,
+    /// K, the pieces that count for the capped figures: `ceil(budget × 4 / 700)`
+    /// ([`crate::max_pieces`]; 3, 6 and 12 at 500, 1000 and 2000 tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pieces: Option<usize>,
+    /// Span-format sets: the recall of the first budget × 4 characters of the context
+    /// (`score_context.py --budget-chars`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_chars: Option<f64>,
+    /// Span-format sets: the recall of the first K pieces within the first budget × 4
+    /// characters (`score_context.py --budget-chars --max-pieces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_recall: Option<f64>,
+    /// Page-format sets: `text_recall` of the first K pieces within the first budget × 4
+    /// characters (`score_pdf.py --budget-chars --max-pieces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_text_recall: Option<f64>,
+    /// Page-format sets: `page_hit` of the first K pieces within the first budget × 4
+    /// characters (`score_pdf.py --budget-chars --max-pieces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capped_page_hit: Option<f64>,
+    /// How the context reads, over its pieces within the first budget × 4 characters
+    /// (`score_context.py --budget-chars`; for page-format sets, on the texts the ingest
+    /// extracted): mean characters per piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_chars: Option<f64>,
+    /// Share of those pieces that start and end on a sentence or line boundary (a piece
+    /// cut by the budget counts by its real end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole: Option<f64>,
+    /// Share of those pieces under 80 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiny: Option<f64>,
+    /// Share of same-document pairs of those pieces given in reading order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_order: Option<f64>,
+    /// Share of contexts whose pieces of each document come together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grouped: Option<f64>,
 }
 
 impl Metrics {
@@ -168,6 +206,58 @@ impl Metrics {
             mean_ms: round_to(latency.mean_ms, 3),
             text_recall: None,
             page_hit: None,
+            max_pieces: None,
+            recall_at_chars: None,
+            capped_recall: None,
+            capped_text_recall: None,
+            capped_page_hit: None,
+            piece_chars: None,
+            whole: None,
+            tiny: None,
+            in_order: None,
+            grouped: None,
+        }
+    }
+
+    /// With the readability figures of `at_chars` (the context scored within budget × 4
+    /// characters; rounded as `score_context.py` prints them).
+    pub fn with_readability(self, at_chars: &CoverageSummary) -> Metrics {
+        let c = at_chars.rounded();
+        Metrics {
+            piece_chars: Some(c.piece_chars),
+            whole: Some(c.whole),
+            tiny: Some(c.tiny),
+            in_order: Some(c.in_order),
+            grouped: Some(c.grouped),
+            ..self
+        }
+    }
+
+    /// With the recall within budget × 4 characters (`at_chars`) and the recall of its
+    /// first `max_pieces` pieces (`capped`), rounded as `score_context.py` prints them.
+    pub fn with_capped_recall(
+        self,
+        max_pieces: usize,
+        at_chars: &CoverageSummary,
+        capped: &CoverageSummary,
+    ) -> Metrics {
+        Metrics {
+            max_pieces: Some(max_pieces),
+            recall_at_chars: Some(at_chars.rounded().recall),
+            capped_recall: Some(capped.rounded().recall),
+            ..self
+        }
+    }
+
+    /// With the page-format figures of the first `max_pieces` pieces within budget × 4
+    /// characters (`capped`, rounded as `score_pdf.py` prints them).
+    pub fn with_capped_pages(self, max_pieces: usize, capped: &PageSummary) -> Metrics {
+        let p = capped.rounded();
+        Metrics {
+            max_pieces: Some(max_pieces),
+            capped_text_recall: Some(p.text_recall),
+            capped_page_hit: Some(p.page_hit),
+            ..self
         }
     }
 
@@ -229,6 +319,14 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
 }
 
+fn opt1(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
+}
+
+fn count(x: Option<usize>) -> String {
+    x.map(|v| v.to_string()).unwrap_or_else(|| "–".into())
+}
+
 impl EvalReport {
     /// The result of a strategy at a budget.
     pub fn get(&self, strategy: &str, budget: usize) -> Option<&StrategyResult> {
@@ -263,11 +361,19 @@ impl EvalReport {
                 "- budgets in {} tokens; text_recall and page_hit as scored by `score_pdf.py --budget-chars` at budget × 4 characters, chars and pieces over the whole context",
                 r.llm_encoding
             );
+            let _ = writeln!(
+                s,
+                "- ≤K: the same of the first K = ⌈budget × 4 / 700⌉ pieces only (`score_pdf.py --budget-chars --max-pieces K`); piece chars, whole, tiny, in order and grouped of the pieces within budget × 4 characters, as `score_context.py --budget-chars` defines them, on the extracted texts"
+            );
         } else {
             let _ = writeln!(
                 s,
                 "- budgets in {} tokens; recall, hit, full, precision and chars as scored by `score_context.py` on each results file",
                 r.llm_encoding
+            );
+            let _ = writeln!(
+                s,
+                "- @chars: recall of the first budget × 4 characters (`score_context.py --budget-chars`); ≤K: of the first K = ⌈budget × 4 / 700⌉ pieces of those (`--max-pieces K`); piece chars, whole, tiny, in order and grouped of the pieces within budget × 4 characters (`--budget-chars`)"
             );
         }
         let _ = writeln!(
@@ -319,26 +425,34 @@ impl EvalReport {
     fn spans_table(&self, s: &mut String) {
         let _ = writeln!(
             s,
-            "| strategy | budget | recall | hit | full | precision | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
+            "| strategy | budget | recall | recall @chars | recall ≤K | K | hit | full | precision | chars | tokens | pieces | piece chars | whole | tiny | in order | grouped | intra-coh | boundary-coh | p50 ms | p95 ms |"
         );
         let _ = writeln!(
             s,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for x in &self.results {
             let m = &x.metrics;
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
+                "| {} | {} | {:.3} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} |",
                 x.strategy,
                 x.budget,
                 m.recall,
+                opt(m.recall_at_chars),
+                opt(m.capped_recall),
+                count(m.max_pieces),
                 m.hit,
                 m.full,
                 m.precision,
                 m.chars,
                 m.tokens,
                 m.pieces,
+                opt1(m.piece_chars),
+                opt(m.whole),
+                opt(m.tiny),
+                opt(m.in_order),
+                opt(m.grouped),
                 opt(m.intra_coherence),
                 opt(m.boundary_coherence),
                 m.p50_ms,
@@ -351,21 +465,32 @@ impl EvalReport {
     fn pages_table(&self, s: &mut String) {
         let _ = writeln!(
             s,
-            "| strategy | budget | text_recall | page_hit | chars | tokens | pieces | intra-coh | boundary-coh | p50 ms | p95 ms |"
+            "| strategy | budget | text_recall | page_hit | text_recall ≤K | page_hit ≤K | K | chars | tokens | pieces | piece chars | whole | tiny | in order | grouped | intra-coh | boundary-coh | p50 ms | p95 ms |"
         );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            s,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
         for x in &self.results {
             let m = &x.metrics;
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} |",
                 x.strategy,
                 x.budget,
                 opt(m.text_recall),
                 opt(m.page_hit),
+                opt(m.capped_text_recall),
+                opt(m.capped_page_hit),
+                count(m.max_pieces),
                 m.chars,
                 m.tokens,
                 m.pieces,
+                opt1(m.piece_chars),
+                opt(m.whole),
+                opt(m.tiny),
+                opt(m.in_order),
+                opt(m.grouped),
                 opt(m.intra_coherence),
                 opt(m.boundary_coherence),
                 m.p50_ms,
@@ -453,10 +578,38 @@ mod tests {
             chars: 1234.56,
             pieces: 2.5,
             bad_text: 0,
+            ..Default::default()
         };
         let m = Metrics::new(&cov, 300.0, Some(0.61234), None, Latency::default());
         assert_eq!(m.recall, 0.1235);
         assert_eq!(m.chars, 1234.6);
+        let at_chars = CoverageSummary {
+            recall: 0.1,
+            piece_chars: 412.345,
+            whole: 0.87654,
+            tiny: 0.125,
+            in_order: 0.5,
+            grouped: 1.0,
+            ..cov
+        };
+        let capped = CoverageSummary {
+            recall: 0.08765,
+            ..at_chars
+        };
+        let read = m
+            .clone()
+            .with_readability(&at_chars)
+            .with_capped_recall(3, &at_chars, &capped);
+        assert_eq!(
+            (
+                read.piece_chars,
+                read.whole,
+                read.max_pieces,
+                read.capped_recall
+            ),
+            (Some(412.3), Some(0.8765), Some(3), Some(0.0877))
+        );
+        assert_eq!(read.recall, m.recall, "the other figures are unchanged");
         let report = EvalReport {
             results: vec![
                 StrategyResult {
@@ -473,6 +626,13 @@ mod tests {
                     metrics: m,
                     answer: None,
                 },
+                StrategyResult {
+                    strategy: "auto".into(),
+                    budget: 500,
+                    results_file: "results-auto-500.jsonl".into(),
+                    metrics: read,
+                    answer: None,
+                },
             ],
             not_done: vec!["answer-level evaluation".into()],
             ..Default::default()
@@ -480,7 +640,13 @@ mod tests {
         let md = report.to_markdown();
         assert!(
             md.contains(
-                "| topk | 500 | 0.123 | 0.500 | 0.000 | 0.250 | 1235 | 300 | 2.50 | 0.612 | – |"
+                "| topk | 500 | 0.123 | – | – | – | 0.500 | 0.000 | 0.250 | 1235 | 300 | 2.50 | – | – | – | – | – | 0.612 | – |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| auto | 500 | 0.123 | 0.100 | 0.088 | 3 | 0.500 | 0.000 | 0.250 | 1235 | 300 | 2.50 | 412.3 | 0.876 | 0.125 | 0.500 | 1.000 | 0.612 | – |"
             ),
             "{md}"
         );

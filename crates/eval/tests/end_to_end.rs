@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::fixtures::{corpus, queries};
-use common::score_with_python;
+use common::{score_with_python, score_with_python_limited};
 use excerpt::{ChunkerConfig, Engine, EngineOptions, NoProgress};
 use excerpt_eval::format::{read_results, write_jsonl};
 use excerpt_eval::{run_eval, CorpusDoc, EvalError, EvalOptions, EvalReport, Evidence, QueryLine};
@@ -35,6 +35,30 @@ fn check_against_scorer(dir: &Path, opts: &EvalOptions, report: &EvalReport) {
             ("bad_text", m.bad_text as f64),
         ] {
             let p = py.json[k].as_f64().unwrap();
+            assert!(
+                (p - v).abs() <= 1e-3,
+                "{} {k}: python {p}, report {v}",
+                r.results_file
+            );
+        }
+        // The readability figures and the recall at budget × 4 characters, and the recall
+        // of the first K = ceil(budget × 4 / 700) pieces of those.
+        let chars = Some(r.budget * 4);
+        let k = excerpt_eval::max_pieces(r.budget);
+        assert_eq!(m.max_pieces, Some(k));
+        let at = score_with_python_limited(&opts.corpus, &opts.queries, &path, chars, None);
+        let capped = score_with_python_limited(&opts.corpus, &opts.queries, &path, chars, Some(k));
+        for (py, k, v) in [
+            (&at, "recall", m.recall_at_chars),
+            (&capped, "recall", m.capped_recall),
+            (&at, "piece_chars", m.piece_chars),
+            (&at, "whole", m.whole),
+            (&at, "tiny", m.tiny),
+            (&at, "in_order", m.in_order),
+            (&at, "grouped", m.grouped),
+        ] {
+            let p = py.json[k].as_f64().unwrap();
+            let v = v.unwrap_or_else(|| panic!("{} {k}: not in the report", r.results_file));
             assert!(
                 (p - v).abs() <= 1e-3,
                 "{} {k}: python {p}, report {v}",

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::score_pdf_with_python;
+use common::{score_pdf_with_python, score_pdf_with_python_limited};
 use excerpt::{ChunkerConfig, Engine, EngineOptions, NoProgress};
 use excerpt_eval::format::{read_results, write_jsonl};
 use excerpt_eval::{run_eval, EvalError, EvalOptions, PageEvidence, PageQueryLine};
@@ -133,6 +133,27 @@ fn folder_with_page_evidence_end_to_end() {
             );
         }
         assert_eq!(py.json["missing"], 0);
+        // The first K = ceil(budget x 4 / 700) pieces only, and the share of tiny pieces
+        // (the readability figures are taken on the extracted texts; tiny is the one
+        // score_pdf.py also gives).
+        let k = excerpt_eval::max_pieces(r.budget);
+        let capped =
+            score_pdf_with_python_limited(&opts.queries, &path, Some(r.budget * 4), Some(k));
+        for (py, k, v) in [
+            (&capped, "text_recall", m.capped_text_recall),
+            (&capped, "page_hit", m.capped_page_hit),
+            (&py, "tiny", m.tiny),
+        ] {
+            let v = v.unwrap_or_else(|| panic!("{} has no capped {k}", r.results_file));
+            let p = py.json[k].as_f64().unwrap();
+            assert!(
+                (p - v).abs() <= 1e-3,
+                "{} {k}: python {p}, report {v}",
+                r.results_file
+            );
+        }
+        assert!(m.whole.is_some() && m.in_order.is_some() && m.grouped.is_some());
+        assert!(m.capped_recall.is_none() && m.recall_at_chars.is_none());
     }
     // Easy questions: at 200 tokens the fog and staffing pages are found (the Markdown
     // file has no pages, so at most two of three hit), and most evidence words are in.

@@ -1,6 +1,6 @@
-//! The native page-format metrics (`text_recall`, `page_hit`, `chars`) agree with the
-//! reference scorer `score_pdf.py` on the same files, with and without
-//! `--budget-chars`: case and punctuation, non-ASCII letters (some lower-casing to
+//! The native page-format metrics (`text_recall`, `page_hit`, `chars`, `pieces`,
+//! `tiny`) agree with the reference scorer `score_pdf.py` on the same files, with and
+//! without `--budget-chars` and `--max-pieces`: case and punctuation, non-ASCII letters (some lower-casing to
 //! ASCII), evidence of fewer than four words or none, pieces without pages or text,
 //! missing queries, repeated ids, and a larger pseudo-random case.
 
@@ -8,10 +8,11 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_pages_agree, score_pdf_with_python};
+use common::{assert_pages_agree, score_pdf_with_python_limited};
 use excerpt_eval::format::{read_jsonl, read_results, write_jsonl};
 use excerpt_eval::{
-    score_page_results, PageEvidence, PageQueryLine, PageSummary, ResultLine, ResultPiece,
+    score_page_results, score_page_results_limited, Limits, PageEvidence, PageQueryLine,
+    PageSummary, ResultLine, ResultPiece,
 };
 
 const BUDGETS: [Option<usize>; 7] = [
@@ -23,6 +24,9 @@ const BUDGETS: [Option<usize>; 7] = [
     Some(600),
     Some(100_000),
 ];
+
+/// `--max-pieces`: none, and 1, 2, 3 (the cap at 2000 characters) and 12.
+const MAX_PIECES: [Option<usize>; 5] = [None, Some(1), Some(2), Some(3), Some(12)];
 
 fn query(id: &str, evidence: &[(i64, &str)]) -> PageQueryLine {
     PageQueryLine {
@@ -60,8 +64,8 @@ fn line(qid: &str, pieces: Vec<ResultPiece>) -> ResultLine {
     }
 }
 
-/// Writes both files, scores them both ways at every budget and compares; returns the
-/// unbudgeted native summary.
+/// Writes both files, scores them both ways at every budget and maximum of pieces and
+/// compares; returns the unlimited native summary.
 fn check(dir: &Path, name: &str, queries: &[PageQueryLine], results: &[ResultLine]) -> PageSummary {
     let (q, r) = (
         dir.join(format!("queries-{name}.jsonl")),
@@ -73,10 +77,14 @@ fn check(dir: &Path, name: &str, queries: &[PageQueryLine], results: &[ResultLin
     let queries: Vec<PageQueryLine> = read_jsonl(&q).unwrap();
     let results = read_results(&r).unwrap();
     for budget in BUDGETS {
-        let (native, _) = score_page_results(&queries, &results, budget);
-        let py = score_pdf_with_python(&q, &r, budget);
-        assert_eq!(py.exit_code, Some(0), "{name} {budget:?}: {}", py.json);
-        assert_pages_agree(&native, &py.json, &format!("{name}, budget {budget:?}"));
+        for max_pieces in MAX_PIECES {
+            let limits = Limits::budget(budget).with_max_pieces(max_pieces);
+            let (native, _) = score_page_results_limited(&queries, &results, limits);
+            let py = score_pdf_with_python_limited(&q, &r, budget, max_pieces);
+            let what = format!("{name}, budget {budget:?}, max pieces {max_pieces:?}");
+            assert_eq!(py.exit_code, Some(0), "{what}: {}", py.json);
+            assert_pages_agree(&native, &py.json, &what);
+        }
     }
     score_page_results(&queries, &results, None).0
 }

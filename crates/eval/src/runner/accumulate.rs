@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use excerpt::{Context, IndexContents};
 use excerpt_context::StrategyConfig;
 
-use super::options::CHARS_PER_TOKEN;
+use super::options::{max_pieces, CHARS_PER_TOKEN};
 use crate::format::{write_jsonl_line, PageQueryLine, QueryLine, ResultLine, ResultPiece};
 use crate::metrics::{
-    latency, mean, on_boundaries, piece_coherence, round_to, score_query, summarize, ChunkVectors,
-    CorpusTexts, PieceSpan, QueryScore,
+    latency, mean, on_boundaries, piece_coherence, round_to, score_query, score_query_limited,
+    summarize, ChunkVectors, CorpusTexts, Limits, PieceSpan, QueryScore,
 };
-use crate::pages::{score_page_query, summarize_pages, PageScore};
+use crate::pages::{score_page_query_limited, summarize_pages, PageScore};
 use crate::report::{AnswerMetrics, Metrics, StrategyResult};
 use crate::EvalError;
 
@@ -29,9 +29,17 @@ pub(super) struct Acc {
     pub(super) path: PathBuf,
     pub(super) out: BufWriter<File>,
     pub(super) scores: Vec<QueryScore>,
+    /// Each query's `score_context.py --budget-chars` figures at budget ×
+    /// [`CHARS_PER_TOKEN`] characters (the readability figures, and the recall the
+    /// capped one is compared with).
+    pub(super) at_chars: Vec<QueryScore>,
+    /// The same with at most [`max_pieces`] pieces (`--max-pieces`).
+    pub(super) capped: Vec<QueryScore>,
     /// Page-format sets only: each query's `score_pdf.py` figures at budget ×
     /// [`CHARS_PER_TOKEN`] characters.
     pub(super) pages: Option<Vec<PageScore>>,
+    /// Page-format sets only: the same with at most [`max_pieces`] pieces.
+    pub(super) pages_capped: Option<Vec<PageScore>>,
     pub(super) tokens: Vec<f64>,
     pub(super) latency_ms: Vec<f64>,
     pub(super) intra: Vec<f64>,
@@ -74,6 +82,16 @@ impl Acc {
         self.budget * CHARS_PER_TOKEN
     }
 
+    /// The limits of the figures at budget × [`CHARS_PER_TOKEN`] characters, and of the
+    /// capped ones.
+    fn limits(&self) -> (Limits, Limits) {
+        let at_chars = Limits::budget(Some(self.budget_chars()));
+        (
+            at_chars,
+            at_chars.with_max_pieces(Some(max_pieces(self.budget))),
+        )
+    }
+
     /// A query without a context from this run: it scores as missing, with no tokens.
     /// `page` is the query as read from a page-format set.
     pub(super) fn record_failure(
@@ -83,9 +101,16 @@ impl Acc {
         scoring: &Scoring<'_>,
     ) {
         self.scores.push(score_query(q, None, scoring.texts, None));
-        let chars = self.budget_chars();
+        let (at_chars, capped) = self.limits();
+        self.at_chars
+            .push(score_query_limited(q, None, scoring.texts, at_chars));
+        self.capped
+            .push(score_query_limited(q, None, scoring.texts, capped));
         if let (Some(scores), Some(pq)) = (self.pages.as_mut(), page) {
-            scores.push(score_page_query(pq, None, Some(chars)));
+            scores.push(score_page_query_limited(pq, None, at_chars));
+        }
+        if let (Some(scores), Some(pq)) = (self.pages_capped.as_mut(), page) {
+            scores.push(score_page_query_limited(pq, None, capped));
         }
         self.tokens.push(0.0);
     }
@@ -121,11 +146,19 @@ impl Acc {
                 .collect(),
         };
         write_jsonl_line(&mut self.out, &line, &self.path)?;
+        let pieces = Some(line.pieces.as_slice());
         self.scores
-            .push(score_query(q, Some(&line.pieces), scoring.texts, None));
-        let chars = self.budget_chars();
+            .push(score_query(q, pieces, scoring.texts, None));
+        let (at_chars, capped) = self.limits();
+        self.at_chars
+            .push(score_query_limited(q, pieces, scoring.texts, at_chars));
+        self.capped
+            .push(score_query_limited(q, pieces, scoring.texts, capped));
         if let (Some(scores), Some(pq)) = (self.pages.as_mut(), page) {
-            scores.push(score_page_query(pq, Some(&line.pieces), Some(chars)));
+            scores.push(score_page_query_limited(pq, pieces, at_chars));
+        }
+        if let (Some(scores), Some(pq)) = (self.pages_capped.as_mut(), page) {
+            scores.push(score_page_query_limited(pq, pieces, capped));
         }
         self.tokens
             .push(context.pieces.iter().map(|p| p.tokens).sum::<usize>() as f64);
@@ -180,8 +213,18 @@ impl Acc {
             boundary,
             latency(&self.latency_ms),
         );
-        if let Some(pages) = &self.pages {
-            metrics = metrics.with_pages(&summarize_pages(pages));
+        let at_chars = summarize(&self.at_chars);
+        metrics = metrics.with_readability(&at_chars);
+        let k = max_pieces(self.budget);
+        match (&self.pages, &self.pages_capped) {
+            (Some(pages), Some(capped)) => {
+                metrics = metrics
+                    .with_pages(&summarize_pages(pages))
+                    .with_capped_pages(k, &summarize_pages(capped));
+            }
+            _ => {
+                metrics = metrics.with_capped_recall(k, &at_chars, &summarize(&self.capped));
+            }
         }
         StrategyResult {
             strategy: self.label,

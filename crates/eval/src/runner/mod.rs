@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use excerpt::{Engine, IngestProgress};
 
-pub use options::{EvalOptions, CHARS_PER_TOKEN, DEFAULT_BUDGETS};
+pub use options::{max_pieces, EvalOptions, CHARS_PER_PIECE, CHARS_PER_TOKEN, DEFAULT_BUDGETS};
 use validate::Validated;
 
 use crate::report::EvalReport;

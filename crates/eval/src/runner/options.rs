@@ -15,6 +15,20 @@ use crate::EvalError;
 /// sets.
 pub const CHARS_PER_TOKEN: usize = 4;
 
+/// Characters allowed per piece for the capped figures: at `N` characters only the
+/// first `ceil(N / CHARS_PER_PIECE)` pieces count (`score_context.py`/`score_pdf.py
+/// --max-pieces`), so 3, 6 and 12 pieces at 2000, 4000 and 8000 characters.
+pub const CHARS_PER_PIECE: usize = 700;
+
+/// The pieces that count for the capped figures at a budget of `budget` tokens:
+/// `ceil(budget × CHARS_PER_TOKEN / CHARS_PER_PIECE)`, at least 1.
+pub fn max_pieces(budget: usize) -> usize {
+    budget
+        .saturating_mul(CHARS_PER_TOKEN)
+        .div_ceil(CHARS_PER_PIECE)
+        .max(1)
+}
+
 /// Token budgets run when none are given.
 pub const DEFAULT_BUDGETS: [usize; 4] = [500, 1000, 2000, 4000];
 
@@ -171,6 +185,14 @@ mod tests {
         assert_eq!(file_label("rse:precision"), "rse_precision");
         o.strategies = vec!["nope".into()];
         assert!(matches!(o.strategy_list(), Err(EvalError::Invalid(_))));
+    }
+
+    #[test]
+    fn pieces_allowed_per_budget() {
+        assert_eq!(
+            [500, 1000, 2000, 175, 176, 1].map(max_pieces),
+            [3, 6, 12, 1, 2, 1]
+        );
     }
 
     #[test]

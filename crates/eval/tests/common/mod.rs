@@ -31,6 +31,17 @@ pub fn score_with_python(
     results: &Path,
     budget: Option<usize>,
 ) -> Scored {
+    score_with_python_limited(corpus, queries, results, budget, None)
+}
+
+/// [`score_with_python`] with `--max-pieces` when `max_pieces` is given.
+pub fn score_with_python_limited(
+    corpus: &Path,
+    queries: &Path,
+    results: &Path,
+    budget: Option<usize>,
+    max_pieces: Option<usize>,
+) -> Scored {
     let mut cmd = Command::new("python3");
     cmd.arg(scorer())
         .arg("--corpus")
@@ -41,6 +52,9 @@ pub fn score_with_python(
         .arg(results);
     if let Some(b) = budget {
         cmd.arg("--budget-chars").arg(b.to_string());
+    }
+    if let Some(k) = max_pieces {
+        cmd.arg("--max-pieces").arg(k.to_string());
     }
     let out = match cmd.output() {
         Ok(o) => o,
@@ -82,6 +96,11 @@ pub fn assert_agrees(native: &CoverageSummary, py: &serde_json::Value, what: &st
         ("chars", n.chars),
         ("pieces", n.pieces),
         ("bad_text", n.bad_text as f64),
+        ("piece_chars", n.piece_chars),
+        ("whole", n.whole),
+        ("tiny", n.tiny),
+        ("in_order", n.in_order),
+        ("grouped", n.grouped),
     ];
     for (k, v) in pairs {
         let p = get(k);
@@ -101,6 +120,16 @@ pub fn pdf_scorer() -> PathBuf {
 /// parses the JSON line it prints. Fails the test with a clear message when python3 is
 /// missing.
 pub fn score_pdf_with_python(queries: &Path, results: &Path, budget: Option<usize>) -> Scored {
+    score_pdf_with_python_limited(queries, results, budget, None)
+}
+
+/// [`score_pdf_with_python`] with `--max-pieces` when `max_pieces` is given.
+pub fn score_pdf_with_python_limited(
+    queries: &Path,
+    results: &Path,
+    budget: Option<usize>,
+    max_pieces: Option<usize>,
+) -> Scored {
     let mut cmd = Command::new("python3");
     cmd.arg(pdf_scorer())
         .arg("--queries")
@@ -109,6 +138,9 @@ pub fn score_pdf_with_python(queries: &Path, results: &Path, budget: Option<usiz
         .arg(results);
     if let Some(b) = budget {
         cmd.arg("--budget-chars").arg(b.to_string());
+    }
+    if let Some(k) = max_pieces {
+        cmd.arg("--max-pieces").arg(k.to_string());
     }
     let out = match cmd.output() {
         Ok(o) => o,
@@ -141,6 +173,8 @@ pub fn assert_pages_agree(native: &PageSummary, py: &serde_json::Value, what: &s
         ("text_recall", n.text_recall),
         ("page_hit", n.page_hit),
         ("chars", n.chars),
+        ("pieces", n.pieces),
+        ("tiny", n.tiny),
     ];
     for (k, v) in pairs {
         let p = py
