@@ -108,7 +108,16 @@ export function focusPiece(view, focus) {
   if (!focus) return;
   const marks = view.querySelectorAll(`mark.p-${focus.side}-${focus.index}`);
   for (const m of marks) m.classList.add('current');
-  marks[0]?.scrollIntoView({ block: 'center' });
+  const first = marks[0];
+  if (!first) return;
+  // Scroll the text, not the page, so the pieces beside it stay where they are; on a
+  // narrow screen, where the document is below the pieces, bring the document up too.
+  const box = view.querySelector('#doc-text');
+  const offset = first.getBoundingClientRect().top - box.getBoundingClientRect().top;
+  box.scrollTop += offset - box.clientHeight / 3;
+  if (!window.matchMedia('(min-width: 1100px)').matches) view.scrollIntoView({ block: 'start' });
+  const r = first.getBoundingClientRect();
+  if (r.bottom < 0 || r.top > window.innerHeight) first.scrollIntoView({ block: 'center' });
 }
 
 /** A short summary line of a document for lists. */
