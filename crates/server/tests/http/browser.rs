@@ -245,6 +245,15 @@ impl Browser {
             .unwrap_or_else(|e| panic!("type into {css}: {e}"));
     }
 
+    /// Accepts the dialog a click opened (`confirm`).
+    fn accept_dialog(&self) {
+        let started = Instant::now();
+        while let Err(e) = self.rt.block_on(self.c().accept_alert()) {
+            assert!(started.elapsed() < Duration::from_secs(5), "no dialog: {e}");
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+
     /// Saves a screenshot as `target/tmp/inspector/NAME.png`.
     fn shot(&self, name: &str) {
         match self.rt.block_on(self.c().screenshot()) {
@@ -615,4 +624,55 @@ fn the_inspector_shows_no_data_until_a_token_is_given() {
         "a phone's width, and nothing wider than it"
     );
     b.shot("token-given-phone");
+
+    // The read token may look, not change: a delete is refused and says why.
+    let count = |b: &Browser| b.count("table.docs tbody tr");
+    b.click("#tab-docs");
+    b.wait("document.querySelector('table.docs')", "the list");
+    let before = count(&b);
+    b.click("table.docs tbody tr:first-child button.danger");
+    b.accept_dialog();
+    b.wait(
+        "document.getElementById('status').textContent.includes('write token')",
+        "the read-only refusal",
+    );
+    assert_eq!(
+        super::ingest_body()["documents"].as_array().unwrap().len(),
+        before
+    );
+
+    // With the write token: upload a file, delete a document.
+    b.click("#token-button");
+    b.type_into("#token", "write-s3cret");
+    b.click("#token-use");
+    b.wait("document.querySelector('table.docs')", "the list again");
+    let file = dir.path().join("notes.md");
+    std::fs::write(&file, "# Notes\n\nUploaded from the inspector.\n").unwrap();
+    b.type_into("#upload-files", &file.display().to_string());
+    b.click("#upload-form button[type=submit]");
+    b.wait(
+        &format!(
+            "document.querySelectorAll('table.docs tbody tr').length === {}",
+            before + 1
+        ),
+        "the uploaded document listed",
+    );
+    let (st, d) = answer(
+        agent()
+            .get(format!("{}/v1/documents/notes.md", s.base))
+            .header("Authorization", "Bearer read-s3cret")
+            .call(),
+    );
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(
+        d["text"],
+        json!("# Notes\n\nUploaded from the inspector.\n")
+    );
+    b.click("table.docs tbody tr:first-child button.danger");
+    b.accept_dialog();
+    b.wait(
+        &format!("document.querySelectorAll('table.docs tbody tr').length === {before}"),
+        "the document removed",
+    );
+    b.shot("documents-written-phone");
 }
