@@ -119,7 +119,8 @@ fn file(content_type: &'static str, body: &'static str) -> Response {
     description = "A page for looking at contexts: a query's pieces, the text the LLM \
 receives, each piece highlighted in its document, two strategies or budgets side by side, \
 and the documents. `/?q=...&strategy=...&budget=...` opens with that query run \
-(`b_strategy`, `b_budget` compare; `mode`, `doc_id`, `prefix`, `where` filter). The page \
+(`b_strategy`, `b_budget` compare; `mode`, `doc_id`, `prefix`, `where` filter; `open=a3` \
+opens piece A3 in its document). The page \
 holds no data and needs no token; it calls this API, which does, and asks for the token.",
     responses((status = 200, description = "The page.", body = String, content_type = "text/html")),
     security(()),

@@ -29,6 +29,7 @@ function readUrl() {
     listPrefix: p.get('list_prefix') ?? '',
     offset: Math.max(0, Number.parseInt(p.get('offset') ?? '0', 10) || 0),
     show: p.get('show') ?? '',
+    open: /^[ab][0-9]{1,5}$/.test(p.get('open') ?? '') ? p.get('open') : '',
   };
 }
 
@@ -53,6 +54,7 @@ function urlOf(s) {
     p.set('b_strategy', s.bStrategy);
     if (s.bBudget) p.set('b_budget', s.bBudget);
   }
+  if (s.open) p.set('open', s.open);
   const q = p.toString();
   return q ? `/?${q}` : '/';
 }
@@ -88,6 +90,7 @@ function readForm() {
     bStrategy: $('b-strategy').value.trim() || ($('compare').checked ? 'rse' : ''),
     bBudget: $('b-budget').value.trim(),
     show: '',
+    open: '',
   };
 }
 
@@ -176,6 +179,8 @@ async function runQuery(s) {
     box.classList.toggle('two', runs.length > 1);
     runs.forEach((r, k) => box.append(runPanel(r, runs[1 - k], openPiece)));
     say(`${runs.map((r) => `${r.side.toUpperCase()}: ${plural(r.ctx.pieces.length, 'piece')}`).join(' · ')} in ${Math.round(performance.now() - started)} ms`);
+    // A link may name the piece whose document is open (`open=a3`).
+    if (s.open) openPiece(s.open[0], Number(s.open.slice(1)));
   } catch (e) {
     if (mine === generation) failed(e);
   }
@@ -196,6 +201,8 @@ async function openPiece(side, index) {
   if (!piece) return;
   const focus = { side, index };
   selectCard(side, index);
+  // The open piece is part of the link, without a new history entry.
+  history.replaceState(null, '', urlOf({ ...readUrl(), open: `${side}${index}` }));
   if (opened?.id === piece.doc_id) {
     opened.focus = focus;
     focusPiece($('doc-view'), focus);
@@ -215,6 +222,7 @@ async function openPiece(side, index) {
 }
 
 function closeDocument() {
+  if (opened && readUrl().open) history.replaceState(null, '', urlOf({ ...readUrl(), open: '' }));
   opened = null;
   $('doc-view').hidden = true;
   $('main').classList.remove('doc-open');

@@ -432,6 +432,18 @@ fn the_inspector_shows_a_context_and_its_pieces_in_place() {
     // A piece in its document.
     open_and_check(&b, &s, "a", &[("a", &ctx)], n / 2);
     b.shot("document");
+    // The open document is part of the link: opened again, the same piece is shown.
+    let link = b.js("return location.pathname + location.search;");
+    let link = link.as_str().unwrap().to_string();
+    assert!(link.contains(&format!("open=a{}", n / 2)), "{link}");
+    b.goto(&link);
+    b.wait(
+        &format!(
+            "document.querySelector('#doc-text mark.p-a-{}.current')",
+            n / 2
+        ),
+        "the linked piece in its document",
+    );
 
     // The page asked nothing of anyone but its own server.
     let foreign = b.js_with(
