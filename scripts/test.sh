@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite and the code gates. Tests use the real embedding model, so it
-# is fetched first when missing; cargo-nextest is installed when missing.
+# is fetched first when missing; cargo-nextest, and Chromium with chromedriver for the
+# inspector's browser tests (apt-get), are installed when missing.
 #
 # Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
 # target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
@@ -18,6 +19,16 @@ scripts/postgres.sh start >/dev/null
 echo "postgres: started in $(( ($(date +%s%N) - pg_started) / 1000000 )) ms"
 export EXCERPT_REQUIRE_POSTGRES=1
 trap 'scripts/postgres.sh stop' EXIT
+# The inspector's browser tests (crates/server/tests/http/browser.rs) drive a real
+# headless Chromium through chromedriver: Debian's packages, installed when missing; in CI
+# the tests must not skip.
+if ! command -v chromedriver >/dev/null || ! command -v chromium >/dev/null; then
+  apt_started=$(date +%s)
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  echo "chromium: installed in $(( $(date +%s) - apt_started )) s"
+fi
+export EXCERPT_REQUIRE_BROWSER=1
 if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi

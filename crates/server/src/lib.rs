@@ -13,6 +13,7 @@
 //! | `GET /metrics` | Prometheus metrics: requests, latencies, index size, ingest counts (`metrics.rs`) | |
 //! | `GET /healthz` | liveness | |
 //! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
+//! | `GET /`, `GET /ui/{file}` | the inspector: a web page over this API, built into the binary (`ui.rs`) | |
 //! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
 //!
 //! Engine work is blocking, so no handler runs it on the async threads: queries run on
@@ -47,6 +48,7 @@ mod metrics;
 mod openapi;
 mod serve;
 mod state;
+mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -27,7 +27,7 @@ use utoipa_axum::routes;
 
 use crate::error::ErrorBody;
 use crate::state::AppState;
-use crate::{ask, handlers};
+use crate::{ask, handlers, ui};
 
 /// The root of the document: what the handlers' attributes do not say.
 #[derive(OpenApi)]
@@ -45,6 +45,7 @@ answers with checked citations; document ingest and inspection. Served by `excer
         (name = "documents", description = "Ingest, list, read and remove documents."),
         (name = "mcp", description = "The Model Context Protocol, for agents."),
         (name = "server", description = "The server itself."),
+        (name = "inspector", description = "The web page of `excerpt serve` and its files."),
     ),
 )]
 struct ApiDoc;
@@ -99,7 +100,7 @@ pub(crate) async fn openapi_json() -> impl IntoResponse {
 }
 
 /// The routes with their documentation: those that pass only the Host/Origin guard
-/// (`/healthz`, `/openapi.json`), the API behind every guard, and `/metrics`, behind
+/// (`/healthz`, `/openapi.json`, the inspector's page and files), the API behind every guard, and `/metrics`, behind
 /// the Host/Origin and token guards but not the concurrency limit.
 pub(crate) fn routes() -> (
     OpenApiRouter<AppState>,
@@ -108,7 +109,9 @@ pub(crate) fn routes() -> (
 ) {
     let open = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(handlers::healthz))
-        .routes(routes!(openapi_json));
+        .routes(routes!(openapi_json))
+        .routes(routes!(ui::index))
+        .routes(routes!(ui::asset));
     let api = OpenApiRouter::with_openapi(utoipa::openapi::OpenApi::default())
         .routes(routes!(handlers::query))
         .routes(routes!(ask::ask))

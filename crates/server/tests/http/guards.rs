@@ -471,3 +471,77 @@ fn a_full_server_answers_503_with_retry_after_and_health_stays_up() {
     let (st, v) = post(&s, "/v1/query", &json!({"query": "storage"}));
     assert_eq!(st, 200, "{v}");
 }
+
+/// The inspector's page and files: no token needed (they hold no data), the Host/Origin
+/// check as for the API, and a Content-Security-Policy with no inline script or style.
+#[test]
+fn the_inspector_page_passes_the_host_check_and_carries_its_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = quiet();
+    o.token = Some("s3cret-token".into());
+    let s = start_with(&tmp.path().join("idx"), o);
+    let head = |path: &str, headers: &[(&str, &str)]| {
+        let mut r = agent().get(format!("{}{path}", s.base));
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        let mut r = r.call().expect("the server answers");
+        let h = |name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string()
+        };
+        let (ct, csp, sniff, frames) = (
+            h("content-type"),
+            h("content-security-policy"),
+            h("x-content-type-options"),
+            h("x-frame-options"),
+        );
+        let status = r.status().as_u16();
+        let body = r.body_mut().read_to_string().unwrap_or_default();
+        (status, ct, csp, sniff, frames, body)
+    };
+    let (st, ct, csp, sniff, frames, body) = head("/", &[]);
+    assert_eq!(st, 200, "the page needs no token: {body}");
+    assert!(ct.starts_with("text/html"), "{ct}");
+    assert!(body.contains("<script type=\"module\" src=\"/ui/app.js\">"));
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(csp.contains(part), "{part} not in {csp:?}");
+    }
+    assert!(!csp.contains("unsafe"), "{csp}");
+    assert_eq!((sniff.as_str(), frames.as_str()), ("nosniff", "DENY"));
+    let (st, ct, csp2, ..) = head("/ui/app.js", &[]);
+    assert_eq!((st, ct.as_str()), (200, "text/javascript; charset=utf-8"));
+    assert_eq!(csp2, csp);
+    for path in [
+        "/ui/../../etc/passwd",
+        "/ui/..%2F..%2Fetc%2Fpasswd",
+        "/ui/%2E%2E/Cargo.toml",
+    ] {
+        let (st, _, _, _, _, body) = head(path, &[]);
+        assert!(st == 404 || st == 401, "{path}: {st} {body}");
+        assert!(
+            !body.contains("root:") && !body.contains("[package]"),
+            "{path}: {body}"
+        );
+    }
+    let (st, _, _, _, _, body) = head("/ui/nothing.js", &[]);
+    assert_eq!(st, 404);
+    assert!(body.contains("asset_not_found"), "{body}");
+    // The data stays behind the token.
+    assert_eq!(send(&s, "GET", "/v1/documents", &[], None).0, 401);
+    // DNS rebinding and foreign pages are refused as for the API.
+    let (st, _, _, _, _, body) = head("/", &[("Host", "attacker.example")]);
+    assert_eq!(st, 403, "{body}");
+    let (st, _, _, _, _, body) = head("/ui/app.js", &[("Origin", "https://evil.example")]);
+    assert_eq!(st, 403, "{body}");
+}

@@ -13,6 +13,7 @@ use excerpt_server::{Server, ServerOptions};
 use serde_json::{json, Value};
 
 mod ask;
+mod browser;
 mod guards;
 mod mcp;
 mod openapi;
@@ -44,7 +45,11 @@ fn engine_options(index: &Path) -> EngineOptions {
 }
 
 fn start_with(index: &Path, options: ServerOptions) -> TestServer {
-    let engine = Arc::new(Engine::new(engine_options(index)));
+    start_engine(Arc::new(Engine::new(engine_options(index))), options)
+}
+
+/// A server over `engine`, its model loaded first.
+fn start_engine(engine: Arc<Engine>, options: ServerOptions) -> TestServer {
     excerpt_server::warm_up(&engine).expect("the model loads");
     let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -160,7 +160,7 @@ fn document_is_well_formed() {
 
 /// The path with its parameters filled in.
 fn concrete(path: &str) -> String {
-    path.replace("{id}", "some/doc")
+    path.replace("{id}", "some/doc").replace("{file}", "app.js")
 }
 
 /// Whether the router itself answered "no such route" or "no such method".
