@@ -278,7 +278,7 @@ pub enum Command {
     #[command(verbatim_doc_comment)]
     Man(ManArgs),
     /// Internal: parse one PDF with PDFium and write the extracted document as JSON on
-    /// stdout. `ingest` and `serve` run it in a child process under memory and time
+    /// stdout. `ingest`, `serve` and `mcp` run it in a child process under memory and time
     /// limits (--pdf-memory-mb, --pdf-timeout-secs), so that a hostile PDF costs only
     /// the child.
     #[command(hide = true)]
@@ -414,6 +414,9 @@ pub struct McpArgs {
     /// Do not load the model before answering (the first search loads it).
     #[arg(long, env = "EXCERPT_NO_WARMUP")]
     pub no_warmup: bool,
+    /// PDFs given to the ingest tool are parsed in a worker process under these limits.
+    #[command(flatten)]
+    pub pdf: PdfArgs,
 }
 
 /// How `excerpt serve` writes its log.

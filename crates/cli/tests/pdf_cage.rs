@@ -489,3 +489,79 @@ fn write_hostile_pdfs() {
         write_file(&dir, name, bytes);
     }
 }
+
+/// Issue 63, row 7: `excerpt mcp --allow-writes` (stdio) took `format: "pdf"` in its
+/// `ingest` tool and parsed it in process, uncaged (a 1 KB PDF took it to 6 GB). Now
+/// it runs the PDF worker under the same limits and flags as `ingest` and `serve`:
+/// each bomb is refused with the worker's reason, and the server's memory stays far
+/// below what PDFium takes in process.
+#[test]
+fn mcp_stdio_cages_hostile_pdfs() {
+    pdfium_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .env("EXCERPT_QUIET", "true")
+        .arg("--index")
+        .arg(tmp.path().join("idx"))
+        .args(["mcp", "--allow-writes", "--no-warmup"])
+        .args([
+            "--pdf-memory-mb",
+            MEMORY_MIB,
+            "--pdf-timeout-secs",
+            TIMEOUT_SECS,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("the server reads its stdin");
+    };
+    let mut answer = || {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).expect("read an answer");
+        assert!(n > 0, "the server closed stdout (it died?)");
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "pdf-cage-test", "version": "0"}}}),
+    );
+    assert!(answer()["result"].is_object());
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut peak = 0;
+    for (i, (name, bytes)) in hostile()
+        .into_iter()
+        .filter(|(name, _)| BOMBS.contains(name))
+        .enumerate()
+    {
+        let start = Instant::now();
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "ingest", "arguments":
+                {"id": name, "format": "pdf", "text": base64(&bytes)}}}),
+        );
+        let reply = answer();
+        assert_eq!(reply["id"], i + 1, "{reply:#}");
+        let result = &reply["result"];
+        assert_eq!(result["isError"], true, "{name}: {reply:#}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("the PDF worker"), "{name}: {text}");
+        assert!(start.elapsed() < Duration::from_secs(60), "{name}");
+        peak = peak.max(vm_hwm_kib(pid).unwrap());
+    }
+    assert!(
+        peak < PARENT_MAX_HWM_KIB,
+        "the MCP server peaked at {peak} KiB"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -149,8 +149,11 @@ fn decode_centroids(bytes: &[u8], dim: usize, lists: usize) -> Result<Vec<f32>, 
     }
     let (d, l) = (u32_at(bytes, 8), u32_at(bytes, 12));
     if d != Some(dim as u32) || l != Some(lists as u32) {
+        let shown = |n: Option<u32>| n.map_or_else(|| "?".to_string(), |n| n.to_string());
         return Err(format!(
-            "centroids file is {d:?} x {l:?}, the manifest says {dim} x {lists}"
+            "centroids file is {} x {}, the manifest says {dim} x {lists}",
+            shown(d),
+            shown(l)
         ));
     }
     let body = &bytes[16..];
@@ -557,6 +560,17 @@ impl IvfIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 63, lesser note: the message printed `Some(384) x Some(980)`.
+    #[test]
+    fn a_centroids_file_of_other_dimensions_is_described_in_numbers() {
+        let mut bytes = IVF_MAGIC.to_vec();
+        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend_from_slice(&2u32.to_le_bytes());
+        bytes.extend_from_slice(&[0; 24]);
+        let e = decode_centroids(&bytes, 4, 2).unwrap_err();
+        assert_eq!(e, "centroids file is 3 x 2, the manifest says 4 x 2");
+    }
 
     /// With enough lists to score the centroids on rayon's threads, and with too few,
     /// the lists come best centroid first, ties by list, their rows in order: what one

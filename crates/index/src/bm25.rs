@@ -293,6 +293,39 @@ impl tantivy::indexer::MergePolicy for Bm25Merges {
     }
 }
 
+/// A BM25 index's commit generation and the ids of the documents it holds.
+pub(crate) type StoredIds = (Option<u64>, BTreeSet<String>);
+
+/// The ids of the documents the BM25 index in `dir` holds, and the generation it was
+/// committed for; `None` when there is none, or it cannot be read whole (files that
+/// fail their checksums, or the search library failing on them). Reads every stored
+/// chunk: for `repair`, which names lost documents from every source that knows them.
+pub(crate) fn stored_doc_ids(dir: &Path) -> Option<StoredIds> {
+    let run = || -> Result<Option<StoredIds>, IndexError> {
+        let Some((index, fields)) = open_existing(dir)? else {
+            return Ok(None);
+        };
+        if !index.validate_checksum()?.is_empty() {
+            return Ok(None);
+        }
+        let generation = committed_generation(&index)?;
+        let reader = Bm25Reader::new(index, fields)?;
+        let searcher = &reader.searcher;
+        let mut ids = BTreeSet::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+            for doc in segment.doc_ids_alive() {
+                let d: TantivyDocument = searcher.doc(DocAddress::new(ord, doc))?;
+                if let Some(id) = d.get_first(fields.doc_id).and_then(|v| v.as_str()) {
+                    ids.insert(id.to_string());
+                }
+            }
+        }
+        Ok(Some((generation, ids)))
+    };
+    crate::quiet::catch_quietly(run).ok()?.ok()?
+}
+
 /// The generation a BM25 index was committed for (its commit payload).
 pub fn committed_generation(index: &Index) -> Result<Option<u64>, IndexError> {
     Ok(index.load_metas()?.payload.and_then(|p| p.parse().ok()))

@@ -33,6 +33,10 @@ pub struct SegmentDamage {
     pub lost: Vec<String>,
     /// Live documents lost whose ids are unknown (the segment has no readable id list).
     pub lost_unnamed: usize,
+    /// Documents of the segment (from its id list) that another segment holds too,
+    /// sorted: what is read of them may be an older version. Filled by `repair`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub older_kept: Vec<String>,
 }
 
 /// What a reader could not read of an index: empty when the index is sound.
@@ -119,6 +123,7 @@ pub(crate) fn lost_of(dir: &Path, meta: &SegmentMeta, problem: String) -> Segmen
                 problem,
                 lost,
                 lost_unnamed: 0,
+                older_kept: Vec::new(),
             }
         }
         Err(_) => SegmentDamage {
@@ -126,6 +131,7 @@ pub(crate) fn lost_of(dir: &Path, meta: &SegmentMeta, problem: String) -> Segmen
             problem,
             lost: Vec::new(),
             lost_unnamed: live,
+            older_kept: Vec::new(),
         },
     }
 }
@@ -171,7 +177,7 @@ pub(crate) fn highest_generation(dir: &Path, manifest: &Manifest) -> u64 {
 const SEGMENT_EXTS: [&str; 4] = ["docs", "vec", "svec", "ids"];
 
 /// The stems of the segment files on disk (`g...`, whatever the extension), sorted.
-fn segment_stems_on_disk(dir: &Path) -> BTreeSet<String> {
+pub(crate) fn segment_stems_on_disk(dir: &Path) -> BTreeSet<String> {
     let Ok(rd) = fs::read_dir(dir.join("segments")) else {
         return BTreeSet::new();
     };
@@ -274,6 +280,42 @@ pub(crate) fn load_manifest(
     Ok(Some((manifest, Some(how))))
 }
 
+/// The documents that the manifest file of `dir`, when it parses as JSON but fails its
+/// own checks (its checksum, above all), records deleted or replaced: what a manifest
+/// recovered from the previous generation may bring back. Hints only: the damaged file
+/// cannot be trusted, so these are named, never acted on.
+pub(crate) fn deleted_by_damaged_manifest(dir: &Path) -> BTreeSet<String> {
+    let Ok(bytes) = fs::read(dir.join(MANIFEST_FILE)) else {
+        return BTreeSet::new();
+    };
+    if Manifest::parse(dir, MANIFEST_FILE, &bytes).is_ok() {
+        return BTreeSet::new();
+    }
+    serde_json::from_slice::<Manifest>(&bytes)
+        .map(|m| {
+            m.segments
+                .into_iter()
+                .flat_map(|s| s.deleted)
+                .collect::<BTreeSet<String>>()
+        })
+        .unwrap_or_default()
+}
+
+/// The vector length every segment file on disk records in its header, when they all
+/// agree (and at least one has a readable header).
+pub(crate) fn dimension_on_disk(dir: &Path) -> Option<usize> {
+    let mut found = None;
+    for stem in segment_stems_on_disk(dir) {
+        if let Some(d) = segment::vector_dimension(&segment_file(dir, &stem, "vec")) {
+            if found.is_some_and(|f| f != d) {
+                return None;
+            }
+            found = Some(d);
+        }
+    }
+    found
+}
+
 /// Fails when the vectors on disk have another length than `config`'s: the segments
 /// were embedded with another model, and reading them with this config would drop them
 /// all as damaged.
@@ -367,6 +409,11 @@ pub struct VerifyReport {
     pub lost_documents: Vec<String>,
     /// Live documents that cannot be read whose ids are unknown.
     pub lost_unnamed: usize,
+    /// What is not as a clean shutdown leaves it but is no damage, one line each: the
+    /// state a crash leaves, which readers work around and the next writer heals (a
+    /// BM25 index committed for the generation after the manifest's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl VerifyReport {
@@ -401,6 +448,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         problems: Vec::new(),
         lost_documents: Vec::new(),
         lost_unnamed: 0,
+        notes: Vec::new(),
     };
     let Some(manifest) = verified_manifest(dir, &mut report)? else {
         return Ok(report);
@@ -431,6 +479,15 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, IndexError> {
         manifest.generation,
         (!damaged_segments).then_some(chunks),
     );
+    // Ahead is no damage only when nothing else is wrong: a manifest recovered from the
+    // previous generation is behind a BM25 commit whose manifest was lost.
+    let ahead = matches!(bm25, Some(Bm25Problem::Ahead(_))) && report.problems.is_empty();
+    let mut bm25 = bm25.map(Bm25Problem::into_text);
+    if ahead {
+        report
+            .notes
+            .extend(bm25.take().map(|n| format!("bm25: {n}")));
+    }
     if let Some(p) = &bm25 {
         report.problems.push(format!("bm25: {p}"));
     }
@@ -576,13 +633,33 @@ fn check_segment(
     }
 }
 
+/// What [`check_bm25`] found wrong with a BM25 index.
+enum Bm25Problem {
+    /// Damage, in words.
+    Damaged(String),
+    /// Committed for the generation after the manifest's, and otherwise sound: a crash
+    /// after the BM25 commit and before the manifest's rename, healed by the next writer.
+    Ahead(String),
+}
+
+impl Bm25Problem {
+    fn into_text(self) -> String {
+        match self {
+            Bm25Problem::Damaged(p) | Bm25Problem::Ahead(p) => p,
+        }
+    }
+}
+
 /// What is wrong with the BM25 index of `dir` for generation `generation` holding
 /// `chunks` chunks (`None`: the count is not checked); `None` when it is sound.
-fn check_bm25(dir: &Path, generation: u64, chunks: Option<usize>) -> Option<String> {
+fn check_bm25(dir: &Path, generation: u64, chunks: Option<usize>) -> Option<Bm25Problem> {
+    use Bm25Problem::{Ahead, Damaged};
     let bm25_dir = dir.join("bm25");
-    let run = || -> Result<Option<String>, IndexError> {
+    let run = || -> Result<Option<Bm25Problem>, IndexError> {
         let Some((index, fields)) = bm25::open_existing(&bm25_dir)? else {
-            return Ok(Some("missing (readers rebuild it in memory)".into()));
+            return Ok(Some(Damaged(
+                "missing (readers rebuild it in memory)".into(),
+            )));
         };
         let damaged = index.validate_checksum()?;
         if !damaged.is_empty() {
@@ -591,19 +668,27 @@ fn check_bm25(dir: &Path, generation: u64, chunks: Option<usize>) -> Option<Stri
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect();
             names.sort();
-            return Ok(Some(format!(
+            return Ok(Some(Damaged(format!(
                 "{} file(s) fail their checksum ({}; readers rebuild it in memory)",
                 names.len(),
                 names.join(", ")
-            )));
+            ))));
         }
         let committed = bm25::committed_generation(&index)?;
+        if committed == generation.checked_add(1) {
+            return Ok(Some(Ahead(format!(
+                "committed for generation {}, one after the manifest's {generation}: a \
+                 commit was cut off before its manifest; readers rebuild BM25 in memory \
+                 and the next writer rebuilds it on disk (no document is lost)",
+                generation + 1
+            ))));
+        }
         if committed != Some(generation) {
-            return Ok(Some(format!(
+            return Ok(Some(Damaged(format!(
                 "committed for generation {}, the manifest is at {generation} (readers \
                  rebuild it in memory)",
                 committed.map_or_else(|| "none".into(), |g| g.to_string())
-            )));
+            ))));
         }
         let held = match Bm25Reader::new(index.clone(), fields) {
             Ok(reader) => reader.num_chunks(),
@@ -620,16 +705,18 @@ fn check_bm25(dir: &Path, generation: u64, chunks: Option<usize>) -> Option<Stri
         };
         let held = usize::try_from(held).unwrap_or(usize::MAX);
         match chunks {
-            Some(n) if n != held => Ok(Some(format!(
+            Some(n) if n != held => Ok(Some(Damaged(format!(
                 "holds {held} chunks, the segments {n} (readers rebuild it in memory)"
-            ))),
+            )))),
             _ => Ok(None),
         }
     };
     match crate::quiet::catch_quietly(run) {
         Ok(Ok(found)) => found,
-        Ok(Err(e)) => Some(format!("{e} (readers rebuild it in memory)")),
-        Err(_) => Some("the BM25 library failed reading it (readers rebuild it in memory)".into()),
+        Ok(Err(e)) => Some(Damaged(format!("{e} (readers rebuild it in memory)"))),
+        Err(_) => Some(Damaged(
+            "the BM25 library failed reading it (readers rebuild it in memory)".into(),
+        )),
     }
 }
 
@@ -655,6 +742,7 @@ mod tests {
                 problem: "x".into(),
                 lost: vec!["a".into(), "b".into(), "c".into()],
                 lost_unnamed: 2,
+                older_kept: vec![],
             }],
             degraded: vec![],
         };

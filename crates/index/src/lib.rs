@@ -1,7 +1,8 @@
 //! Excerpt's embedded index: one directory holding everything a query needs.
 //!
 //! - [`Manifest`]: the committed state, one JSON file replaced atomically (write, fsync,
-//!   rename). It names the live segments and the [`IndexConfig`] (model, chunker, headers).
+//!   rename). It names the live segments and the [`IndexConfig`] (model, chunker, headers),
+//!   and checks itself: it holds the BLAKE3 of its own canonical body ([`CHECKSUM_KEY`]).
 //! - Segments (`segments/<name>.docs` and `.vec`): immutable files of documents (text,
 //!   sections, chunks, sentences) and their chunk vectors, written once, checksummed in the
 //!   manifest, deleted only when no manifest names them.
@@ -48,8 +49,9 @@ pub use error::IndexError;
 pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
 pub use in_place::SegmentDocs;
 pub use manifest::{
-    AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta, SentenceVectors,
-    FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT, PREVIOUS_MANIFEST_FILE,
+    canonical_checksum, AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta,
+    SentenceVectors, CHECKSUM_KEY, FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT,
+    PREVIOUS_MANIFEST_FILE,
 };
 pub use merge::MergePolicy;
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};

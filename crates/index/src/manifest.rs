@@ -26,6 +26,60 @@ pub const FORMAT_VERSION: u32 = 2;
 /// The oldest on-disk format this build reads.
 pub const OLDEST_READABLE_FORMAT: u32 = 1;
 
+/// The manifest's field holding its own checksum: the BLAKE3 (hex) of the rest of the
+/// manifest in canonical form ([`canonical_checksum`]).
+pub const CHECKSUM_KEY: &str = "checksum";
+
+/// The fields of a manifest written before manifests held their checksum.
+const UNCHECKED_KEYS: [&str; 5] = ["format", "generation", "config", "segments", "ann"];
+
+/// The BLAKE3 (hex) of `value` in canonical form: compact JSON, object keys sorted, so
+/// that it does not depend on how the file was laid out or on field order.
+pub fn canonical_checksum(value: &serde_json::Value) -> String {
+    let mut out = String::new();
+    canonical(value, &mut out);
+    blake3::hash(out.as_bytes()).to_hex().to_string()
+}
+
+fn canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&fields[k.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The generation a segment name records (`g` and its digits), if it is one.
+pub(crate) fn segment_generation(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix('g')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
 /// How the chunk contexts of an index were written (`excerpt ingest --contextualize`).
 /// Fixed at creation like the rest of [`IndexConfig`]: contexts of different models or
 /// prompts never mix in one index.
@@ -151,11 +205,47 @@ impl Manifest {
     }
 
     /// The manifest in `bytes`, as read from the file `name` of `dir` (named in errors).
+    ///
+    /// The file checks itself: its [`CHECKSUM_KEY`] field is the BLAKE3 of the rest of
+    /// it in canonical form ([`canonical_checksum`]), so an edit that keeps it valid
+    /// JSON (a bit flipped in a segment name, a generation, a deleted id) is damage, not
+    /// a state to trust. A manifest written before manifests checked themselves has no
+    /// checksum and is read as it is, provided it holds only the fields such manifests
+    /// had (a damaged checksum key must not make a manifest pass for an old one); the
+    /// next commit writes it with one. Either way the manifest must agree with itself
+    /// ([`Manifest::check_consistency`]): no segment named after the generation, no
+    /// segment named twice, deleted ids sorted and no more than the segment's documents.
     pub fn parse(dir: &Path, name: &str, bytes: &[u8]) -> Result<Manifest, IndexError> {
-        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| IndexError::Corrupt {
+        let corrupt = |detail: String| IndexError::Corrupt {
             dir: dir.to_path_buf(),
-            detail: format!("{name}: {e}"),
-        })?;
+            detail: format!("{name}: {detail}"),
+        };
+        let mut value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        let Some(fields) = value.as_object_mut() else {
+            return Err(corrupt("not a JSON object".into()));
+        };
+        match fields.remove(CHECKSUM_KEY) {
+            Some(serde_json::Value::String(sum)) => {
+                if canonical_checksum(&value) != sum {
+                    return Err(corrupt(
+                        "checksum mismatch (the file changed after it was written)".into(),
+                    ));
+                }
+            }
+            Some(_) => return Err(corrupt(format!("`{CHECKSUM_KEY}` is not a string"))),
+            None => {
+                if let Some(k) = fields
+                    .keys()
+                    .find(|k| !UNCHECKED_KEYS.contains(&k.as_str()))
+                {
+                    return Err(corrupt(format!(
+                        "no checksum, and the field `{k}`, which manifests without one never had"
+                    )));
+                }
+            }
+        }
+        let m: Manifest = serde_json::from_value(value).map_err(|e| corrupt(e.to_string()))?;
         if !(OLDEST_READABLE_FORMAT..=FORMAT_VERSION).contains(&m.format) {
             return Err(IndexError::Format {
                 dir: dir.to_path_buf(),
@@ -163,7 +253,48 @@ impl Manifest {
                 expected: FORMAT_VERSION,
             });
         }
+        m.check_consistency().map_err(corrupt)?;
         Ok(m)
+    }
+
+    /// Checks that the manifest agrees with itself: every segment name is a file stem
+    /// (letters and digits), none is named twice, none was written after the manifest's
+    /// generation (a writer would choose that generation again), and each segment's
+    /// deleted ids are sorted, distinct and no more than its documents. `Err` says what
+    /// does not hold.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let mut names = std::collections::BTreeSet::new();
+        for s in &self.segments {
+            if s.name.is_empty() || !s.name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Err(format!("segment name {:?} is not a file stem", s.name));
+            }
+            if !names.insert(s.name.as_str()) {
+                return Err(format!("segment {} is named twice", s.name));
+            }
+            if let Some(g) = segment_generation(&s.name) {
+                if g > self.generation {
+                    return Err(format!(
+                        "segment {} was written after the manifest's generation {}",
+                        s.name, self.generation
+                    ));
+                }
+            }
+            if !s.deleted.windows(2).all(|w| w[0] < w[1]) {
+                return Err(format!(
+                    "the deleted ids of segment {} are not sorted and distinct",
+                    s.name
+                ));
+            }
+            if s.deleted.len() > s.docs {
+                return Err(format!(
+                    "segment {} has {} deleted ids for {} documents",
+                    s.name,
+                    s.deleted.len(),
+                    s.docs
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Replaces the manifest of `dir` atomically: temporary file, fsync, rename, fsync of
@@ -172,7 +303,7 @@ impl Manifest {
     /// which readers and `repair` fall back to when the current one is damaged.
     pub fn store(&self, dir: &Path) -> Result<(), IndexError> {
         let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));
-        let json = serde_json::to_vec_pretty(self).map_err(|e| IndexError::Corrupt {
+        let json = self.to_checked_json().map_err(|e| IndexError::Corrupt {
             dir: dir.to_path_buf(),
             detail: e.to_string(),
         })?;
@@ -181,6 +312,17 @@ impl Manifest {
         let path = dir.join(MANIFEST_FILE);
         fs::rename(&tmp, &path).map_err(IndexError::io("renaming", &path))?;
         sync_dir(dir)
+    }
+
+    /// The manifest as its file holds it: pretty JSON with its own checksum
+    /// ([`CHECKSUM_KEY`]).
+    pub fn to_checked_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut value = serde_json::to_value(self)?;
+        let sum = canonical_checksum(&value);
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert(CHECKSUM_KEY.into(), serde_json::Value::String(sum));
+        }
+        serde_json::to_vec_pretty(&value)
     }
 
     /// Total documents live in this generation.
@@ -196,7 +338,7 @@ fn keep_previous(dir: &Path) {
     let current = dir.join(MANIFEST_FILE);
     let readable = fs::read(&current)
         .ok()
-        .is_some_and(|b| serde_json::from_slice::<Manifest>(&b).is_ok());
+        .is_some_and(|b| Manifest::parse(dir, MANIFEST_FILE, &b).is_ok());
     if !readable {
         return;
     }
@@ -216,6 +358,42 @@ fn keep_previous(dir: &Path) {
 /// Writes `bytes` to `path` and fsyncs it.
 pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
     let mut f = fs::File::create(path).map_err(IndexError::io("creating", path))?;
+    f.write_all(bytes)
+        .map_err(IndexError::io("writing", path))?;
+    f.sync_all().map_err(IndexError::io("syncing", path))
+}
+
+/// Creates `path`, a file of the index in `dir`, as a new file (`O_EXCL`): a file
+/// already there is never truncated nor replaced. Segment and ANN files are named by
+/// the generation that writes them, above every generation on disk, so one already
+/// there means that the manifest does not tell the truth about the files: a refusal,
+/// saying what to run.
+pub(crate) fn create_new(dir: &Path, path: &Path) -> Result<fs::File, IndexError> {
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(f) => Ok(f),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let shown = path.strip_prefix(dir).unwrap_or(path);
+            Err(IndexError::Corrupt {
+                dir: dir.to_path_buf(),
+                detail: format!(
+                    "{} already exists, and a writer never overwrites an index file: the \
+                     manifest does not name the files on disk; run `excerpt repair`",
+                    shown.display()
+                ),
+            })
+        }
+        Err(e) => Err(IndexError::io("creating", path)(e)),
+    }
+}
+
+/// Writes `bytes` to `path`, a new file of the index in `dir` ([`create_new`]), and
+/// fsyncs it.
+pub(crate) fn write_new_durably(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), IndexError> {
+    let mut f = create_new(dir, path)?;
     f.write_all(bytes)
         .map_err(IndexError::io("writing", path))?;
     f.sync_all().map_err(IndexError::io("syncing", path))

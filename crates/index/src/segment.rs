@@ -19,7 +19,7 @@ use std::path::Path;
 
 use excerpt_core::Document;
 
-use crate::manifest::write_durably;
+use crate::manifest::{create_new, write_durably, write_new_durably};
 use crate::{IndexError, SegmentMeta, FORMAT_VERSION};
 
 const VEC_MAGIC: &[u8; 8] = b"EXVEC001";
@@ -41,10 +41,10 @@ pub(crate) fn write_segment<'a, D: Borrow<Document>>(
     fs::create_dir_all(&seg_dir).map_err(IndexError::io("creating", &seg_dir))?;
     let docs: Vec<&Document> = docs.iter().map(Borrow::borrow).collect();
     let chunks: usize = docs.iter().map(|d| d.chunks.len()).sum();
-    // Readers map segment files: one left here by a failed commit is removed rather
-    // than overwritten, so that the new one is a new file (crate::in_place).
+    // Every file is new (`O_EXCL`): readers map segment files (crate::in_place), and a
+    // name already there belongs to a segment a manifest may name.
     let docs_path = seg_dir.join(format!("{name}.docs"));
-    let mut out = HashingFile::create(&docs_path)?;
+    let mut out = HashingFile::create(dir, &docs_path)?;
     if let Err(e) = postcard::to_io(&docs, &mut out).map(|_| ()) {
         return Err(match out.failed.take() {
             Some(io) => IndexError::io("writing", &docs_path)(io),
@@ -56,7 +56,7 @@ pub(crate) fn write_segment<'a, D: Borrow<Document>>(
     }
     let docs_hash = out.finish(&docs_path)?;
     let vec_path = seg_dir.join(format!("{name}.vec"));
-    let mut out = HashingFile::create(&vec_path)?;
+    let mut out = HashingFile::create(dir, &vec_path)?;
     let write = |out: &mut HashingFile, bytes: &[u8]| {
         out.write_all(bytes)
             .map_err(IndexError::io("writing", &vec_path))
@@ -75,7 +75,7 @@ pub(crate) fn write_segment<'a, D: Borrow<Document>>(
     debug_assert_eq!(written, chunks);
     let vec_hash = out.finish(&vec_path)?;
     let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-    let ids_hash = write_segment_ids(dir, name, &ids)?;
+    let ids_hash = write_segment_ids(dir, name, &ids, false)?;
     Ok(SegmentMeta {
         name: name.to_string(),
         docs: docs.len(),
@@ -98,16 +98,11 @@ struct HashingFile {
 }
 
 impl HashingFile {
-    /// Creates `path` as a new file: one already there is removed first, not truncated,
-    /// so that a reader which mapped it keeps reading what it checked.
-    fn create(path: &Path) -> Result<HashingFile, IndexError> {
-        match fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(IndexError::io("removing", path)(e))
-            }
-            _ => {}
-        }
-        let file = fs::File::create(path).map_err(IndexError::io("creating", path))?;
+    /// Creates `path`, a file of the index in `dir`, as a new file
+    /// ([`crate::manifest::create_new`]): one already there is a refusal, never
+    /// truncated.
+    fn create(dir: &Path, path: &Path) -> Result<HashingFile, IndexError> {
+        let file = create_new(dir, path)?;
         Ok(HashingFile {
             out: std::io::BufWriter::with_capacity(1 << 16, file),
             hasher: blake3::Hasher::new(),
@@ -151,21 +146,28 @@ pub(crate) fn segment_file(dir: &Path, name: &str, ext: &str) -> std::path::Path
     dir.join("segments").join(format!("{name}.{ext}"))
 }
 
-/// Writes a segment's id list (`<name>.ids`) durably, through a temporary file and a
-/// rename (repair rewrites the list of an existing segment); returns its BLAKE3.
+/// Writes a segment's id list (`<name>.ids`) durably; returns its BLAKE3. A new
+/// segment's list is a new file ([`crate::manifest::create_new`]); with `replace` (repair
+/// writing the list of an existing segment again) it goes through a temporary file and a
+/// rename.
 pub(crate) fn write_segment_ids(
     dir: &Path,
     name: &str,
     ids: &[&str],
+    replace: bool,
 ) -> Result<String, IndexError> {
     let bytes = serde_json::to_vec(ids).map_err(|e| IndexError::Corrupt {
         dir: dir.to_path_buf(),
         detail: format!("encoding the ids of segment {name}: {e}"),
     })?;
     let path = segment_file(dir, name, "ids");
-    let tmp = segment_file(dir, name, "ids.tmp");
-    write_durably(&tmp, &bytes)?;
-    fs::rename(&tmp, &path).map_err(IndexError::io("renaming", &path))?;
+    if replace {
+        let tmp = segment_file(dir, name, "ids.tmp");
+        write_durably(&tmp, &bytes)?;
+        fs::rename(&tmp, &path).map_err(IndexError::io("renaming", &path))?;
+    } else {
+        write_new_durably(dir, &path, &bytes)?;
+    }
     Ok(blake3::hash(&bytes).to_hex().to_string())
 }
 

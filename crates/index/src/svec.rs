@@ -19,7 +19,7 @@ use std::path::Path;
 
 use excerpt_core::Document;
 
-use crate::manifest::write_durably;
+use crate::manifest::write_new_durably;
 use crate::segment::segment_file;
 use crate::{IndexError, SegmentMeta};
 
@@ -153,7 +153,7 @@ pub(crate) fn write_sentence_rows<D: Borrow<Document>>(
             );
         }
     }
-    write_durably(&segment_file(dir, name, "svec"), &bytes)?;
+    write_new_durably(dir, &segment_file(dir, name, "svec"), &bytes)?;
     Ok(Some(blake3::hash(&bytes).to_hex().to_string()))
 }
 

@@ -104,15 +104,25 @@ impl IndexWriter {
         };
         // Every segment is read before anything is changed on disk: a writer that
         // refuses a damaged index leaves it as it found it.
-        let mut live = HashMap::new();
+        let mut live: HashMap<String, (String, String)> = HashMap::new();
         for meta in &manifest.segments {
             let docs = read_checked_segment_documents(dir, meta, manifest.config.dimension)?;
             for d in docs.documents() {
                 if meta.deleted.binary_search(&d.id).is_err() {
-                    live.insert(d.id.clone(), (meta.name.clone(), d.hash.clone()));
+                    let entry = (meta.name.clone(), d.hash.clone());
+                    if let Some((other, _)) = live.insert(d.id.clone(), entry) {
+                        return Err(refused(
+                            dir,
+                            format!(
+                                "document {} is live in segments {other} and {}",
+                                d.id, meta.name
+                            ),
+                        ));
+                    }
                 }
             }
         }
+        check_writable(dir, &manifest)?;
         // The BM25 files are checked (tantivy's checksums) as the segments were above:
         // damaged ones are dropped and rebuilt from the segments, which hold every chunk.
         let open_bm25 = || -> Result<_, IndexError> {
@@ -294,7 +304,7 @@ impl IndexWriter {
                 ..Default::default()
             });
         }
-        let generation = self.manifest.generation + 1;
+        let generation = self.next_generation();
         let mut next = self.manifest.clone();
         next.generation = generation;
         // Older segments keep their own format (recorded per segment); the index as a
@@ -379,7 +389,7 @@ impl IndexWriter {
     /// generation. `false` when they could not be merged as they are (sentence vectors
     /// that cannot be read) and nothing was changed.
     fn commit_merge(&mut self, picks: &[usize]) -> Result<bool, IndexError> {
-        let generation = self.manifest.generation + 1;
+        let generation = self.next_generation();
         let name = format!("g{generation:010}");
         let Some(merged) = merge::write_merged(&self.dir, &self.manifest, picks, &name)? else {
             return Ok(false);
@@ -414,6 +424,14 @@ impl IndexWriter {
         }
         self.collect_garbage();
         Ok(true)
+    }
+
+    /// The generation the next commit (or merge) writes: above the manifest's and above
+    /// every generation a file on disk is named by (files of a commit that failed, or
+    /// that the manifest does not know), so that no commit names its files like
+    /// existing ones. Its files are created new all the same (`O_EXCL`).
+    fn next_generation(&self) -> u64 {
+        health::highest_generation(&self.dir, &self.manifest) + 1
     }
 
     /// Marks the committed versions of the documents `touched` deleted in their segments
@@ -517,6 +535,12 @@ pub struct RepairReport {
     pub actions: Vec<String>,
     /// Live documents after the repair.
     pub documents: usize,
+    /// Ids of documents kept whose state could not be confirmed, sorted: brought back
+    /// although a newer generation may have removed them (the BM25 index, or the damaged
+    /// manifest, no longer holds them), or kept in an older version because the segment
+    /// of the newest could not be read. Check them, and `rm` or ingest them again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed: Vec<String>,
 }
 
 impl IndexWriter {
@@ -553,10 +577,16 @@ impl IndexWriter {
         }
         let _lock = lock_dir(dir)?;
         let (mut next, recovered) = repair_manifest(dir, fallback)?;
+        let recovered_generation = next.generation;
         let mut report = RepairReport {
             manifest: recovered,
             ..RepairReport::default()
         };
+        // What the other records of the index know, read before anything is changed:
+        // the BM25 index (rebuilt below) and a damaged manifest that still parses.
+        let bm25_known = bm25::stored_doc_ids(&dir.join("bm25"));
+        let hinted_deleted = health::deleted_by_damaged_manifest(dir);
+        correct_dimension(dir, &mut next, &mut report);
         let mut kept = surviving_segments(dir, &mut next, &mut report)?;
         keep_newest_versions(&mut kept);
         let live: Vec<&Document> = kept
@@ -567,6 +597,12 @@ impl IndexWriter {
             })
             .collect();
         count_losses(&mut report, &live);
+        let witnesses = Witnesses {
+            bm25: bm25_known,
+            deleted_by_damaged_manifest: hinted_deleted,
+            recovered_generation,
+        };
+        name_from_witnesses(&mut report, &live, witnesses);
 
         // The new generation names its files above every generation on disk.
         let generation = health::highest_generation(dir, &next) + 1;
@@ -584,13 +620,17 @@ impl IndexWriter {
             Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE)
         {
             let prev = dir.join(crate::PREVIOUS_MANIFEST_FILE);
-            fs::remove_file(&prev).map_err(IndexError::io("removing", &prev))?;
+            let to = set_aside(dir, &prev, crate::PREVIOUS_MANIFEST_FILE)
+                .map_err(IndexError::io("moving", &prev))?;
             report.actions.push(format!(
-                "removed the damaged {}",
+                "moved the damaged {} to damaged/{to}",
                 crate::PREVIOUS_MANIFEST_FILE
             ));
         }
         next.store(dir)?;
+        // Nothing is deleted: segment files no manifest names are kept aside (ANN files,
+        // derived from the segments, are removed as garbage).
+        set_aside_unnamed_segments(dir, &next, &mut report);
         collect_garbage(dir, &next);
         report.generation = generation;
         Ok(report)
@@ -618,25 +658,111 @@ fn repair_manifest(
     }
 }
 
-/// Moves the files of segment `meta` with extensions `exts` to `damaged/` (those that
-/// exist and move), saying so in `report`.
-fn move_to_damaged(dir: &Path, meta: &SegmentMeta, exts: &[&str], report: &mut RepairReport) {
+/// Moves the file `from` into `damaged/` under `name`, or under `name.1`, `name.2`...
+/// when a file kept there before has that name (nothing kept aside is replaced); the
+/// name it was given.
+fn set_aside(dir: &Path, from: &Path, name: &str) -> std::io::Result<String> {
     let damaged_dir = dir.join("damaged");
+    fs::create_dir_all(&damaged_dir)?;
+    let mut to = name.to_string();
+    let mut n = 0;
+    while damaged_dir.join(&to).exists() {
+        n += 1;
+        to = format!("{name}.{n}");
+    }
+    fs::rename(from, damaged_dir.join(&to))?;
+    Ok(to)
+}
+
+/// Moves the files of segment `name` with extensions `exts` to `damaged/` (those that
+/// exist and move), saying so in `report` with `why`.
+fn move_to_damaged(dir: &Path, name: &str, exts: &[&str], why: &str, report: &mut RepairReport) {
     let mut moved = Vec::new();
     for ext in exts {
-        let from = segment_file(dir, &meta.name, ext);
-        if from.exists() && fs::create_dir_all(&damaged_dir).is_ok() {
-            let name = format!("{}.{ext}", meta.name);
-            if fs::rename(&from, damaged_dir.join(&name)).is_ok() {
-                moved.push(name);
+        let from = segment_file(dir, name, ext);
+        if from.exists() {
+            if let Ok(to) = set_aside(dir, &from, &format!("{name}.{ext}")) {
+                moved.push(to);
             }
         }
     }
     if !moved.is_empty() {
         report
             .actions
-            .push(format!("moved {} to damaged/", moved.join(", ")));
+            .push(format!("moved {} to damaged/{why}", moved.join(", ")));
     }
+}
+
+/// Moves the files of the segments on disk that neither `manifest` nor the previous
+/// generation's names to `damaged/`, a line each in `report`: a repair deletes nothing.
+fn set_aside_unnamed_segments(dir: &Path, manifest: &Manifest, report: &mut RepairReport) {
+    let previous = Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE)
+        .ok()
+        .flatten();
+    let keep: BTreeSet<&str> = std::iter::once(manifest)
+        .chain(previous.as_ref())
+        .flat_map(|m| m.segments.iter().map(|s| s.name.as_str()))
+        .collect();
+    for stem in health::segment_stems_on_disk(dir) {
+        if !keep.contains(stem.as_str()) {
+            move_to_damaged(
+                dir,
+                &stem,
+                &SEGMENT_EXTS,
+                " (a segment no manifest names)",
+                report,
+            );
+        }
+    }
+}
+
+/// The extensions of a segment's files.
+const SEGMENT_EXTS: [&str; 4] = ["docs", "vec", "svec", "ids"];
+
+/// Corrects the dimension of `next` from the segments on disk when every one of them
+/// records another (a damaged manifest field must not make every sound segment look
+/// damaged).
+fn correct_dimension(dir: &Path, next: &mut Manifest, report: &mut RepairReport) {
+    if next.segments.is_empty() {
+        return;
+    }
+    if let Some(d) = health::dimension_on_disk(dir) {
+        if d != next.config.dimension {
+            report.actions.push(format!(
+                "corrected the manifest's dimension from {} to {d}: the vectors of every \
+                 segment on disk have {d} values",
+                next.config.dimension
+            ));
+            next.config.dimension = d;
+        }
+    }
+}
+
+/// A segment of the manifest whose files are not under its name: the segment on disk
+/// that no manifest entry names whose `.docs` and `.vec` files match the entry's
+/// checksums, when there is one and it reads back. `meta` is renamed to it; returns the
+/// name the manifest gave it and its documents.
+fn adopt(
+    dir: &Path,
+    meta: &mut SegmentMeta,
+    unnamed: &mut Vec<String>,
+    dim: usize,
+) -> Option<(String, Vec<Document>)> {
+    let hash = |stem: &str, ext: &str| {
+        fs::read(segment_file(dir, stem, ext))
+            .ok()
+            .map(|b| blake3::hash(&b).to_hex().to_string())
+    };
+    let pos = unnamed.iter().position(|stem| {
+        hash(stem, "docs").as_deref() == Some(meta.docs_hash.as_str())
+            && hash(stem, "vec").as_deref() == Some(meta.vec_hash.as_str())
+    })?;
+    let mut adopted = meta.clone();
+    adopted.name = unnamed[pos].clone();
+    let (docs, _) = read_segment(dir, &adopted, dim).ok()?;
+    unnamed.remove(pos);
+    let named = std::mem::replace(meta, adopted).name;
+    Some((named, docs))
 }
 
 /// The segments of `next` that read back, with their documents (in segment order),
@@ -649,17 +775,32 @@ fn surviving_segments(
     report: &mut RepairReport,
 ) -> Result<Vec<(SegmentMeta, Vec<Document>)>, IndexError> {
     let dim = next.config.dimension;
+    let named: BTreeSet<&str> = next.segments.iter().map(|m| m.name.as_str()).collect();
+    let mut unnamed: Vec<String> = health::segment_stems_on_disk(dir)
+        .into_iter()
+        .filter(|stem| !named.contains(stem.as_str()))
+        .collect();
     let mut kept: Vec<(SegmentMeta, Vec<Document>)> = Vec::new();
     for mut meta in std::mem::take(&mut next.segments) {
         let docs = match read_segment(dir, &meta, dim) {
             Ok((docs, _)) => docs,
-            Err(e) => {
-                report
-                    .dropped
-                    .push(health::lost_of(dir, &meta, health::describe(&e)));
-                move_to_damaged(dir, &meta, &["docs", "vec", "svec", "ids"], report);
-                continue;
-            }
+            Err(e) => match adopt(dir, &mut meta, &mut unnamed, dim) {
+                Some((was, docs)) => {
+                    report.actions.push(format!(
+                        "kept segment {} under its real name: the manifest named it {was}, \
+                         and its files match the manifest's checksums",
+                        meta.name
+                    ));
+                    docs
+                }
+                None => {
+                    report
+                        .dropped
+                        .push(health::lost_of(dir, &meta, health::describe(&e)));
+                    move_to_damaged(dir, &meta.name, &SEGMENT_EXTS, "", report);
+                    continue;
+                }
+            },
         };
         if meta.svec_hash.is_some() {
             if let Err(e) = read_sentence_vectors(dir, &meta, &docs, dim) {
@@ -669,12 +810,12 @@ fn surviving_segments(
                     meta.name,
                     health::describe(&e)
                 ));
-                move_to_damaged(dir, &meta, &["svec"], report);
+                move_to_damaged(dir, &meta.name, &["svec"], "", report);
             }
         }
         if read_segment_ids(dir, &meta).is_err() {
             let ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-            meta.ids_hash = Some(write_segment_ids(dir, &meta.name, &ids)?);
+            meta.ids_hash = Some(write_segment_ids(dir, &meta.name, &ids, true)?);
             report
                 .actions
                 .push(format!("wrote the id list of segment {}", meta.name));
@@ -718,7 +859,11 @@ fn keep_newest_versions(kept: &mut Vec<(SegmentMeta, Vec<Document>)>) {
 fn count_losses(report: &mut RepairReport, live: &[&Document]) {
     let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
     for seg in &mut report.dropped {
-        seg.lost.retain(|id| !live_ids.contains(id.as_str()));
+        let (kept, lost): (Vec<String>, Vec<String>) = std::mem::take(&mut seg.lost)
+            .into_iter()
+            .partition(|id| live_ids.contains(id.as_str()));
+        seg.lost = lost;
+        seg.older_kept = kept;
     }
     let lost: BTreeSet<String> = report
         .dropped
@@ -728,6 +873,99 @@ fn count_losses(report: &mut RepairReport, live: &[&Document]) {
     report.lost_documents = lost.into_iter().collect();
     report.lost_unnamed = report.dropped.iter().map(|s| s.lost_unnamed).sum();
     report.documents = live.len();
+}
+
+/// What the other records of an index know of its documents, read by `repair` before
+/// it changes anything.
+struct Witnesses {
+    /// The BM25 index's generation and the ids of the documents it holds, when it reads
+    /// back whole.
+    bm25: Option<bm25::StoredIds>,
+    /// The documents a damaged manifest that still parses records deleted.
+    deleted_by_damaged_manifest: BTreeSet<String>,
+    /// The generation of the manifest the repair started from.
+    recovered_generation: u64,
+}
+
+/// Names in `report` what the segments alone cannot say, from the other records of the
+/// index (`witnesses`): lost documents whose segment has no id list, from the BM25
+/// index; and the documents kept in `live` whose state is unconfirmed (a newer record
+/// no longer holds them, or an older version of them is kept because the segment of
+/// the newest was dropped).
+fn name_from_witnesses(report: &mut RepairReport, live: &[&Document], witnesses: Witnesses) {
+    let live_ids: BTreeSet<&str> = live.iter().map(|d| d.id.as_str()).collect();
+    let recovered = report.manifest.is_some();
+    let mut unconfirmed: BTreeSet<String> = BTreeSet::new();
+    let mut say = |report: &mut RepairReport, ids: Vec<String>, why: &str| {
+        if !ids.is_empty() {
+            report.actions.push(format!(
+                "kept {} document(s) whose state is unconfirmed ({why}): {}",
+                ids.len(),
+                ids.join(", ")
+            ));
+            unconfirmed.extend(ids);
+        }
+    };
+    // An older version is kept while the segment of a newer one was dropped.
+    let older: Vec<String> = report
+        .dropped
+        .iter()
+        .flat_map(|seg| seg.older_kept.iter().cloned())
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect();
+    say(
+        report,
+        older,
+        "a version of each was in a segment that could not be read; an older one is kept",
+    );
+    if let Some((bm25_generation, ids)) = &witnesses.bm25 {
+        if recovered || !report.dropped.is_empty() {
+            let already: BTreeSet<&str> =
+                report.lost_documents.iter().map(String::as_str).collect();
+            let named: Vec<String> = ids
+                .iter()
+                .filter(|id| !live_ids.contains(id.as_str()) && !already.contains(id.as_str()))
+                .cloned()
+                .collect();
+            if !named.is_empty() {
+                report.lost_unnamed = report.lost_unnamed.saturating_sub(named.len());
+                report.actions.push(format!(
+                    "named {} lost document(s) from the BM25 index",
+                    named.len()
+                ));
+                report.lost_documents.extend(named);
+                report.lost_documents.sort();
+                report.lost_documents.dedup();
+            }
+        }
+        let newer = bm25_generation.is_some_and(|g| g >= witnesses.recovered_generation);
+        if recovered && newer {
+            let gone: Vec<String> = live_ids
+                .iter()
+                .filter(|id| !ids.contains(**id))
+                .map(|id| id.to_string())
+                .collect();
+            say(
+                report,
+                gone,
+                "the BM25 index, committed after the generation the manifest was recovered \
+                 from, no longer holds them: removed or replaced since",
+            );
+        }
+    }
+    let hinted: Vec<String> = witnesses
+        .deleted_by_damaged_manifest
+        .iter()
+        .filter(|id| live_ids.contains(id.as_str()))
+        .cloned()
+        .collect();
+    say(
+        report,
+        hinted,
+        "the damaged manifest records them deleted or replaced",
+    );
+    report.unconfirmed = unconfirmed.into_iter().collect();
 }
 
 /// The ANN files of the repaired generation: sound files are kept, the rest rebuilt
@@ -785,6 +1023,33 @@ fn rebuild_bm25(
     report
         .actions
         .push(format!("rebuilt BM25 from {} documents", live.len()));
+    Ok(())
+}
+
+/// The refusal of a writer on an index that `verify` reports damaged: what is wrong,
+/// and what to run.
+fn refused(dir: &Path, problem: String) -> IndexError {
+    IndexError::Corrupt {
+        dir: dir.to_path_buf(),
+        detail: format!("{problem}; writes are refused until `excerpt repair` is run"),
+    }
+}
+
+/// Refuses to write the index in `dir` at `manifest` (its segments already read) while
+/// [`crate::verify`] would report damage other than what a writer heals itself (a BM25
+/// index out of step with the manifest, or damaged, is rebuilt from the segments; ANN
+/// files are rebuilt): the previous generation's manifest must parse (it is what a
+/// damaged manifest is recovered from), and every segment's id list must match its
+/// checksum (it names the documents of a segment that is lost).
+fn check_writable(dir: &Path, manifest: &Manifest) -> Result<(), IndexError> {
+    if let Err(e) = Manifest::load_file(dir, crate::PREVIOUS_MANIFEST_FILE) {
+        return Err(refused(dir, health::describe(&e)));
+    }
+    for meta in manifest.segments.iter().filter(|m| m.ids_hash.is_some()) {
+        if let Err(p) = read_segment_ids(dir, meta) {
+            return Err(refused(dir, format!("segment {}: {p}", meta.name)));
+        }
+    }
     Ok(())
 }
 

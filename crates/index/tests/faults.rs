@@ -471,3 +471,594 @@ fn a_lost_manifest_is_damage_not_a_new_index() {
     let ids: Vec<&str> = s.documents().iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c", "d", "e", "f"]);
 }
+
+// ---------------------------------------------------------------------------------
+// The manifest's own fields (issue 63): a manifest that holds its own checksum, edits
+// that keep it valid JSON, and writers that never overwrite.
+// ---------------------------------------------------------------------------------
+
+/// Rewrites the manifest file `name` of `dir` with `edit` applied to its JSON. The
+/// checksum is left as it was (`Keep`: the file no longer matches it, as after a bit
+/// flip) or removed (`Strip`: a manifest as builds before checksums wrote them).
+fn edit_manifest(dir: &Path, name: &str, checksum: Checksum, edit: impl FnOnce(&mut Value)) {
+    let path = dir.join(name);
+    let mut v: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    edit(&mut v);
+    if checksum == Checksum::Strip {
+        v.as_object_mut().unwrap().remove("checksum");
+    }
+    fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checksum {
+    Keep,
+    Strip,
+}
+
+use serde_json::Value;
+
+/// The live documents of `dir` and their texts, as a snapshot reads them.
+fn texts(dir: &Path) -> BTreeMap<String, String> {
+    let s = Snapshot::open(dir).unwrap();
+    s.documents()
+        .iter()
+        .map(|d| (d.id.clone(), d.text.to_string()))
+        .collect()
+}
+
+/// Issue 63, row 1: a segment name flipped in the manifest (`g0000000001` to
+/// `g0000000000`) made `repair` drop the segment as missing and then delete its intact
+/// files (named by no manifest once the flipped one became the previous generation),
+/// reporting its document as one "whose id is unknown". The files are kept under
+/// their real name, whether the manifest has a checksum (damage: recovered from the
+/// previous generation) or is an old one without.
+#[test]
+fn regression_a_flipped_segment_name_never_deletes_the_segment() {
+    for checksum in [Checksum::Keep, Checksum::Strip] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("idx");
+        build(&dir);
+        let g1: BTreeMap<PathBuf, Vec<u8>> = contents(&dir)
+            .into_iter()
+            .filter(|(p, _)| p.to_string_lossy().starts_with("segments/g0000000001."))
+            .collect();
+        assert!(
+            !g1.is_empty(),
+            "{:?}",
+            contents(&dir).keys().collect::<Vec<_>>()
+        );
+        edit_manifest(&dir, "MANIFEST.json", checksum, |v| {
+            v["segments"][0]["name"] = "g0000000000".into();
+        });
+        assert!(!verify(&dir).unwrap().is_sound(), "{checksum:?}");
+        assert!(IndexWriter::open(&dir, config()).is_err(), "{checksum:?}");
+        let report = IndexWriter::repair(&dir, &|| Some(config()), &ann()).unwrap();
+        assert!(report.lost_documents.is_empty(), "{checksum:?}: {report:?}");
+        assert_eq!(report.lost_unnamed, 0, "{checksum:?}: {report:?}");
+        assert!(verify(&dir).unwrap().is_sound(), "{checksum:?}");
+        let found = texts(&dir);
+        for id in LIVE {
+            assert!(
+                found.contains_key(id),
+                "{checksum:?}: {id} is gone: {report:?}"
+            );
+        }
+        // The segment's files are where they were, unchanged.
+        let now = contents(&dir);
+        for (path, bytes) in &g1 {
+            assert_eq!(now.get(path), Some(bytes), "{checksum:?}: {path:?}");
+        }
+    }
+}
+
+/// Issue 63, row 2: `generation` lowered in the manifest (3 to 2) left `verify`
+/// reporting only BM25 out of step, and the next ingest was allowed: it wrote its
+/// segment as `g0000000003`, over the live one's files, and the manifest named that
+/// segment twice. Now the writer refuses (the checksum fails; without one, the
+/// manifest names a segment written after its generation), changing nothing, and
+/// `repair` brings every document back.
+#[test]
+fn regression_a_lowered_generation_never_lets_a_writer_overwrite_a_segment() {
+    for checksum in [Checksum::Keep, Checksum::Strip] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("idx");
+        build(&dir);
+        let before_texts = texts(&dir);
+        edit_manifest(&dir, "MANIFEST.json", checksum, |v| {
+            v["generation"] = 2.into();
+        });
+        assert!(!verify(&dir).unwrap().is_sound(), "{checksum:?}");
+        let before = contents(&dir);
+        match IndexWriter::open(&dir, config()) {
+            Ok(mut w) => {
+                put(&mut w, "g", "grapes grow in bunches|grapes are green");
+                let _ = w.commit();
+                drop(w);
+                let after = texts(&dir);
+                panic!("{checksum:?}: a writer was allowed; the index now reads {after:?}");
+            }
+            Err(e) => assert!(matches!(e, IndexError::Corrupt { .. }), "{e}"),
+        }
+        assert!(
+            contents(&dir) == before,
+            "{checksum:?}: the refused writer changed files"
+        );
+        let report = IndexWriter::repair(&dir, &|| Some(config()), &ann()).unwrap();
+        assert!(report.lost_documents.is_empty(), "{report:?}");
+        assert!(verify(&dir).unwrap().is_sound());
+        let after = texts(&dir);
+        for id in LIVE {
+            assert_eq!(after.get(id), before_texts.get(id), "{checksum:?}: {id}");
+        }
+        // And the writer after the repair names its files above every generation.
+        let mut w = IndexWriter::open(&dir, config()).unwrap();
+        put(&mut w, "g", "grapes grow in bunches|grapes are green");
+        w.commit().unwrap();
+        drop(w);
+        assert!(verify(&dir).unwrap().is_sound());
+        assert_eq!(texts(&dir).len(), after.len() + 1);
+    }
+}
+
+/// Issue 63, row 3: a deleted id flipped in the manifest (`b` to `a`) made the live
+/// document `a` vanish: `verify` was clean, queries warned of nothing, `repair` said no
+/// document was lost and writes stayed allowed. The checksum makes it damage: readers
+/// recover from the previous generation (with `a`), `verify` reports it, writers
+/// refuse, and `repair` keeps `a` and names `b`, which the generations after the one
+/// recovered from may have removed.
+#[test]
+fn regression_a_flipped_deleted_id_is_damage_not_a_deletion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(dir.join("MANIFEST.json")).unwrap()).unwrap();
+    assert_eq!(manifest["segments"][0]["deleted"], serde_json::json!(["b"]));
+    edit_manifest(&dir, "MANIFEST.json", Checksum::Keep, |v| {
+        v["segments"][0]["deleted"] = serde_json::json!(["a"]);
+    });
+    let v = verify(&dir).unwrap();
+    assert!(!v.is_sound(), "verify found nothing wrong");
+    let s = Snapshot::open(&dir).unwrap();
+    assert!(s.doc_index("a").is_some(), "a is not read");
+    assert!(s.damage().manifest.is_some(), "queries are not warned");
+    drop(s);
+    let before = contents(&dir);
+    assert!(
+        IndexWriter::open(&dir, config()).is_err(),
+        "writes are allowed"
+    );
+    assert!(contents(&dir) == before);
+    let report = IndexWriter::repair(&dir, &|| Some(config()), &ann()).unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(verify(&dir).unwrap().is_sound());
+    let found = texts(&dir);
+    for id in LIVE {
+        assert!(found.contains_key(id), "{id} is gone: {report:?}");
+    }
+    // `b` is back (the previous generation did not know it deleted): named.
+    if found.contains_key("b") {
+        assert!(
+            json["unconfirmed"]
+                .as_array()
+                .is_some_and(|u| u.iter().any(|id| id == "b")),
+            "b is back unnamed: {report:?}"
+        );
+    }
+}
+
+/// A manifest written before manifests held their checksum opens as before, and the
+/// next commit writes it with one; a checksum key damaged into another name is not an
+/// old manifest but a damaged one.
+#[test]
+fn an_old_manifest_without_a_checksum_opens_and_is_upgraded_at_the_next_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    edit_manifest(&dir, "MANIFEST.json", Checksum::Strip, |_| {});
+    assert!(verify(&dir).unwrap().is_sound());
+    assert_eq!(texts(&dir).len(), LIVE.len());
+    let mut w = IndexWriter::open(&dir, config()).unwrap();
+    put(&mut w, "g", "grapes grow in bunches|grapes are green");
+    w.commit().unwrap();
+    drop(w);
+    let v: Value = serde_json::from_slice(&fs::read(dir.join("MANIFEST.json")).unwrap()).unwrap();
+    assert!(v["checksum"].is_string(), "{v}");
+    assert!(verify(&dir).unwrap().is_sound());
+
+    let text = fs::read_to_string(dir.join("MANIFEST.json")).unwrap();
+    fs::write(
+        dir.join("MANIFEST.json"),
+        text.replace("\"checksum\"", "\"checksuo\""),
+    )
+    .unwrap();
+    assert!(!verify(&dir).unwrap().is_sound());
+    assert!(IndexWriter::open(&dir, config()).is_err());
+}
+
+/// A file left where the next commit's segment goes is never written over: the
+/// writer names its commit above every generation on disk.
+#[test]
+fn a_commit_never_writes_over_a_file_of_its_generation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    let mut w = IndexWriter::open(&dir, config()).unwrap();
+    // Left by something else after the writer opened (its garbage collection ran).
+    let stray = dir.join("segments/g0000000004.docs");
+    fs::write(&stray, b"not ours").unwrap();
+    put(&mut w, "g", "grapes grow in bunches|grapes are green");
+    let stats = w.commit().unwrap();
+    assert!(stats.generation > 4, "{stats:?}");
+    drop(w);
+    assert!(verify(&dir).unwrap().is_sound());
+    assert_eq!(texts(&dir).len(), LIVE.len() + 1);
+}
+
+/// `verify` after a commit cut off between its BM25 commit and its manifest: the BM25
+/// index is one generation ahead, which readers and the next writer heal. A note,
+/// not damage.
+#[test]
+fn bm25_one_generation_ahead_is_a_note_not_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    let manifest = fs::read(dir.join("MANIFEST.json")).unwrap();
+    let previous = fs::read(dir.join("MANIFEST.prev.json")).unwrap();
+    let mut w = IndexWriter::open(&dir, config()).unwrap();
+    assert!(w.delete("a"));
+    w.commit().unwrap();
+    drop(w);
+    // Back to the manifests before the commit: what a crash before the rename leaves.
+    fs::write(dir.join("MANIFEST.json"), &manifest).unwrap();
+    fs::write(dir.join("MANIFEST.prev.json"), &previous).unwrap();
+    let v = verify(&dir).unwrap();
+    assert!(v.is_sound(), "{:?}", v.problems);
+    let notes = serde_json::to_value(&v).unwrap()["notes"].clone();
+    assert_eq!(notes.as_array().map(Vec::len), Some(1), "{notes}");
+    let mut w = IndexWriter::open(&dir, config()).unwrap();
+    put(&mut w, "g", "grapes grow in bunches|grapes are green");
+    w.commit().unwrap();
+    drop(w);
+    let v = verify(&dir).unwrap();
+    assert!(
+        v.is_sound() && serde_json::to_value(&v).unwrap().get("notes").is_none(),
+        "{v:?}"
+    );
+    assert!(texts(&dir).contains_key("a"));
+}
+
+/// [`build`] and a fourth commit: `c` replaced, `d` removed (segment 2 then holds no
+/// live document and leaves the manifest; the previous one, generation 3, still names
+/// it). Live: a, c (new text), e, f.
+fn build_updated(dir: &Path) -> BTreeMap<String, String> {
+    build(dir);
+    let mut w = IndexWriter::open(dir, config()).unwrap();
+    w.set_ann_options(ann());
+    put(&mut w, "c", "cherries are ripe|cherries are sour");
+    assert!(w.delete("d"));
+    w.commit().unwrap();
+    drop(w);
+    let live = texts(dir);
+    assert_eq!(live.keys().collect::<Vec<_>>(), ["a", "c", "e", "f"]);
+    live
+}
+
+/// Every JSON-valid edit of one field of `v` (the checksum left alone): strings with a
+/// character changed (segment names also swapped for another segment's), numbers one
+/// up and one down, booleans negated, arrays with their last element dropped or their
+/// first doubled (an empty `deleted` list given a live id), object fields removed.
+fn json_edits(v: &Value) -> Vec<(String, Value)> {
+    fn pointers(node: &Value, at: String, out: &mut Vec<String>) {
+        match node {
+            Value::Object(m) => {
+                for (k, child) in m {
+                    pointers(child, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, child) in a.iter().enumerate() {
+                    pointers(child, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+    let mut at = Vec::new();
+    pointers(v, String::new(), &mut at);
+    let names: Vec<String> = v["segments"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|s| s["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for p in at {
+        if p.is_empty() || p == "/checksum" {
+            continue;
+        }
+        let node = v.pointer(&p).unwrap();
+        let mut replaced: Vec<(String, Value)> = Vec::new();
+        match node {
+            Value::String(s) => {
+                let mut chars: Vec<char> = s.chars().collect();
+                if let Some(last) = chars.last_mut() {
+                    *last = match *last {
+                        '9' => '0',
+                        c if c.is_ascii_digit() => char::from(c as u8 + 1),
+                        'z' => 'a',
+                        c if c.is_ascii_alphabetic() => char::from(c as u8 + 1),
+                        _ => 'x',
+                    };
+                }
+                replaced.push((
+                    "a character changed".into(),
+                    chars.into_iter().collect::<String>().into(),
+                ));
+                if p.ends_with("/name") {
+                    for other in names.iter().filter(|n| *n != s) {
+                        replaced.push((format!("named {other}"), other.clone().into()));
+                    }
+                }
+            }
+            Value::Number(n) => {
+                let n = n.as_u64().unwrap_or(0);
+                replaced.push(("one up".into(), (n + 1).into()));
+                if n > 0 {
+                    replaced.push(("one down".into(), (n - 1).into()));
+                }
+            }
+            Value::Bool(b) => replaced.push(("negated".into(), (!b).into())),
+            Value::Array(a) => {
+                if let Some(first) = a.first() {
+                    let mut fewer = a.clone();
+                    fewer.pop();
+                    replaced.push(("last element dropped".into(), fewer.into()));
+                    let mut more = a.clone();
+                    more.insert(0, first.clone());
+                    replaced.push(("first element doubled".into(), more.into()));
+                } else if p.ends_with("/deleted") {
+                    replaced.push(("a live id added".into(), serde_json::json!(["a"])));
+                }
+            }
+            Value::Null | Value::Object(_) => {}
+        }
+        for (what, new) in replaced {
+            let mut edited = v.clone();
+            *edited.pointer_mut(&p).unwrap() = new;
+            out.push((format!("{p} {what}"), edited));
+        }
+        // A field removed (from its object).
+        if let Some((parent, key)) = p.rsplit_once('/') {
+            if let Some(Value::Object(_)) = v.pointer(parent) {
+                let mut edited = v.clone();
+                let parent = if parent.is_empty() {
+                    Some(&mut edited)
+                } else {
+                    edited.pointer_mut(parent)
+                };
+                if let Some(Value::Object(m)) = parent {
+                    m.remove(key);
+                }
+                out.push((format!("{p} removed"), edited));
+            }
+        }
+    }
+    out
+}
+
+/// The documents a repair kept whose state it could not confirm (read through the
+/// report's JSON, as a user's script would).
+fn unconfirmed(report: &excerpt_index::RepairReport) -> BTreeSet<String> {
+    serde_json::to_value(report).unwrap()["unconfirmed"]
+        .as_array()
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One case of the manifest matrix on a copy of `template` damaged by `damage`: the
+/// damage is reported, refused by writers and never changes a file until `repair`;
+/// after it, `verify` is clean, writes work, and every document of `expected` is read
+/// with its text or named (lost, or unconfirmed), and every document read that is not
+/// in `expected` is named unconfirmed.
+fn run_manifest_case(
+    template: &Path,
+    work: &Path,
+    case: &str,
+    expected: &BTreeMap<String, String>,
+    damage: &dyn Fn(&Path),
+    tally: &mut Tally,
+) {
+    let dir = work.join("case");
+    let _ = fs::remove_dir_all(work);
+    copy_dir(template, &dir);
+    damage(&dir);
+    tally.cases += 1;
+    let before = contents(&dir);
+    let v = verify(&dir).unwrap_or_else(|e| panic!("{case}: verify failed: {e}"));
+    assert!(!v.is_sound(), "{case}: verify found nothing wrong");
+    let mut named: BTreeSet<String> = v.lost_documents.iter().cloned().collect();
+    match Snapshot::open(&dir) {
+        Ok(s) => {
+            s.bm25_search("apples cherries figs", 10, None)
+                .unwrap_or_else(|e| panic!("{case}: BM25 search failed: {e}"));
+            // Readers read the previous generation's manifest only when the current
+            // one is damaged: they are warned of that one.
+            if case.starts_with("MANIFEST.json") {
+                assert!(!s.damage().is_empty(), "{case}: queries are not warned");
+            }
+        }
+        Err(e) => assert!(matches!(e, IndexError::Corrupt { .. }), "{case}: {e}"),
+    }
+    match IndexWriter::open(&dir, config()) {
+        Ok(_) => panic!("{case}: a writer was allowed on a damaged index"),
+        Err(_) => tally.writes_refused += 1,
+    }
+    assert!(
+        contents(&dir) == before,
+        "{case}: verify, a query or a refused writer changed files"
+    );
+    tally.operations += 3;
+
+    let report = IndexWriter::repair(&dir, &|| Some(config()), &ann())
+        .unwrap_or_else(|e| panic!("{case}: repair failed: {e}"));
+    let v = verify(&dir).unwrap();
+    assert!(
+        v.is_sound(),
+        "{case}: verify after repair: {:?}",
+        v.problems
+    );
+    named.extend(report.lost_documents.iter().cloned());
+    let unconfirmed = unconfirmed(&report);
+    let found = texts(&dir);
+    let mut silent = Vec::new();
+    for (id, text) in expected {
+        match found.get(id) {
+            Some(t) if t == text => {}
+            Some(_) if unconfirmed.contains(id) => tally.named_losses += 1,
+            None if named.contains(id) || unconfirmed.contains(id) => tally.named_losses += 1,
+            Some(_) => silent.push(format!("{id} reverted")),
+            None => silent.push(format!("{id} lost")),
+        }
+    }
+    let unnamed_lost = silent.iter().filter(|s| s.ends_with("lost")).count();
+    if unnamed_lost > 0 && unnamed_lost <= report.lost_unnamed + v.lost_unnamed {
+        silent.retain(|s| !s.ends_with("lost"));
+        tally.counted_losses += unnamed_lost;
+    }
+    for id in found.keys().filter(|id| !expected.contains_key(*id)) {
+        if !unconfirmed.contains(id) {
+            silent.push(format!("{id} back"));
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "{case}: {silent:?} without being named: {report:#?}"
+    );
+    let mut w = IndexWriter::open(&dir, config())
+        .unwrap_or_else(|e| panic!("{case}: writer after repair: {e}"));
+    w.set_ann_options(ann());
+    put(&mut w, "h", "honeydew melons|honeydew is sweet");
+    w.commit().unwrap();
+    drop(w);
+    let v = verify(&dir).unwrap();
+    assert!(
+        v.is_sound(),
+        "{case}: after repair and ingest: {:?}",
+        v.problems
+    );
+    tally.operations += 3;
+}
+
+/// The manifest matrix: every JSON-valid edit of every field of both manifests (the
+/// `keep`-th of them, from `offset`), alone and, every `with_segment`-th, with the
+/// newest segment's documents file deleted too; and a bit flipped in every `stride`-th
+/// byte of both manifests (bit `byte % 8`).
+fn manifest_matrix(keep: usize, with_segment: usize, stride: usize) -> Tally {
+    let tmp = tempfile::tempdir().unwrap();
+    let template = tmp.path().join("template");
+    let expected = build_updated(&template);
+    let work = tmp.path().join("work");
+    let mut tally = Tally::default();
+    let newest = "segments/g0000000004.docs";
+    assert!(template.join(newest).exists());
+    for file in ["MANIFEST.json", "MANIFEST.prev.json"] {
+        let bytes = fs::read(template.join(file)).unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        for (i, (what, edited)) in json_edits(&v).into_iter().enumerate() {
+            if i % keep != 0 {
+                continue;
+            }
+            let json = serde_json::to_vec_pretty(&edited).unwrap();
+            let write = |dir: &Path| fs::write(dir.join(file), &json).unwrap();
+            let case = format!("{file} {what}");
+            run_manifest_case(&template, &work, &case, &expected, &write, &mut tally);
+            if i % (keep * with_segment) == 0 {
+                let case = format!("{case} + {newest} deleted");
+                let both = |dir: &Path| {
+                    write(dir);
+                    fs::remove_file(dir.join(newest)).unwrap();
+                };
+                run_manifest_case(&template, &work, &case, &expected, &both, &mut tally);
+            }
+        }
+        for at in (0..bytes.len()).step_by(stride) {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 1 << (at % 8);
+            let write = |dir: &Path| fs::write(dir.join(file), &flipped).unwrap();
+            let case = format!("{file} bit {} of byte {at} flipped", at % 8);
+            run_manifest_case(&template, &work, &case, &expected, &write, &mut tally);
+        }
+    }
+    eprintln!("manifest matrix: {tally:?}");
+    tally
+}
+
+/// The sampled manifest matrix of CI: a sixth of the edits (a fifth of those with the
+/// newest segment lost too) and a bit flip in every 199th byte of each manifest.
+#[test]
+fn no_manifest_edit_loses_or_reverts_a_document_unnamed() {
+    let tally = manifest_matrix(6, 5, 199);
+    assert!(tally.cases > 50, "{tally:?}");
+}
+
+/// Every edit, each also with the newest segment lost, and a bit flip in every byte
+/// (`scripts/fault-matrix.sh`).
+#[test]
+#[ignore = "the full manifest matrix takes minutes: scripts/fault-matrix.sh"]
+fn full_manifest_matrix() {
+    let tally = manifest_matrix(1, 1, 1);
+    assert!(tally.cases > 1000, "{tally:?}");
+}
+
+/// Issue 63, row 5: `dimension` changed in a manifest without a checksum (in both
+/// manifests) made `repair` move every sound segment to `damaged/`, after which every
+/// ingest was refused. The segments all record the same dimension: the manifest is
+/// corrected from them and nothing is lost.
+#[test]
+fn regression_a_wrong_dimension_is_corrected_from_the_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    let before = texts(&dir);
+    for file in ["MANIFEST.json", "MANIFEST.prev.json"] {
+        edit_manifest(&dir, file, Checksum::Strip, |v| {
+            v["config"]["dimension"] = (DIM + 1).into();
+        });
+    }
+    assert!(!verify(&dir).unwrap().is_sound());
+    let report = IndexWriter::repair(&dir, &|| Some(config()), &ann()).unwrap();
+    assert!(report.lost_documents.is_empty(), "{report:?}");
+    assert_eq!(report.lost_unnamed, 0, "{report:?}");
+    assert!(verify(&dir).unwrap().is_sound());
+    assert_eq!(texts(&dir), before);
+    let mut w = IndexWriter::open(&dir, config()).unwrap();
+    put(&mut w, "g", "grapes grow in bunches|grapes are green");
+    w.commit().unwrap();
+}
+
+/// Issue 63, row 6: with a segment's `.docs` and `.ids` both lost, its documents were
+/// reported as a count ("2 whose ids are unknown"), although the BM25 index stores
+/// each chunk's document id. They are named from it.
+#[test]
+fn regression_lost_documents_are_named_from_bm25_when_the_id_list_is_lost_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idx");
+    build(&dir);
+    fs::remove_file(dir.join("segments/g0000000002.docs")).unwrap();
+    fs::remove_file(dir.join("segments/g0000000002.ids")).unwrap();
+    let report = IndexWriter::repair(&dir, &|| Some(config()), &ann()).unwrap();
+    assert_eq!(report.lost_documents, ["c", "d"], "{report:?}");
+    assert_eq!(report.lost_unnamed, 0, "{report:?}");
+    assert!(verify(&dir).unwrap().is_sound());
+    // What could still be read of the segment is kept aside, not deleted.
+    assert!(dir.join("damaged/g0000000002.vec").exists());
+}

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use excerpt::{
-    render, Engine, EngineError, FilterSpec, NoProgress, PostedDocument, QuerySpec, RenderFormat,
+    render, Engine, EngineError, FilterSpec, NoProgress, PostedDocument, PostedFormat, QuerySpec,
+    RenderFormat,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -532,6 +533,12 @@ as format \"markdown\" so its headings become sections.",
             return Err("this server does not allow writes".into());
         }
         let format = p.format.as_deref().map(str::parse).transpose()?;
+        // PDFium parses hostile PDFs with the whole memory of the process that runs it:
+        // a PDF is read only in a worker process under limits, as `excerpt ingest` and
+        // `excerpt serve` read them.
+        if format == Some(PostedFormat::Pdf) && self.options.ingest.load.pdf_worker.is_none() {
+            return Err(NO_PDF_WORKER.into());
+        }
         let posted = PostedDocument {
             id: p.id.clone(),
             title: p.title,
@@ -591,6 +598,11 @@ fn writes_marked_allowed(_: &Extensions) -> bool {
     let _ = WritesAllowed(true);
     true
 }
+
+/// What a model is told when it posts a PDF to a server that has no PDF worker.
+const NO_PDF_WORKER: &str = "ingest refused the PDF: this server reads PDFs only in a \
+worker process with memory and time limits, and none is configured (`excerpt mcp` and \
+`excerpt serve` configure one); post its text as format \"text\" or \"markdown\"";
 
 /// What a model is told when it calls `ingest` without the right to write.
 const NO_WRITES: &str = "ingest is not available: this connection may not write to the \

@@ -30,6 +30,9 @@ pub(super) fn verify(g: &Global, a: FormatArgs) -> Result<ExitCode> {
             report.documents,
             report.files.len()
         )?;
+        for n in &report.notes {
+            writeln!(stdout, "note: {}", printable(n))?;
+        }
         if report.is_sound() {
             writeln!(stdout, "no problems found")?;
         } else {
@@ -89,6 +92,17 @@ pub(super) fn repair(g: &Global, a: FormatArgs) -> Result<ExitCode> {
         }
         if report.lost_unnamed > 0 {
             writeln!(out, "  ({} whose ids are unknown)", report.lost_unnamed)?;
+        }
+    }
+    if !report.unconfirmed.is_empty() {
+        writeln!(
+            out,
+            "{} document(s) kept whose state is unconfirmed (see above; check them, then \
+             `excerpt rm` or ingest them again):",
+            report.unconfirmed.len()
+        )?;
+        for id in &report.unconfirmed {
+            writeln!(out, "  {}", printable(id))?;
         }
     }
     writeln!(

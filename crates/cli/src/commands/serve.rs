@@ -90,9 +90,17 @@ pub(super) fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
             shown_index(&g.index)
         );
     }
+    // PDFs given to the ingest tool are parsed in the caged worker, as `ingest` and
+    // `serve` parse them.
     let options = excerpt_mcp::McpOptions {
         allow_writes: a.allow_writes,
-        ingest: excerpt::IngestOptions::default(),
+        ingest: IngestOptions {
+            load: LoadOptions {
+                pdf_worker: Some(pdf_worker_of(&a.pdf)?),
+                ..LoadOptions::default()
+            },
+            ..IngestOptions::default()
+        },
     };
     excerpt_mcp::serve_stdio_blocking(engine, options)
         .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
