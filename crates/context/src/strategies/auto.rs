@@ -150,10 +150,10 @@ pub struct AutoParams {
     /// shorter range is taken only where it joins a piece (a document's closing words,
     /// a heading, a label alone are left out; 0: any length).
     pub min_piece_chars: usize,
-    /// The context holds at most this many characters per token of budget besides the
-    /// tokens themselves (default 4, about what one token of English is in the
-    /// tokenizers of common LLMs, so a context fits them too and a reader measuring it in
-    /// characters gets what was asked; 0: tokens alone bound it).
+    /// On the sentence route, the context holds at most this many characters per token
+    /// of budget besides the tokens themselves (default 4, about what one token of
+    /// English is in the tokenizers of common LLMs, so a context fits them too and a
+    /// reader measuring it in characters gets what was asked; 0: tokens alone bound it).
     pub chars_per_token: f32,
 }
 
@@ -460,7 +460,10 @@ impl Assembler for AutoParams {
         let (r, why) = route(self, req);
         notes.push(format!("auto: {why}"));
         sel.min_chars = self.min_piece_chars;
-        if self.chars_per_token > 0.0 {
+        // The bound of characters is the sentence route's: `rse` and `section` hand
+        // over runs of whole chunks, which a reader cut at the budget still reads in
+        // part, where a run refused for a few characters is lost whole.
+        if self.chars_per_token > 0.0 && r == Route::Topk {
             sel.max_chars = (req.budget as f64 * f64::from(self.chars_per_token)) as usize;
         }
         let long = self.long_segment

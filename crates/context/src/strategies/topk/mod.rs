@@ -133,8 +133,9 @@ pub struct TopkParams {
     /// instead of one by one, best first (default false; `auto` sets it).
     pub passages: bool,
     /// With `passages`: the price of one more piece, in characters at the best
-    /// sentence's value (default 200): two good sentences a few words apart read as one
-    /// passage, and a sentence alone must be worth that much more than what it displaces.
+    /// sentence's value (default 30; 0, 60 and 100 measured in docs/EVAL.md): two good
+    /// sentences a few words apart read as one passage, and a sentence alone must be
+    /// worth that much more than what it displaces.
     pub piece_chars: usize,
     /// With `passages`: at most one piece per this many tokens of budget (default 175:
     /// three pieces in 500 tokens, about one per 700 characters); 0: no bound.
@@ -144,7 +145,8 @@ pub struct TopkParams {
     /// relevant than what was chosen, in [0, 1] (default 0: the budget is filled).
     pub stop_share: f32,
     /// With `passages`: a sentence counts as its value relative to the best sentence's,
-    /// raised to this power, `> 0` (default 4; see [`crate::passages`]).
+    /// raised to this power, `> 0` (default 1.5; 0.5, 1, 2 and 4 measured in
+    /// docs/EVAL.md; see [`crate::passages`]).
     pub value_power: f32,
 }
 
@@ -171,10 +173,10 @@ impl Default for TopkParams {
             long_join: 0.0,
             long_pool_tokens: 1000,
             passages: false,
-            piece_chars: 100,
+            piece_chars: 30,
             tokens_per_piece: 175,
             stop_share: 0.0,
-            value_power: 4.0,
+            value_power: 1.5,
         }
     }
 }
