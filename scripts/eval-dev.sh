@@ -7,6 +7,12 @@
 #
 #   scripts/eval-dev.sh [STRATEGY ...]        # default: auto (topk is always included)
 #   EXCERPT_EVAL_SETS="contractnli-dev" scripts/eval-dev.sh topk auto 'rse:unit=sentence'
+#   EXCERPT_EVAL_SETS="xquad" EXCERPT_EVAL_MODES="bm25 dense hybrid" scripts/eval-dev.sh
+#
+# `xquad-LANG` is the XQuAD dev set of one language (../shared/data/xquad-dev/LANG);
+# `xquad` stands for all twelve. With $EXCERPT_EVAL_MODES, each set is run once per
+# first-stage retrieval mode (`excerpt eval --mode`) on the same index, and its rows are
+# named MODE/STRATEGY.
 #
 # A set is a folder holding corpus.jsonl and queries.jsonl (evidence spans, scored by
 # score_context.py: recall, full, precision), or pdfs/ and queries.jsonl (page evidence,
@@ -32,26 +38,43 @@ if [ ! -x "$bin" ]; then
   cargo build --release --locked -p excerpt-cli
 fi
 shared_data="$data"
+expanded=()
 for set in $sets; do
+  if [ "$set" = xquad ]; then
+    for lang in ar de el en es hi ro ru th tr vi zh; do expanded+=("xquad-$lang"); done
+  else
+    expanded+=("$set")
+  fi
+done
+modes=(${EXCERPT_EVAL_MODES:-})
+for set in "${expanded[@]}"; do
   data="$shared_data"
+  dir="$set"
   if [[ "$set" == pydocs-* ]] && [ ! -d "$data/$set" ]; then
     data=target/devdata
     [ -f "$data/$set/queries.jsonl" ] || scripts/make-pydocs-set.py "$data"
   fi
-  out="$evaldir/out-$set${EXCERPT_EVAL_TAG:-}"
-  rm -rf "$out"
-  if [ -f "$data/$set/corpus.jsonl" ]; then
-    corpus="$data/$set/corpus.jsonl"
+  if [[ "$set" == xquad-* ]]; then
+    dir="xquad-dev/${set#xquad-}"
+  fi
+  if [ -f "$data/$dir/corpus.jsonl" ]; then
+    corpus="$data/$dir/corpus.jsonl"
   else
-    corpus="$data/$set/pdfs"
+    corpus="$data/$dir/pdfs"
   fi
   args=()
   for s in "${strategies[@]}"; do args+=(--strategies "$s"); done
   for b in "${budgets[@]}"; do args+=(--budget "$b"); done
-  # shellcheck disable=SC2086
-  "$bin" --index "$evaldir/idx-$set${EXCERPT_EVAL_TAG:-}" eval --quiet \
-    --corpus "$corpus" --queries "$data/$set/queries.jsonl" \
-    --out "$out" "${args[@]}" ${EXCERPT_EVAL_ARGS:-} >/dev/null
+  outs=()
+  for mode in "${modes[@]:-}"; do
+    out="$evaldir/out-$set${EXCERPT_EVAL_TAG:-}${mode:+-$mode}"
+    rm -rf "$out"
+    # shellcheck disable=SC2086
+    "$bin" --index "$evaldir/idx-$set${EXCERPT_EVAL_TAG:-}" eval --quiet \
+      --corpus "$corpus" --queries "$data/$dir/queries.jsonl" \
+      --out "$out" "${args[@]}" ${mode:+--mode "$mode"} ${EXCERPT_EVAL_ARGS:-} >/dev/null
+    outs+=("$mode=$out")
+  done
   echo
   echo "## $set"
   echo
@@ -61,16 +84,20 @@ for set in $sets; do
     echo "| strategy | recall @2000 | @4000 | @8000 | full @2000 | @4000 | @8000 | precision @2000 | @4000 | @8000 |"
   fi
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for mode_out in "${outs[@]}"; do
+  mode=${mode_out%%=*}
+  out=${mode_out#*=}
   for f in "$out"/results-*-500.jsonl; do
     name=${f#"$out"/results-}
     name=${name%-500.jsonl}
+    row_name="${mode:+$mode/}$name"
     row=()
     if [ -d "$corpus" ]; then
       for b in "${budgets[@]}"; do
-        row+=("$(python3 "$pdf_scorer" --queries "$data/$set/queries.jsonl" \
+        row+=("$(python3 "$pdf_scorer" --queries "$data/$dir/queries.jsonl" \
           --results "$out/results-$name-$b.jsonl" --budget-chars $((b * 4)))")
       done
-      python3 - "$name" "$data/$set/queries.jsonl" "$out" "${budgets[@]}" "${row[@]}" <<'EOF'
+      python3 - "$row_name" "$data/$dir/queries.jsonl" "$out" "${budgets[@]}" "${row[@]}" <<'EOF'
 import json, sys
 name, queries, out = sys.argv[1:4]
 budgets, rows = sys.argv[4:7], [json.loads(r) for r in sys.argv[7:]]
@@ -98,15 +125,16 @@ EOF
     else
       for b in "${budgets[@]}"; do
         row+=("$(python3 "$scorer" --corpus "$corpus" \
-          --queries "$data/$set/queries.jsonl" --results "$out/results-$name-$b.jsonl" \
+          --queries "$data/$dir/queries.jsonl" --results "$out/results-$name-$b.jsonl" \
           --budget-chars $((b * 4)))")
       done
-      python3 - "$name" "${row[@]}" <<'EOF'
+      python3 - "$row_name" "${row[@]}" <<'EOF'
 import json, sys
 name, rows = sys.argv[1], [json.loads(r) for r in sys.argv[2:]]
 cells = [f"{r[k]:.3f}" for k in ("recall", "full", "precision") for r in rows]
 print(f"| `{name}` | " + " | ".join(cells) + " |")
 EOF
     fi
+  done
   done
 done
