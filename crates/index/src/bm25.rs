@@ -1,6 +1,15 @@
 //! The lexical side of the index: one tantivy document per chunk, holding the document
 //! id (raw string, for deletion and filtering), the chunk ordinal, and the searched body
-//! (chunk header and chunk text, English-stemmed). Scores are BM25 (k1 1.2, b 0.75).
+//! (chunk header and chunk text, analysed in the document's language by
+//! `excerpt_analysis`). Scores are BM25 (k1 1.2, b 0.75).
+//!
+//! The body field's tokenizer records the analysis ([`Analysis`]): `en_stem` in indexes
+//! made before analysis per language (every document English-stemmed, as they keep being
+//! written and searched), [`PER_LANGUAGE_TOKENIZER`] since. In the latter the terms of
+//! each chunk are given to tantivy pre-tokenized, analysed in the language of its
+//! document ([`document_language`]); a query is analysed in its own language when it
+//! says it clearly and the index holds documents in it, else in each language the index
+//! holds, the terms joined ([`Bm25Reader::terms`]).
 //!
 //! The id and the ordinal are fast fields too (the id since session 19), so a search reads
 //! a hit's key from columns instead of decompressing its stored document; an index made
@@ -9,6 +18,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
+use excerpt_analysis::{Analysis, Language};
 use excerpt_core::{indexed_text, Document};
 use tantivy::collector::TopDocs;
 use tantivy::columnar::{Column, StrColumn};
@@ -18,8 +28,10 @@ use tantivy::query::{
     Bm25Weight, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
+    Field, FieldType, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST,
+    STORED, STRING,
 };
+use tantivy::tokenizer::{PreTokenizedStream, PreTokenizedString, TextAnalyzer, Token};
 use tantivy::{doc, DocAddress, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::dense::TopK;
@@ -158,7 +170,7 @@ fn forced_scoring() -> Option<Scoring> {
 /// A segment's fast columns of document id and chunk ordinal.
 type KeyColumns = (StrColumn, Column<u64>);
 
-/// Fields of the BM25 schema.
+/// Fields of the BM25 schema, and the analysis its body was made with.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields {
     /// Document id, raw.
@@ -167,37 +179,146 @@ pub struct Fields {
     pub ordinal: Field,
     /// Header and chunk text.
     pub body: Field,
+    /// How the body is analysed (the body field's tokenizer says).
+    pub analysis: Analysis,
 }
 
+/// The body tokenizer of indexes made before analysis per language: English stems.
+pub const ENGLISH_TOKENIZER: &str = "en_stem";
+
+/// The body tokenizer of indexes analysed per language. Chunks are indexed
+/// pre-tokenized; the tokenizer itself (registered on every index opened) analyses a
+/// text in its detected language.
+pub const PER_LANGUAGE_TOKENIZER: &str = "excerpt_per_language";
+
 fn schema() -> (Schema, Fields) {
-    schema_with(STRING | STORED | FAST)
+    schema_with(STRING | STORED | FAST, PER_LANGUAGE_TOKENIZER)
 }
 
 /// The schema with the document id stored with `doc_id` options (indexes made before
-/// session 19 lack `FAST`).
-fn schema_with(doc_id: TextOptions) -> (Schema, Fields) {
+/// session 19 lack `FAST`) and the body analysed by `tokenizer`.
+fn schema_with(doc_id: TextOptions, tokenizer: &str) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let doc_id = b.add_text_field("doc_id", doc_id);
     let ordinal = b.add_u64_field("ordinal", STORED | FAST);
     let body_opts = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer("en_stem")
+            .set_tokenizer(tokenizer)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let body = b.add_text_field("body", body_opts);
-    (
-        b.build(),
-        Fields {
-            doc_id,
-            ordinal,
-            body,
-        },
-    )
+    let schema = b.build();
+    let fields = Fields {
+        doc_id,
+        ordinal,
+        body,
+        analysis: analysis_of_tokenizer(tokenizer),
+    };
+    (schema, fields)
 }
 
-/// Opens the on-disk BM25 index of `dir`, creating it when absent.
+/// The analysis a body tokenizer's name records.
+fn analysis_of_tokenizer(name: &str) -> Analysis {
+    if name == PER_LANGUAGE_TOKENIZER {
+        Analysis::PerLanguage
+    } else {
+        Analysis::English
+    }
+}
+
+/// The fields of an opened index's schema, and its analysis.
+fn fields_of(index: &Index) -> Result<Fields, IndexError> {
+    let schema = index.schema();
+    let field = |name: &str| {
+        schema.get_field(name).map_err(|_| {
+            IndexError::from(tantivy::TantivyError::SchemaError(format!(
+                "the BM25 index has no field {name}"
+            )))
+        })
+    };
+    let body = field("body")?;
+    let tokenizer = match schema.get_field_entry(body).field_type() {
+        FieldType::Str(options) => options
+            .get_indexing_options()
+            .map(|i| i.tokenizer().to_string()),
+        _ => None,
+    };
+    Ok(Fields {
+        doc_id: field("doc_id")?,
+        ordinal: field("ordinal")?,
+        body,
+        analysis: analysis_of_tokenizer(tokenizer.as_deref().unwrap_or(ENGLISH_TOKENIZER)),
+    })
+}
+
+/// `index` with [`PER_LANGUAGE_TOKENIZER`] registered, and its fields.
+fn registered(index: Index) -> Result<(Index, Fields), IndexError> {
+    index.tokenizers().register(
+        PER_LANGUAGE_TOKENIZER,
+        TextAnalyzer::from(DetectingTokenizer),
+    );
+    let fields = fields_of(&index)?;
+    Ok((index, fields))
+}
+
+/// The tokenizer of [`PER_LANGUAGE_TOKENIZER`]: a text analysed in its detected
+/// language (chunks are indexed pre-tokenized in their document's language instead).
+#[derive(Debug, Clone, Copy)]
+struct DetectingTokenizer;
+
+impl tantivy::tokenizer::Tokenizer for DetectingTokenizer {
+    type TokenStream<'a> = PreTokenizedStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> PreTokenizedStream {
+        PreTokenizedStream::from(pre_tokenized(
+            text.to_string(),
+            excerpt_analysis::detect(text),
+        ))
+    }
+}
+
+/// `text` analysed in `language`, as tantivy indexes a pre-tokenized value.
+fn pre_tokenized(text: String, language: Language) -> PreTokenizedString {
+    let tokens = excerpt_analysis::analyze(&text, language)
+        .into_iter()
+        .enumerate()
+        .map(|(position, t)| Token {
+            offset_from: t.start,
+            offset_to: t.end,
+            position,
+            text: t.text,
+            position_length: 1,
+        })
+        .collect();
+    PreTokenizedString { text, tokens }
+}
+
+/// The language of document `d`: the one its metadata names ([`excerpt_analysis::LANGUAGE_KEY`],
+/// set by a user or at ingest), else the one detected in its text.
+pub fn document_language(d: &Document) -> Language {
+    let set = d
+        .metadata
+        .get(excerpt_analysis::LANGUAGE_KEY)
+        .and_then(|v| v.as_str());
+    excerpt_analysis::language_of(set, d.text.as_str())
+}
+
+/// The languages of `docs`, each once, in order of first appearance.
+pub fn languages_of<'a>(docs: impl Iterator<Item = &'a Document>) -> Vec<Language> {
+    let mut out: Vec<Language> = Vec::new();
+    for d in docs {
+        let l = document_language(d);
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// Opens the on-disk BM25 index of `dir`, creating it when absent (analysed per
+/// language; an existing index keeps the analysis it was made with).
 pub fn open_or_create(dir: &Path) -> Result<(Index, Fields), IndexError> {
-    let (schema, fields) = schema();
+    let (schema, _) = schema();
     std::fs::create_dir_all(dir).map_err(IndexError::io("creating", dir))?;
     let has_meta = dir.join("meta.json").exists();
     let index = if has_meta {
@@ -205,7 +326,7 @@ pub fn open_or_create(dir: &Path) -> Result<(Index, Fields), IndexError> {
     } else {
         Index::create_in_dir(dir, schema)?
     };
-    Ok((index, fields))
+    registered(index)
 }
 
 /// Opens the on-disk BM25 index of `dir` read-only; `None` when there is none.
@@ -213,18 +334,17 @@ pub fn open_existing(dir: &Path) -> Result<Option<(Index, Fields)>, IndexError> 
     if !dir.join("meta.json").exists() {
         return Ok(None);
     }
-    let (_, fields) = schema();
-    Ok(Some((Index::open_in_dir(dir)?, fields)))
+    registered(Index::open_in_dir(dir)?).map(Some)
 }
 
 /// A fresh in-memory BM25 index holding `docs` (used when the on-disk one does not
-/// match the manifest and cannot be repaired by a reader).
+/// match the manifest and cannot be repaired by a reader), analysed per language.
 pub fn build_in_ram<'a>(
     docs: impl Iterator<Item = &'a Document>,
     headers: bool,
 ) -> Result<(Index, Fields), IndexError> {
-    let (schema, fields) = schema();
-    let index = Index::create_in_ram(schema);
+    let (schema, _) = schema();
+    let (index, fields) = registered(Index::create_in_ram(schema))?;
     let mut w: tantivy::IndexWriter<TantivyDocument> =
         index.writer_with_num_threads(1, 50_000_000)?;
     for d in docs {
@@ -338,13 +458,25 @@ pub fn add_document(
     d: &Document,
     headers: bool,
 ) -> Result<(), IndexError> {
+    let language = match f.analysis {
+        Analysis::English => None,
+        Analysis::PerLanguage => Some(document_language(d)),
+    };
     for c in &d.chunks {
         let body = indexed_text(d, c, headers);
-        w.add_document(doc!(
-            f.doc_id => d.id.as_str(),
-            f.ordinal => c.ordinal as u64,
-            f.body => body,
-        ))?;
+        let doc = match language {
+            None => doc!(
+                f.doc_id => d.id.as_str(),
+                f.ordinal => c.ordinal as u64,
+                f.body => body,
+            ),
+            Some(language) => doc!(
+                f.doc_id => d.id.as_str(),
+                f.ordinal => c.ordinal as u64,
+                f.body => pre_tokenized(body, language),
+            ),
+        };
+        w.add_document(doc)?;
     }
     Ok(())
 }
@@ -365,6 +497,9 @@ pub struct Bm25Reader {
     /// one and the memory kept is bounded (4 bytes a chunk of the largest segment,
     /// times the cores) however many threads search.
     sums: std::sync::Mutex<Vec<TermSums>>,
+    /// The languages of the indexed documents (an index analysed per language), in
+    /// which a query whose language is unclear is analysed.
+    languages: Vec<Language>,
 }
 
 impl std::fmt::Debug for Bm25Reader {
@@ -387,7 +522,20 @@ impl Bm25Reader {
             searcher,
             fields,
             sums: std::sync::Mutex::new(Vec::new()),
+            languages: Vec::new(),
         })
+    }
+
+    /// The reader, knowing that the indexed documents are in `languages` (see
+    /// [`Bm25Reader::terms`]; [`languages_of`] the documents).
+    pub fn with_languages(mut self, languages: Vec<Language>) -> Self {
+        self.languages = languages;
+        self
+    }
+
+    /// The analysis the index was made with.
+    pub fn analysis(&self) -> Analysis {
+        self.fields.analysis
     }
 
     /// The commit payload of the pinned searcher's index.
@@ -400,9 +548,32 @@ impl Bm25Reader {
         self.searcher.num_docs()
     }
 
-    /// The analysed terms of `text` (lower-cased, stemmed), deduplicated, in first
-    /// occurrence order.
+    /// The analysed terms of `text` (segmented, normalised, stemmed), deduplicated, in
+    /// first occurrence order. In an index analysed per language: in the query's
+    /// language when [`excerpt_analysis::detect_query`] tells it and documents in it are
+    /// indexed (or when the index holds one language only), else in every language of
+    /// the index ([`Bm25Reader::with_languages`]), the terms of each joined (a term is
+    /// searched once).
     pub fn terms(&self, text: &str) -> Result<Vec<String>, IndexError> {
+        if self.fields.analysis == Analysis::PerLanguage {
+            let detected = excerpt_analysis::detect_query(text);
+            let languages: Vec<Language> = match (detected, self.languages.as_slice()) {
+                (_, [one]) => vec![*one],
+                (Some(l), held) if held.contains(&l) => vec![l],
+                (detected, []) => vec![detected.unwrap_or_else(|| excerpt_analysis::detect(text))],
+                (_, held) => held.to_vec(),
+            };
+            let mut seen = BTreeSet::new();
+            let mut out = Vec::new();
+            for l in languages {
+                for t in excerpt_analysis::analyze(text, l) {
+                    if seen.insert(t.text.clone()) {
+                        out.push(t.text);
+                    }
+                }
+            }
+            return Ok(out);
+        }
         let mut analyzer = self.index.tokenizer_for_field(self.fields.body)?;
         let mut stream = analyzer.token_stream(text);
         let mut seen = BTreeSet::new();
@@ -820,6 +991,101 @@ mod tests {
         reader_committing(schema, chunks, 3)
     }
 
+    /// The schema of indexes made before analysis per language (English stems).
+    fn english_schema() -> (Schema, Fields) {
+        schema_with(STRING | STORED | FAST, ENGLISH_TOKENIZER)
+    }
+
+    #[test]
+    fn english_analysis_gives_the_terms_of_tantivys_en_stem() {
+        let text = "The Panthers' defense gave up 308 points, and RUNNING backs ran 3.14 \
+                    naïve café-style Ωmega σοφία Überraschungsmomentmomentmomentmomente \
+                    strongest flies 中文 x";
+        let index = Index::create_in_ram(english_schema().0);
+        let mut analyzer = index.tokenizers().get(ENGLISH_TOKENIZER).unwrap();
+        let mut stream = analyzer.token_stream(text);
+        let mut theirs = Vec::new();
+        while stream.advance() {
+            let t = stream.token();
+            theirs.push((t.text.clone(), t.offset_from, t.offset_to));
+        }
+        let ours: Vec<_> = excerpt_analysis::english(text)
+            .into_iter()
+            .map(|t| (t.text, t.start, t.end))
+            .collect();
+        assert_eq!(ours, theirs);
+    }
+
+    /// A document of `language` (its metadata says so) holding `text` in one chunk.
+    fn document(id: &str, language: &str, text: &str) -> Document {
+        let idx = excerpt_core::CharIndex::new(text);
+        let range = idx.range(0, text.len()).unwrap();
+        let mut metadata = serde_json::Map::new();
+        metadata.insert(
+            excerpt_analysis::LANGUAGE_KEY.into(),
+            serde_json::Value::String(language.into()),
+        );
+        Document {
+            id: id.into(),
+            title: String::new(),
+            source: None,
+            metadata,
+            hash: String::new(),
+            text: text.into(),
+            sections: vec![],
+            chunks: vec![excerpt_core::Chunk {
+                ordinal: 0,
+                range,
+                section: None,
+                tokens: 0,
+                context: None,
+            }],
+            sentences: vec![range],
+            pages: vec![],
+        }
+    }
+
+    #[test]
+    fn a_word_of_chinese_or_thai_text_is_found_alone() {
+        // Space-splitting makes each of these one long "word", which the one-word query
+        // never matches.
+        let docs = [
+            document(
+                "zh",
+                "zh",
+                "北京是中华人民共和国的首都，也是全国的政治和文化中心。",
+            ),
+            document(
+                "th",
+                "th",
+                "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทยและเป็นเมืองที่ใหญ่ที่สุด",
+            ),
+            document(
+                "en",
+                "en",
+                "Paris is the capital of France and its largest city.",
+            ),
+        ];
+        let (index, f) = build_in_ram(docs.iter(), false).unwrap();
+        assert_eq!(f.analysis, Analysis::PerLanguage);
+        let r = Bm25Reader::new(index, f)
+            .unwrap()
+            .with_languages(languages_of(docs.iter()));
+        for (query, doc) in [("首都", "zh"), ("ประเทศ", "th"), ("capitals", "en")] {
+            let hits = r.search(query, 3, None).unwrap();
+            assert_eq!(
+                hits.first().map(|h| h.0.as_str()),
+                Some(doc),
+                "{query}: {hits:?} (terms {:?})",
+                r.terms(query).unwrap()
+            );
+        }
+        // An English index of the same text (the analysis of indexes made before) is
+        // blind to the Chinese word.
+        let old = reader(english_schema(), &[("zh", 0, docs[0].text.as_str())]);
+        assert!(old.search("首都", 3, None).unwrap().is_empty());
+    }
+
     /// [`reader`], committing every `every` chunks.
     fn reader_committing(
         (schema, f): (Schema, Fields),
@@ -852,8 +1118,8 @@ mod tests {
             ("d3", 1, "beta"),
             ("d10", 4, "gamma alpha beta"),
         ];
-        let fast = reader(schema(), &chunks);
-        let stored = reader(schema_with(STRING | STORED), &chunks);
+        let fast = reader(english_schema(), &chunks);
+        let stored = reader(schema_with(STRING | STORED, ENGLISH_TOKENIZER), &chunks);
         assert!(fast.key_columns(0).is_some(), "the id is a fast field");
         assert!(
             stored.key_columns(0).is_none(),
@@ -883,8 +1149,12 @@ mod tests {
         let chunks: Vec<(&str, u64, &str)> = (0..3000)
             .map(|i| (ids[i % 700].as_str(), (i / 700) as u64, bodies[i].as_str()))
             .collect();
-        let fast = reader_committing(schema(), &chunks, 1800);
-        let stored = reader_committing(schema_with(STRING | STORED), &chunks, 1800);
+        let fast = reader_committing(english_schema(), &chunks, 1800);
+        let stored = reader_committing(
+            schema_with(STRING | STORED, ENGLISH_TOKENIZER),
+            &chunks,
+            1800,
+        );
         assert_eq!(fast.searcher.segment_readers().len(), 2);
         for q in ["revenue", "w3 w7 report", "w12"] {
             let a = fast.search(q, 900, None).unwrap();
@@ -935,7 +1205,7 @@ mod tests {
             })
             .collect();
         let ids: Vec<String> = (0..90).map(|d| format!("doc{d:02}")).collect();
-        let (schema, f) = schema();
+        let (schema, f) = english_schema();
         let index = Index::create_in_ram(schema);
         let mut w: tantivy::IndexWriter<TantivyDocument> =
             index.writer_with_num_threads(1, 15_000_000).unwrap();

@@ -119,6 +119,20 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
+/// `reader`, told the languages of `docs` when its index is analysed per language.
+fn with_document_languages<'a>(
+    reader: Bm25Reader,
+    docs: impl Iterator<Item = &'a Document>,
+) -> Bm25Reader {
+    match reader.analysis() {
+        excerpt_analysis::Analysis::English => reader,
+        excerpt_analysis::Analysis::PerLanguage => {
+            let languages = bm25::languages_of(docs);
+            reader.with_languages(languages)
+        }
+    }
+}
+
 impl Snapshot {
     /// Opens the latest committed generation of the index in `dir`.
     ///
@@ -248,6 +262,7 @@ impl Snapshot {
                 (Bm25Reader::new(index, fields)?, true)
             }
         };
+        let bm25 = with_document_languages(bm25, docs.iter().map(|d| d.as_ref()));
         Ok(Snapshot {
             dir: dir.to_path_buf(),
             manifest,
@@ -619,6 +634,7 @@ impl Snapshot {
                         self.manifest.config.headers,
                     )
                     .and_then(|(index, fields)| Bm25Reader::new(index, fields))
+                    .map(|r| with_document_languages(r, self.docs.iter().map(|d| d.as_ref())))
                     .ok()
                 });
                 match rebuilt {
@@ -660,6 +676,13 @@ impl Snapshot {
     /// The analysed query terms BM25 searches for.
     pub fn bm25_terms(&self, text: &str) -> Result<Vec<String>, IndexError> {
         self.bm25.terms(text)
+    }
+
+    /// How the BM25 index analyses text: [`excerpt_analysis::Analysis::English`] for an
+    /// index made before analysis per language (rebuild it, in a new index directory, to
+    /// analyse each document in its language).
+    pub fn bm25_analysis(&self) -> excerpt_analysis::Analysis {
+        self.bm25.analysis()
     }
 
     /// Figures about this snapshot, its damage complete: every vectors file is

@@ -158,14 +158,16 @@ struct Piece {
 /// A whitespace-only piece at the end of a region joins the chunk before it when the
 /// limit allows. `tokens` is filled for every chunk when a counter is given. Empty text
 /// gives no chunks and no sentences. The hash covers id, title, metadata (JSON), text and
-/// the chunker config.
+/// the chunker config. The document's language is recorded in its metadata
+/// ([`excerpt_analysis::LANGUAGE_KEY`]) unless the metadata names one: detected from the
+/// text, after the hash is taken.
 pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document, IngestError> {
     let reserved = opts.reserved_tokens(&parsed);
     let ParsedDocument {
         id,
         title,
         source,
-        metadata,
+        mut metadata,
         text,
         sections,
         atomic,
@@ -235,6 +237,15 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         config_str.as_bytes(),
     ]);
     drop(idx);
+    // The language is recorded after the hash: a document ingested before languages
+    // were keeps its hash (and is not re-embedded); one set by the user is kept.
+    if !metadata.contains_key(excerpt_analysis::LANGUAGE_KEY) {
+        let language = excerpt_analysis::detect(&text);
+        metadata.insert(
+            excerpt_analysis::LANGUAGE_KEY.into(),
+            serde_json::Value::String(language.code().into()),
+        );
+    }
     let doc = Document {
         id,
         title,

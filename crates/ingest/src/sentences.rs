@@ -15,7 +15,7 @@ pub fn split_sentences(text: &str) -> Vec<(usize, usize)> {
     // Leading whitespace-only pieces waiting for a sentence.
     let mut lead: Option<usize> = None;
     for (start, piece) in text.split_sentence_bound_indices() {
-        for (s, p) in split_lines(start, piece) {
+        for (s, p) in split_lines(start, piece).flat_map(|(s, p)| split_at_thai_spaces(s, p)) {
             let end = s + p.len();
             if p.trim().is_empty() {
                 match out.last_mut() {
@@ -33,6 +33,40 @@ pub fn split_sentences(text: &str) -> Vec<(usize, usize)> {
         // Only whitespace: one sentence.
         out.push((s, text.len()));
     }
+    out
+}
+
+/// Whether `c` is a letter or mark of the Thai or Lao script.
+fn is_thai(c: char) -> bool {
+    matches!(c as u32, 0x0E00..=0x0EFF)
+}
+
+/// Splits a piece after each run of spaces between two Thai (or Lao) characters: those
+/// scripts put no space between words and a space between sentences, which UAX #29 does
+/// not know (a Thai paragraph is one sentence to it). The spaces stay with the sentence
+/// before them.
+fn split_at_thai_spaces(start: usize, piece: &str) -> Vec<(usize, &str)> {
+    if piece.is_ascii() || !piece.chars().any(is_thai) {
+        return vec![(start, piece)];
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    let mut prev_thai = false;
+    let mut spaces: Option<usize> = None;
+    for (at, c) in piece.char_indices() {
+        if c == ' ' || c == '\u{a0}' {
+            if prev_thai && spaces.is_none() {
+                spaces = Some(at);
+            }
+            continue;
+        }
+        if spaces.take().is_some() && is_thai(c) && at > from {
+            out.push((start + from, &piece[from..at]));
+            from = at;
+        }
+        prev_thai = is_thai(c);
+    }
+    out.push((start + from, &piece[from..]));
     out
 }
 
@@ -57,6 +91,21 @@ mod tests {
             .iter()
             .map(|&(a, b)| &text[a..b])
             .collect()
+    }
+
+    #[test]
+    fn a_space_between_thai_words_ends_a_sentence() {
+        let text = "กรุงเทพมหานครเป็นเมืองหลวง ประเทศไทยมีประชากรมาก\nNext line.";
+        assert_eq!(
+            texts(text),
+            vec![
+                "กรุงเทพมหานครเป็นเมืองหลวง ",
+                "ประเทศไทยมีประชากรมาก\n",
+                "Next line."
+            ]
+        );
+        // Between a Thai word and a Latin one, a space is only a space.
+        assert_eq!(texts("ภาษา Thai ภาษา"), vec!["ภาษา Thai ภาษา"]);
     }
 
     #[test]

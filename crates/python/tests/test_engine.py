@@ -113,7 +113,8 @@ def test_in_memory_documents_metadata_and_where(tmp_path):
     assert report["added"] == 2
     listing = {d["id"]: d for d in engine.documents()}
     assert listing["b"]["title"] == "Keys"
-    assert listing["a"]["metadata"] == {"team": "travel"}
+    # The language detected at ingest is recorded beside the metadata given.
+    assert listing["a"]["metadata"] == {"team": "travel", "language": "eng"}
     ctx = engine.query("when does the train leave?", where="team=infra", budget=300)
     assert {p.doc_id for p in ctx.pieces} == {"b"}
     assert engine.remove(["a"]) == ["a"]

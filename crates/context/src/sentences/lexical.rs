@@ -4,9 +4,11 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Tokens of a text for lexical matching: lower-cased alphanumeric runs without English
-/// function words, reduced to their Snowball (Porter 2) English stems, so that
-/// "disclosure" meets "disclosed" and "terminates" meets "termination".
+/// Tokens of a text for lexical matching: its words ([`words`]) lower-cased, without
+/// English function words, reduced to their Snowball stems (Porter 2 English for Latin
+/// letters, so that "disclosure" meets "disclosed" and "terminates" meets "termination";
+/// Russian, Greek, Arabic and Hindi stems in their scripts; none in others, as
+/// `excerpt_analysis::stem_by_script`).
 pub(crate) fn terms(text: &str) -> Vec<String> {
     let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
     let memo = memo.get_or_insert_with(TermMemo::default);
@@ -15,10 +17,39 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The alphanumeric runs of `text`, as [`terms`] reads them.
-pub(crate) fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+/// The words of `text`, as [`terms`] reads them: its alphanumeric runs, or, in a text of
+/// a script that runs do not cut into words (Chinese, Thai, the viramas of Hindi…), the
+/// words `excerpt_analysis::segment_words` finds.
+pub(crate) fn words(text: &str) -> Words<'_> {
+    if excerpt_analysis::needs_segmentation(text) {
+        Words::Segmented(excerpt_analysis::segment_words(text).into_iter())
+    } else {
+        Words::Runs(text.split(not_alphanumeric as fn(char) -> bool))
+    }
+}
+
+/// Whether `c` separates alphanumeric runs.
+fn not_alphanumeric(c: char) -> bool {
+    !c.is_alphanumeric()
+}
+
+/// The iterator of [`words`].
+pub(crate) enum Words<'a> {
+    /// Alphanumeric runs (empty ones skipped).
+    Runs(std::str::Split<'a, fn(char) -> bool>),
+    /// Segmented words.
+    Segmented(std::vec::IntoIter<&'a str>),
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        match self {
+            Words::Runs(runs) => runs.find(|w| !w.is_empty()),
+            Words::Segmented(words) => words.next(),
+        }
+    }
 }
 
 /// The term memo, locked for a run of lookups (one lock for a sentence's words rather
@@ -59,11 +90,8 @@ fn remembered_term(memo: &mut TermMemo, word: &str) -> Option<String> {
         return t.as_deref().map(str::to_string);
     }
     let lower = word.to_lowercase();
-    let t = (!STOP.contains(&lower.as_str())).then(|| {
-        frostem::Stemmer::new(frostem::Algorithm::English)
-            .stem(&lower)
-            .into_owned()
-    });
+    let t = (!STOP.contains(&lower.as_str()))
+        .then(|| excerpt_analysis::stem_by_script(&lower).into_owned());
     if memo.len() >= TERM_MEMO_WORDS {
         memo.clear();
     }
