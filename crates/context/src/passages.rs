@@ -285,10 +285,9 @@ mod tests {
                     value += weights[j];
                     cost += u.tokens;
                     if jn {
-                        if j == 0 || taken >> (j - 1) & 1 == 0 || u.gap_tokens.is_none() {
-                            ok = false;
-                        } else {
-                            cost += u.gap_tokens.unwrap();
+                        match u.gap_tokens {
+                            Some(g) if j > 0 && taken >> (j - 1) & 1 == 1 => cost += g,
+                            _ => ok = false,
                         }
                     } else {
                         pieces += 1;

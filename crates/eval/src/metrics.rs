@@ -940,7 +940,7 @@ mod tests {
         assert_eq!((s.pieces, s.whole, s.tiny, s.piece_chars), (4, 3, 3, 150));
         // a-pairs: (6, 0) out of order, (6, 10) and (0, 10) in order.
         assert_eq!((s.pairs, s.ordered, s.grouped), (3, 2, Some(false)));
-        let sum = summarize(&[s.clone()]);
+        let sum = summarize(std::slice::from_ref(&s));
         assert_eq!((sum.whole, sum.tiny, sum.piece_chars), (0.75, 0.75, 37.5));
         assert!((sum.in_order - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(sum.grouped, 0.0);
