@@ -129,7 +129,7 @@ pub struct TopkParams {
     /// ten (docs/EVAL.md, session 23).
     pub long_pool_tokens: usize,
     /// With `unit = sentence`: the sentences are chosen as passages, the budget-optimal
-    /// runs of consecutive sentences with a price per piece ([`crate::passages`]),
+    /// runs of consecutive sentences with a price per piece (the `passages` module),
     /// instead of one by one, best first (default false; `auto` sets it).
     pub passages: bool,
     /// With `passages`: the price of one more piece, in characters at the best
@@ -146,7 +146,7 @@ pub struct TopkParams {
     pub stop_share: f32,
     /// With `passages`: a sentence counts as its value relative to the best sentence's,
     /// raised to this power, `> 0` (default 1.5; 0.5, 1, 2 and 4 measured in
-    /// docs/EVAL.md; see [`crate::passages`]).
+    /// docs/EVAL.md; see the `passages` module).
     pub value_power: f32,
 }
 
