@@ -181,8 +181,8 @@ pub(crate) struct Selection<'a> {
     /// strategy sets it).
     pub join_share: f32,
     /// A range that would be a piece of its own (it touches no chosen run) shorter than
-    /// this many characters is refused: a heading, a sign-off or a label alone tells the
-    /// reader nothing (0: any length).
+    /// this many characters is refused, unless it is its whole document: a heading, a
+    /// sign-off or a label alone tells the reader nothing (0: any length).
     pub min_chars: usize,
     /// The most characters all pieces may hold together (0: no bound besides the
     /// tokens), so that a context also fits tokenizers less thrifty than the budget's.
@@ -320,7 +320,9 @@ impl<'a> Selection<'a> {
         } else {
             (lo, hi)
         };
-        if lo == hi && range.char_len() < self.min_chars {
+        // A document shorter than the bound is a piece whole.
+        let whole = range.byte_start == 0 && range.byte_end == doc.text.len();
+        if lo == hi && range.char_len() < self.min_chars && !whole {
             return false;
         }
         let mut cover = range;

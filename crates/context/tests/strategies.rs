@@ -2190,7 +2190,7 @@ fn passages_join_neighbouring_sentences_and_keep_reading_order() {
     let hits = vec![hit(1, 0, 0.95), hit(0, 0, 0.9), hit(0, 2, 0.85)];
     let greedy: StrategyConfig = "topk:unit=sentence,order=score".parse().unwrap();
     let planned: StrategyConfig =
-        "topk:unit=sentence,passages=true,piece_chars=30,tokens_per_piece=0"
+        "topk:unit=sentence,passages=true,piece_chars=10,value_power=4,tokens_per_piece=0"
             .parse()
             .unwrap();
     let r = req(&c, &hits, 28, None, None);

@@ -4,6 +4,7 @@
 use excerpt_core::{Document, TextRange};
 
 use crate::context::AssembleRequest;
+use crate::near::sentence_near;
 use crate::passages::{plan, PassagePlan, Unit};
 use crate::selection::Selection;
 use crate::sentences::lead::lead_out;
@@ -147,13 +148,63 @@ pub(super) fn take_passages(
             .collect();
         hits.sort_unstable();
         hits.dedup();
-        let range = first.range.cover(&last.range);
+        let range = at_least(doc, first.range.cover(&last.range), sel.min_chars);
         if sel.try_add(first.doc, doc, range, best, best, &hits) {
             taken.runs += 1;
             taken.units += r.last - r.first + 1;
         }
     }
+    // Budget the plan left (a piece not worth its price, or one that missed after exact
+    // counting) goes to the best units not taken, while pieces are allowed.
+    let allowed = match params.tokens_per_piece {
+        0 => usize::MAX,
+        t => req.budget.div_ceil(t).max(1),
+    };
+    let mut rest: Vec<&Candidate> = kept.iter().collect();
+    rest.sort_by(|a, b| {
+        b.value
+            .total_cmp(&a.value)
+            .then(a.doc.cmp(&b.doc))
+            .then(a.range.byte_start.cmp(&b.range.byte_start))
+    });
+    for c in rest {
+        if sel.remaining() == 0 || sel.pieces() >= allowed {
+            break;
+        }
+        let Some(doc) = req.corpus.document(c.doc) else {
+            continue;
+        };
+        if sel.overlaps(c.doc, c.range) {
+            continue;
+        }
+        let range = at_least(doc, c.range, sel.min_chars);
+        if sel.try_add(c.doc, doc, range, c.value, c.value, &c.chunks) {
+            taken.runs += 1;
+            taken.units += 1;
+        }
+    }
     taken
+}
+
+/// `range` grown by the sentences after it, then before it, until it holds at least
+/// `min` characters or the document ends: a short passage is read with its neighbours
+/// rather than refused.
+fn at_least(doc: &Document, range: TextRange, min: usize) -> TextRange {
+    let mut r = range;
+    if r.char_len() >= min {
+        return r;
+    }
+    let mut next = sentence_near(doc, r.byte_end, |s| s.byte_end <= r.byte_end);
+    while r.char_len() < min && next < doc.sentences.len() {
+        r = r.cover(&doc.sentences[next]);
+        next += 1;
+    }
+    let mut prev = sentence_near(doc, r.byte_start, |s| s.byte_end <= r.byte_start);
+    while r.char_len() < min && prev > 0 {
+        prev -= 1;
+        r = r.cover(&doc.sentences[prev]);
+    }
+    r
 }
 
 /// The text between two ranges of one document, `a` before `b`.
