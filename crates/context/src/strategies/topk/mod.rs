@@ -300,20 +300,16 @@ fn topk_sentences(
             tokens_per_piece: p.tokens_per_piece,
             power: p.value_power,
         };
-        let best = sentences.first().map_or(0.0, |s| s.value);
-        let kept: Vec<_> = sentences
-            .iter()
-            .filter(|s| s.value >= p.stop_share * best)
-            .cloned()
-            .collect();
-        if kept.len() < sentences.len() {
+        // Sentences come best first: the least value taken is a share of the first's.
+        let least = p.stop_share * sentences.first().map_or(0.0, |s| s.value);
+        let below = sentences.iter().filter(|s| s.value < least).count();
+        if below > 0 {
             notes.push(format!(
-                "topk: {} sentence(s) below {} of the best left out",
-                sentences.len() - kept.len(),
+                "topk: {below} sentence(s) below {} of the best left out",
                 p.stop_share
             ));
         }
-        let t = take_passages(params, &kept, &added, req, sel);
+        let t = take_passages(params, &sentences, least, &added, req, sel);
         notes.push(format!(
             "topk: {} passage(s) of {} sentence(s), of {} sentence(s) of the best {} hit(s) (a piece priced at {} characters, at most one per {} tokens), {} lead-in(s) followed by what they introduce",
             t.runs,

@@ -35,18 +35,20 @@ struct Candidate {
     chunks: Vec<u32>,
 }
 
-/// Plans passages over `sentences` (valued, any order) for the budget `sel` has left
-/// and adds them. `added`: candidates a strategy added itself (no piece's hits).
+/// Plans passages over `sentences` (valued, any order) worth at least `least` for the
+/// budget `sel` has left and adds them. `added`: candidates a strategy added itself (no
+/// piece's hits).
 pub(super) fn take_passages(
     params: PassagePlan,
     sentences: &[SentenceHit],
+    least: f32,
     added: &[excerpt_core::ChunkKey],
     req: &AssembleRequest<'_>,
     sel: &mut Selection<'_>,
 ) -> Taken {
     let mut cands: Vec<Candidate> = sentences
         .iter()
-        .filter(|s| !sel.overlaps(s.doc, s.range))
+        .filter(|s| s.value >= least && !sel.overlaps(s.doc, s.range))
         .map(|s| Candidate {
             doc: s.doc,
             range: s.range,
@@ -113,10 +115,11 @@ pub(super) fn take_passages(
     // keeps a run from missing the budget by the few tokens its joins may add.
     let slack = (budget / 50).min(16);
     // The bound on pieces is the request's: pieces already chosen count against it.
-    let max_pieces = match params.tokens_per_piece {
+    let allowed = match params.tokens_per_piece {
         0 => usize::MAX,
-        t => req.budget.div_ceil(t).max(1).saturating_sub(sel.pieces()),
+        t => req.budget.div_ceil(t).max(1),
     };
+    let max_pieces = allowed.saturating_sub(sel.pieces());
     let runs = plan(&units, budget.saturating_sub(slack), params, max_pieces);
     // Best run first, so that what does not fit after exact counting is the weakest.
     let mut order: Vec<(f32, usize)> = runs
@@ -156,10 +159,6 @@ pub(super) fn take_passages(
     }
     // Budget the plan left (a piece not worth its price, or one that missed after exact
     // counting) goes to the best units not taken, while pieces are allowed.
-    let allowed = match params.tokens_per_piece {
-        0 => usize::MAX,
-        t => req.budget.div_ceil(t).max(1),
-    };
     let mut rest: Vec<&Candidate> = kept.iter().collect();
     rest.sort_by(|a, b| {
         b.value
