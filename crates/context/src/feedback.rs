@@ -26,7 +26,7 @@ use excerpt_core::ChunkKey;
 use crate::context::Corpus;
 use crate::near::sentence_near;
 use crate::sentences::lexical::weighted_id_scores;
-use crate::sentences::term_ids::SentenceTerms;
+use crate::memo::Memo;
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the
@@ -46,7 +46,8 @@ pub fn feedback_terms(
     // in the order they first appear, sentences first, then the query's.
     let mut seen: FastSet<(u32, usize)> = FastSet::default();
     let mut texts: Vec<Vec<u32>> = Vec::new();
-    let mut table = SentenceTerms::lock();
+    let memo = Memo::of(corpus);
+    let mut table = memo.sentence_terms();
     let mut vocab = table.numbering();
     for key in keys {
         let Some(doc) = corpus.document(key.doc) else {

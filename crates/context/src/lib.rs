@@ -18,6 +18,7 @@ mod assemble;
 mod context;
 mod error;
 mod feedback;
+mod memo;
 mod near;
 mod optimal;
 mod passages;

@@ -7,6 +7,8 @@
 //! binary: no network access, no files at run time. Each encoding is deserialized once
 //! per process, on first use.
 
+use std::cell::RefCell;
+
 use crate::context::LlmTokens;
 use crate::error::ContextError;
 use crate::pieces::cl100k_pieces;
@@ -18,6 +20,9 @@ use crate::pieces::cl100k_pieces;
 pub struct TiktokenCounter {
     bpe: &'static bpe_openai::Tokenizer,
     name: &'static str,
+    /// The counts of short pieces ([`MEMO_PIECE_BYTES`]), one memo per thread that
+    /// counts with this counter: the counter's own, dropped with it.
+    pieces: thread_local::ThreadLocal<RefCell<PieceMemo>>,
 }
 
 impl std::fmt::Debug for TiktokenCounter {
@@ -44,7 +49,11 @@ impl TiktokenCounter {
                 })
             }
         };
-        Ok(TiktokenCounter { bpe, name })
+        Ok(TiktokenCounter {
+            bpe,
+            name,
+            pieces: thread_local::ThreadLocal::new(),
+        })
     }
 
     /// `cl100k_base`.
@@ -62,32 +71,29 @@ impl LlmTokens for TiktokenCounter {
     /// (the crate's regex only where the text is not ASCII).
     fn count(&self, text: &str) -> usize {
         let text = self.bpe.normalize(text);
-        PIECE_COUNTS.with(|memo| {
-            let mut memo = memo.borrow_mut();
-            let memo = memo.entry(self.name).or_default();
-            let mut piece_count = |piece: &str| {
-                if piece.len() > MEMO_PIECE_BYTES {
-                    return self.bpe.bpe.count(piece.as_bytes());
-                }
-                if let Some(&n) = memo.get(piece) {
-                    return n as usize;
-                }
-                let n = self.bpe.bpe.count(piece.as_bytes());
-                if memo.len() >= MEMO_PIECES {
-                    memo.clear();
-                }
-                memo.insert(piece.into(), n as u32);
-                n
-            };
-            if self.name == "cl100k_base" {
-                // The same pieces as the crate's split, most without its regex.
-                let mut total = 0;
-                cl100k_pieces(self.bpe, text.as_str(), |piece| total += piece_count(piece));
-                total
-            } else {
-                self.bpe.split(text.as_str()).map(piece_count).sum()
+        let mut memo = self.pieces.get_or_default().borrow_mut();
+        let mut piece_count = |piece: &str| {
+            if piece.len() > MEMO_PIECE_BYTES {
+                return self.bpe.bpe.count(piece.as_bytes());
             }
-        })
+            if let Some(&n) = memo.get(piece) {
+                return n as usize;
+            }
+            let n = self.bpe.bpe.count(piece.as_bytes());
+            if memo.len() >= MEMO_PIECES {
+                memo.clear();
+            }
+            memo.insert(piece.into(), n as u32);
+            n
+        };
+        if self.name == "cl100k_base" {
+            // The same pieces as the crate's split, most without its regex.
+            let mut total = 0;
+            cl100k_pieces(self.bpe, text.as_str(), |piece| total += piece_count(piece));
+            total
+        } else {
+            self.bpe.split(text.as_str()).map(piece_count).sum()
+        }
     }
     fn name(&self) -> &str {
         self.name
@@ -103,17 +109,11 @@ impl LlmTokens for TiktokenCounter {
 /// Longest piece whose count [`TiktokenCounter::count`] remembers, in bytes.
 const MEMO_PIECE_BYTES: usize = 32;
 
-/// Pieces whose count one thread remembers per encoding before it starts again (a few
+/// Pieces whose count a counter remembers per thread before it starts again (a few
 /// megabytes at most).
 const MEMO_PIECES: usize = 1 << 16;
 
 type PieceMemo = std::collections::HashMap<Box<str>, u32, foldhash::fast::RandomState>;
-
-thread_local! {
-    /// The counts of short pieces, by encoding name, on this thread.
-    static PIECE_COUNTS: std::cell::RefCell<std::collections::HashMap<&'static str, PieceMemo>> =
-        std::cell::RefCell::default();
-}
 
 /// `text.split_whitespace().count()`, several times faster: `rse` takes the lower bound
 /// of every chunk within reach of a hit, a few megabytes of text for a long question.

@@ -138,7 +138,7 @@ impl CosineTo {
     }
 }
 pub use offsets::{CharIndex, TextRange};
-pub use query::{Context, Corpus, Hit, Piece, PieceOrder, Timings};
+pub use query::{Context, Corpus, Derived, Hit, Piece, PieceOrder, Timings};
 pub use rerank::Reranker;
 pub use vector::{normalize, NORM_EPSILON};
 

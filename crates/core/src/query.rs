@@ -3,7 +3,9 @@
 //! ([`Timings`]); and what assembly hands to every front end: the [`Context`] of exact
 //! [`Piece`]s in a [`PieceOrder`].
 
+use std::any::Any;
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +54,43 @@ pub trait Corpus: Sync {
     /// decoded where it keeps them smaller. Default: none stored.
     fn sentence_vector(&self, _doc: u32, _sentence: usize) -> Option<Cow<'_, [f32]>> {
         None
+    }
+    /// The slot where context assembly keeps what it derives from this collection's
+    /// documents alone ([`Derived`]). Whoever owns the documents owns it: the embedded
+    /// index's snapshot keeps one for as long as it lives, a corpus fetched for one query
+    /// keeps one for that query.
+    fn derived(&self) -> &Derived;
+}
+
+/// What context assembly derives from a collection's documents alone, kept by the owner
+/// of the documents (a snapshot), so that it lives exactly as long as the documents it
+/// was derived from: which documents are transcripts, their headings' terms, their
+/// sentence units, the stems of their words. Filled on first use by the one crate that
+/// reads it (`excerpt-context`), opaque to everyone else. Every entry is a pure function
+/// of the documents, so a query's result never depends on what was derived before it;
+/// only its cost does.
+#[derive(Default)]
+pub struct Derived(OnceLock<Arc<dyn Any + Send + Sync>>);
+
+impl Derived {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The value of type `T` in the slot, made by `init` when the slot is empty. `None`
+    /// when the slot already holds a value of another type.
+    pub fn get_or_init<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Option<Arc<T>> {
+        let held = self.0.get_or_init(|| Arc::new(init()));
+        Arc::clone(held).downcast().ok()
+    }
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Derived")
+            .field("filled", &self.0.get().is_some())
+            .finish()
     }
 }
 

@@ -1292,3 +1292,48 @@ fn a_later_run_reuses_the_vectors_of_live_chunks_with_the_same_text_and_only_tho
         "{report:?}"
     );
 }
+
+/// What assembly derives from documents (transcripts or not, headings' terms, sentence
+/// units, stems, sentences' term numbers) is kept by the snapshot, never by the process:
+/// queries answered in one order by one engine and in the reverse order by another, on
+/// the same index, give the same bytes; and a query asked again after the others, when
+/// everything it reads was derived already, gives what it gave first.
+#[test]
+fn a_query_answers_the_same_whatever_ran_before() {
+    let meeting: String = (0..24)
+        .map(|i| {
+            format!(
+                "{}: On point {i} the budget for the harbour project was discussed again.\n",
+                ["Grace", "Marcus", "Lena"][i % 3]
+            )
+        })
+        .collect();
+    let (tmp, first) = small_index(&[
+        ("meeting.txt", &meeting),
+        ("filing.md", "# Annual report\n\n## Consolidated Balance Sheets\n\nTotal assets were $ 1,200 million and total liabilities $ 700 million.\n\n## Consolidated Statements of Cash Flows\n\nCash from operations rose to $ 310 million.\n\n| Item | 2023 | 2024 |\n|---|---|---|\n| Revenue | 900 | 1,050 |\n| Costs | 600 | 640 |\n\n## Off-Balance Sheet Arrangements\n\nThere are none.\n"),
+        ("guide.md", "# Setup guide\n\nInstall the tool as follows:\n\n```\nexcerpt setup\nexcerpt ingest docs\n```\n\nThen ask a question. The index lives in one folder and its manifest names every file.\n"),
+        ("contract.md", "# Agreement\n\nThe Receiving Party shall:\n(a) keep the information secret;\n(b) return every document on request;\n(c) tell the Disclosing Party of any loss.\n\nThis agreement ends after three years.\n"),
+    ]);
+    let queries = [
+        "what did Marcus say about the harbour budget?",
+        "what were total assets according to the consolidated balance sheets?",
+        "how do I install the tool?",
+        "what must the receiving party do with documents?",
+        "revenue in 2024",
+        "when does the agreement end?",
+    ];
+    let answer = |engine: &Engine, q: &str| {
+        let ctx = engine.query(&QueryRequest::new(q)).unwrap();
+        assert!(!ctx.pieces.is_empty(), "{q}");
+        serde_json::to_string(&ctx).unwrap()
+    };
+    let forward: Vec<String> = queries.iter().map(|q| answer(&first, q)).collect();
+    let again: Vec<String> = queries.iter().map(|q| answer(&first, q)).collect();
+    assert_eq!(forward, again, "asked again on a warm snapshot");
+    let second = Engine::new(EngineOptions::new(tmp.path().join("idx")));
+    let mut backward: Vec<String> = queries.iter().rev().map(|q| answer(&second, q)).collect();
+    backward.reverse();
+    for ((q, a), b) in queries.iter().zip(&forward).zip(&backward) {
+        assert_eq!(a, b, "{q}");
+    }
+}

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
-use excerpt_core::{ChunkKey, Document};
+use excerpt_core::{ChunkKey, Derived, Document};
 
 use crate::ann::{AnnStatus, IvfIndex, DEFAULT_PROBE};
 use crate::bm25::{self, Bm25Reader};
@@ -104,6 +104,10 @@ pub struct Snapshot {
     long_scans: AtomicUsize,
     /// Whether a thread has been started to build `quant`.
     quant_started: AtomicBool,
+    /// What context assembly derived from this snapshot's documents (see [`Derived`]):
+    /// it lives and dies with the snapshot, so a changed index never reads what an
+    /// earlier state's documents gave.
+    derived: Derived,
     /// This snapshot, once [`Snapshot::shared`] has put it in an `Arc`: what the thread
     /// that builds `quant` holds on to.
     me: OnceLock<Weak<Snapshot>>,
@@ -284,6 +288,7 @@ impl Snapshot {
             quant: OnceLock::new(),
             long_scans: AtomicUsize::new(0),
             quant_started: AtomicBool::new(false),
+            derived: Derived::new(),
             me: OnceLock::new(),
         })
     }
@@ -331,6 +336,11 @@ impl Snapshot {
     /// Live documents, sorted by id; [`ChunkKey::doc`] indexes this slice.
     pub fn documents(&self) -> &[Arc<Document>] {
         &self.docs
+    }
+    /// What context assembly derived from this snapshot's documents (empty until a
+    /// query fills it; see [`Derived`]).
+    pub fn derived(&self) -> &Derived {
+        &self.derived
     }
     /// Document at position `doc`.
     pub fn doc(&self, doc: u32) -> Option<&Arc<Document>> {

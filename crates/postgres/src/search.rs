@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use excerpt_core::{ChunkKey, Corpus, Document, ErrorKind};
+use excerpt_core::{ChunkKey, Corpus, Derived, Document, ErrorKind};
 use excerpt_retrieve::{
     Filter, Found, MetaCondition, SearchRequest, SearchTimes, Store, StoreError,
 };
@@ -58,6 +58,9 @@ pub struct PgCorpus {
     docs: HashMap<u32, Fetched>,
     pool: Option<Pool>,
     vectors: OnceLock<HashMap<u32, Vec<f32>>>,
+    /// What assembly derives from the fetched documents: for this query only, as the
+    /// documents are.
+    derived: Derived,
 }
 
 impl std::fmt::Debug for PgCorpus {
@@ -123,6 +126,9 @@ impl Corpus for PgCorpus {
         let sv = self.docs.get(&doc)?.1.as_ref()?;
         sv.get(sentence * self.dim..(sentence + 1) * self.dim)
             .map(Cow::Borrowed)
+    }
+    fn derived(&self) -> &Derived {
+        &self.derived
     }
 }
 
@@ -491,6 +497,7 @@ impl PgIndex {
             docs: HashMap::with_capacity(pks.len()),
             pool: Some(self.pool.clone()),
             vectors: OnceLock::new(),
+            derived: Derived::new(),
         };
         if pks.is_empty() {
             return Ok(corpus);

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use excerpt_core::{ChunkKey, Corpus, Document, EmbedError, ErrorKind};
+use excerpt_core::{ChunkKey, Corpus, Derived, Document, EmbedError, ErrorKind};
 use excerpt_index::{DocMask, IndexError, Snapshot};
 
 use crate::filter::Filter;
@@ -174,6 +174,9 @@ impl Corpus for SnapshotCorpus {
     }
     fn sentence_vector(&self, doc: u32, sentence: usize) -> Option<Cow<'_, [f32]>> {
         self.0.sentence_vector(doc, sentence).map(Cow::Owned)
+    }
+    fn derived(&self) -> &Derived {
+        self.0.derived()
     }
 }
 

@@ -4,7 +4,7 @@
 use excerpt_core::{Document, TextRange};
 
 use crate::sentences::clauses::starts_with_enumerator;
-use crate::sentences::units::block_units;
+use crate::memo::Memo;
 
 /// The lead-in of a list item: when sentence `i` of `doc` opens with an enumerator, the
 /// nearest of the `window` sentences before it that ends with a colon (`"Each party
@@ -21,12 +21,17 @@ pub(crate) fn lead_in(doc: &Document, i: usize, window: usize) -> Option<usize> 
 
 /// The block a lead-in introduces: when `unit` (a range of whole sentences of `doc`)
 /// ends with a colon (`"… were as follows:"`, `"Revenue by category ($ in millions):"`),
-/// what follows it: the block unit ([`block_units`]: a table part, a code block) that
+/// what follows it: the block unit ([`Memo::block_units`]: a table part, a code block) that
 /// starts at the next sentence, or else the next sentences up to the first blank line,
 /// as long as they fit in `max_chars` characters (a longer first block gives `None`),
 /// unless it is an enumerated item.
 /// A lead-in promises what comes after it; handed over alone it answers nothing.
-pub(crate) fn lead_out(doc: &Document, unit: TextRange, max_chars: usize) -> Option<TextRange> {
+pub(crate) fn lead_out(
+    memo: &Memo,
+    doc: &Document,
+    unit: TextRange,
+    max_chars: usize,
+) -> Option<TextRange> {
     let text = doc.text.as_str();
     if !unit.slice(text).trim_end().ends_with(':') {
         return None;
@@ -46,7 +51,7 @@ pub(crate) fn lead_out(doc: &Document, unit: TextRange, max_chars: usize) -> Opt
             .count()
             <= max_chars
     };
-    if let Some(&last) = block_units(doc).get(&first) {
+    if let Some(&last) = memo.block_units(doc).get(&first) {
         return fits(last).then(|| start.cover(&doc.sentences[last]));
     }
     let mut last = first;
@@ -95,7 +100,7 @@ mod tests {
                 .unwrap()
         };
         let out = |needle: &str, max: usize| {
-            lead_out(&doc, doc.sentences[at(needle)], max).map(|r| r.slice(text).to_string())
+            lead_out(&Memo::default(), &doc, doc.sentences[at(needle)], max).map(|r| r.slice(text).to_string())
         };
         // A table of figures: the table part, whole.
         assert_eq!(
@@ -115,6 +120,6 @@ mod tests {
         // Enumerated items are not brought by their lead-in.
         let clauses = "Each party shall:\n(a) keep it secret;\n(b) return it.\n";
         let doc = lines_doc(clauses, "h-lead-out-enumerated");
-        assert_eq!(lead_out(&doc, doc.sentences[0], 600), None);
+        assert_eq!(lead_out(&Memo::default(), &doc, doc.sentences[0], 600), None);
     }
 }

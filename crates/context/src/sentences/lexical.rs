@@ -2,7 +2,6 @@
 //! a pool of sentences (the sentence routes' and feedback terms' scoring).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// Tokens of a text for lexical matching: its words ([`words`]) lower-cased, without
 /// English function words, reduced to their Snowball stems (Porter 2 English for Latin
@@ -10,11 +9,13 @@ use std::sync::Mutex;
 /// Russian, Greek, Arabic and Hindi stems in their scripts; none in others, as
 /// `excerpt_analysis::stem_by_script`).
 pub(crate) fn terms(text: &str) -> Vec<String> {
-    let mut memo = TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    let memo = memo.get_or_insert_with(TermMemo::default);
-    words(text)
-        .filter_map(|w| remembered_term(memo, w))
-        .collect()
+    words(text).filter_map(term_of).collect()
+}
+
+/// The term of one word as [`terms`] gives it: `None` for a function word.
+pub(crate) fn term_of(word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    (!STOP.contains(&lower.as_str())).then(|| excerpt_analysis::stem_by_script(&lower).into_owned())
 }
 
 /// The words of `text`, as [`terms`] reads them: its alphanumeric runs, or, in a text of
@@ -52,51 +53,40 @@ impl<'a> Iterator for Words<'a> {
     }
 }
 
-/// The term memo, locked for a run of lookups (one lock for a sentence's words rather
-/// than one a word).
-pub(crate) struct TermLookup(std::sync::MutexGuard<'static, Option<TermMemo>>);
+/// Words whose term a [`TermMemo`] keeps before it is emptied (about 6 MB at most).
+pub(crate) const TERM_MEMO_WORDS: usize = 1 << 16;
 
-impl TermLookup {
-    /// Waits for the memo.
-    pub(crate) fn lock() -> Self {
-        TermLookup(TERM_MEMO.lock().unwrap_or_else(|p| p.into_inner()))
+/// The terms of the words a collection's sentences were read in so far, by the word as
+/// written ([`crate::memo::Memo::terms`]): stemming costs about a microsecond a word, and
+/// a collection's sentences bring back mostly the words seen before. Hashed with
+/// foldhash: every word of every sentence read is looked up.
+#[derive(Default)]
+pub(crate) struct TermMemo(HashMap<Box<str>, Option<Box<str>>, foldhash::fast::RandomState>);
+
+impl TermMemo {
+    /// [`terms`] of `text`, each word's term from the memo or stemmed (and kept).
+    pub(crate) fn terms(&mut self, text: &str) -> Vec<String> {
+        words(text).filter_map(|w| self.term(w)).collect()
     }
 
-    /// `f` of the term of `word` (see [`terms`]; `None` for a function word), lent from
-    /// the memo rather than copied.
-    pub(crate) fn with_term<R>(&mut self, word: &str, f: impl FnOnce(Option<&str>) -> R) -> R {
-        let memo = self.0.get_or_insert_with(TermMemo::default);
-        if let Some(t) = memo.get(word) {
-            return f(t.as_deref());
+    /// The term of `word` ([`term_of`]), from the memo or stemmed (and kept).
+    fn term(&mut self, word: &str) -> Option<String> {
+        if let Some(t) = self.0.get(word) {
+            return t.as_deref().map(str::to_string);
         }
-        let t = remembered_term(memo, word);
-        f(t.as_deref())
+        let t = term_of(word);
+        if self.0.len() >= TERM_MEMO_WORDS {
+            self.0.clear();
+        }
+        self.0.insert(word.into(), t.as_deref().map(Into::into));
+        t
     }
-}
 
-/// Words whose term the memo keeps before it is emptied (about 6 MB at most).
-const TERM_MEMO_WORDS: usize = 1 << 16;
-
-/// The terms of the words seen so far, by the word as written, shared by every query:
-/// stemming costs about a microsecond a word, and a query's sentences and feedback
-/// chunks bring back mostly the words earlier queries brought.
-/// Hashed with foldhash: every word of every sentence the assembly reads is looked up.
-type TermMemo = HashMap<Box<str>, Option<Box<str>>, foldhash::fast::RandomState>;
-static TERM_MEMO: Mutex<Option<TermMemo>> = Mutex::new(None);
-
-/// The term of `word`, from `memo` or stemmed (and remembered).
-fn remembered_term(memo: &mut TermMemo, word: &str) -> Option<String> {
-    if let Some(t) = memo.get(word) {
-        return t.as_deref().map(str::to_string);
+    /// Words kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
     }
-    let lower = word.to_lowercase();
-    let t = (!STOP.contains(&lower.as_str()))
-        .then(|| excerpt_analysis::stem_by_script(&lower).into_owned());
-    if memo.len() >= TERM_MEMO_WORDS {
-        memo.clear();
-    }
-    memo.insert(word.into(), t.as_deref().map(Into::into));
-    t
 }
 
 /// Function words ignored by [`terms`].
@@ -259,16 +249,17 @@ mod tests {
     #[test]
     fn remembered_terms_are_the_stemmed_ones_and_the_memo_stays_bounded() {
         let text = "The Receiving Party shall return all documents.";
+        let mut memo = TermMemo::default();
         let fresh = terms(text);
-        assert_eq!(terms(text), fresh, "a remembered word gives its stem again");
+        assert_eq!(memo.terms(text), fresh, "a word met first gives its stem");
+        assert_eq!(memo.terms(text), fresh, "a remembered word gives its stem again");
         // More distinct words than the memo keeps: it is emptied, never grows past it.
         let many: String = (0..TERM_MEMO_WORDS + 10)
             .map(|i| format!("w{i}x "))
             .collect();
-        assert_eq!(terms(&many).len(), TERM_MEMO_WORDS + 10);
-        let len = TERM_MEMO.lock().unwrap().as_ref().map_or(0, HashMap::len);
-        assert!(len <= TERM_MEMO_WORDS, "{len}");
-        assert_eq!(terms(text), vec!["receiv", "parti", "return", "document"]);
+        assert_eq!(memo.terms(&many).len(), TERM_MEMO_WORDS + 10);
+        assert!(memo.len() <= TERM_MEMO_WORDS, "{}", memo.len());
+        assert_eq!(memo.terms(text), vec!["receiv", "parti", "return", "document"]);
     }
 
     /// The scores as first written: every query term compared with every word.

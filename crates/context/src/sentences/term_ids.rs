@@ -1,22 +1,22 @@
-//! The term ids of sentences, kept across queries.
+//! The term ids of sentences, kept with the collection ([`crate::memo::Memo`]).
 //!
 //! `auto`'s feedback terms ([`crate::feedback_terms`]) read every sentence of a query's
 //! hundred best BM25 chunks: some seven hundred sentences and eleven thousand words, at
 //! about a tenth of a microsecond a word even with every word's stem remembered. The
 //! best chunks of one collection come back from query to query (and a collection holding
 //! the same text under several ids has the same sentences), so each sentence's terms are
-//! kept here by its text, as numbers: looking a sentence up costs what hashing its text
+//! kept in the collection's table by its text, as numbers: looking a sentence up costs what hashing its text
 //! costs, about a fiftieth of cutting it into words again.
 //!
 //! A term's number is its place in a table of every term seen since the table was last
 //! emptied ([`SentenceTerms`]). A caller reads the table under its lock
-//! ([`SentenceTerms::lock`]) and turns the numbers into its own before letting go: the
+//! ([`Memo::sentence_terms`](crate::memo::Memo::sentence_terms)) and turns the numbers into its own before letting go: the
 //! table is emptied only when a caller takes the lock, never while one holds it.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::sentences::lexical::{words, TermLookup};
+use crate::sentences::lexical::{term_of, words};
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -49,15 +49,13 @@ pub(crate) struct SentenceTerms {
     numberings: u32,
 }
 
-static TABLE: Mutex<Option<SentenceTerms>> = Mutex::new(None);
-
 /// The table, locked; emptied first when it holds too many terms.
-pub(crate) struct Locked(MutexGuard<'static, Option<SentenceTerms>>);
+pub(crate) struct Locked<'a>(MutexGuard<'a, Option<SentenceTerms>>);
 
 impl SentenceTerms {
-    /// Waits for the table. Its numbers stay valid until the guard is dropped.
-    pub(crate) fn lock() -> Locked {
-        let mut guard = match TABLE.lock() {
+    /// Waits for the table in `slot`. Its numbers stay valid until the guard is dropped.
+    pub(crate) fn lock(slot: &Mutex<Option<SentenceTerms>>) -> Locked<'_> {
+        let mut guard = match slot.lock() {
             Ok(guard) => guard,
             // A caller panicked while holding it: start again.
             Err(poisoned) => {
@@ -73,7 +71,7 @@ impl SentenceTerms {
     }
 }
 
-impl Locked {
+impl Locked<'_> {
     fn table(&mut self) -> &mut SentenceTerms {
         self.0.get_or_insert_with(SentenceTerms::default)
     }
@@ -235,25 +233,19 @@ impl SentenceTerms {
     /// numbers), numbering new terms.
     fn numbers_of(&mut self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
-        let mut lookup: Option<TermLookup> = None;
         for w in words(text) {
             let id = match self.words.get(w) {
                 Some(&id) => id,
                 None => {
-                    let SentenceTerms { terms, numbers, .. } = self;
-                    let id = lookup
-                        .get_or_insert_with(TermLookup::lock)
-                        .with_term(w, |t| {
-                            t.map(|t| match numbers.get(t) {
-                                Some(&id) => id,
-                                None => {
-                                    let id = terms.len() as u32;
-                                    numbers.insert(t.into(), id);
-                                    terms.push(t.into());
-                                    id
-                                }
-                            })
-                        });
+                    let id = term_of(w).map(|t| match self.numbers.get(t.as_str()) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.terms.len() as u32;
+                            self.numbers.insert(t.as_str().into(), id);
+                            self.terms.push(t.into());
+                            id
+                        }
+                    });
                     if self.words.len() >= WORDS {
                         self.words.clear();
                     }
@@ -278,8 +270,9 @@ mod tests {
 
     #[test]
     fn a_sentence_reads_as_its_terms_remembered_or_not() {
+        let slot = Mutex::new(None);
         let text = "The Receiving Party shall return all documents, 12 of them.";
-        let mut t = SentenceTerms::lock();
+        let mut t = SentenceTerms::lock(&slot);
         let first = t.sentence(text);
         assert_eq!(spelled(&mut t, &first), terms(text));
         assert_eq!(t.sentence(text), first, "remembered");
@@ -287,14 +280,15 @@ mod tests {
         let again = t.text(text);
         assert_eq!(again, first);
         drop(t);
-        let mut t = SentenceTerms::lock();
+        let mut t = SentenceTerms::lock(&slot);
         let later = t.sentence(text);
         assert_eq!(spelled(&mut t, &later), terms(text), "after another lock");
     }
 
     #[test]
     fn the_sentences_kept_stay_within_their_bytes() {
-        let mut t = SentenceTerms::lock();
+        let slot = Mutex::new(None);
+        let mut t = SentenceTerms::lock(&slot);
         // Distinct sentences of about 60 KB each: several times the bound in all.
         let big: Vec<String> = (0..3 * SENTENCE_BYTES / 60_000)
             .map(|i| format!("{i} ") + &"disclosed terms ".repeat(3_750))
@@ -321,7 +315,8 @@ mod tests {
 
     #[test]
     fn a_numbering_counts_from_zero_in_the_order_terms_are_met() {
-        let mut t = SentenceTerms::lock();
+        let slot = Mutex::new(None);
+        let mut t = SentenceTerms::lock(&slot);
         // Terms the table numbered earlier, so that its numbers are not the caller's.
         t.text("zebra yak xylophone");
         for round in 0..2 {
@@ -344,12 +339,13 @@ mod tests {
 
     #[test]
     fn a_full_table_is_emptied_when_next_locked() {
-        let mut t = SentenceTerms::lock();
+        let slot = Mutex::new(None);
+        let mut t = SentenceTerms::lock(&slot);
         let before = t.text("indemnification");
         let table = t.table();
         table.terms.resize(TERMS, Box::from(""));
         drop(t);
-        let mut t = SentenceTerms::lock();
+        let mut t = SentenceTerms::lock(&slot);
         assert!(t.table().terms.len() < TERMS, "emptied");
         let after = t.text("indemnification");
         assert_eq!(spelled(&mut t, &after), terms("indemnification"));

@@ -1,6 +1,7 @@
 //! Sentence units: a document's sentences with the chunk each starts in, and the blocks
 //! that are one unit (code blocks, tables, tables of figures cut between rows, sentences
-//! hard-wrapped over several lines), remembered per document.
+//! hard-wrapped over several lines), remembered per document with the collection
+//! ([`crate::memo::Memo`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -39,7 +40,7 @@ pub(crate) fn units_of(doc: &Document) -> Vec<Unit> {
 /// unit; a longer one stays cut into its lines.
 const MAX_BLOCK_CHARS: usize = 1500;
 
-/// Documents whose [`block_spans`] are remembered ([`block_units`]).
+/// Documents whose [`block_spans`] a [`UnitMemo`] remembers ([`block_units`]).
 const UNIT_MEMO_DOCS: usize = 256;
 
 /// A document's identity for [`block_units`]: its content hash (of its text, title,
@@ -47,26 +48,24 @@ const UNIT_MEMO_DOCS: usize = 256;
 type UnitKey = (String, usize, usize);
 
 /// Recently used documents' block units, and a use counter for eviction.
-type UnitMemo = (HashMap<UnitKey, (Arc<BTreeMap<usize, usize>>, u64)>, u64);
+pub(crate) type UnitMemo = (HashMap<UnitKey, (Arc<BTreeMap<usize, usize>>, u64)>, u64);
 
-static UNIT_MEMO: Mutex<Option<UnitMemo>> = Mutex::new(None);
-
-/// [`block_spans`] of `doc`, remembered for the [`UNIT_MEMO_DOCS`] documents used last.
+/// [`block_spans`] of `doc`, remembered in `slot` for the [`UNIT_MEMO_DOCS`] documents
+/// used last.
 /// Finding the units reads the whole text (about 1.5 ms for an annual report of half a
 /// million characters) while a query reads a few chunks of it, and the same documents
 /// come back query after query. The result depends on the document alone, so
 /// remembering it changes no output. Documents without a content hash are not
 /// remembered.
-pub(crate) fn block_units(doc: &Document) -> Arc<BTreeMap<usize, usize>> {
+pub(crate) fn block_units(
+    slot: &Mutex<Option<UnitMemo>>,
+    doc: &Document,
+) -> Arc<BTreeMap<usize, usize>> {
     if doc.hash.is_empty() {
         return Arc::new(block_spans(doc));
     }
     let key: UnitKey = (doc.hash.clone(), doc.text.len(), doc.sentences.len());
-    let lock = || {
-        UNIT_MEMO
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    };
+    let lock = || slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     {
         let mut memo = lock();
         let (map, clock) = memo.get_or_insert_with(Default::default);
@@ -414,21 +413,22 @@ mod tests {
             paragraph, which continues here.\n\n```\ncode one\ncode two\n```\n\n\
             | a | b |\n| 1 | 2 |\n\nRevenue $ 1 $ 2\nCosts 3 4\nProfit 5 6\nThe end.\n";
         let doc = lines_doc(text, "h-units-test");
+        let slot = Mutex::new(None);
         let spans = block_spans(&doc);
         assert!(spans.len() >= 3, "{spans:?}");
-        let first = block_units(&doc);
+        let first = block_units(&slot, &doc);
         assert_eq!(*first, spans);
-        assert!(Arc::ptr_eq(&first, &block_units(&doc)), "remembered");
+        assert!(Arc::ptr_eq(&first, &block_units(&slot, &doc)), "remembered");
         // Same hash, other text: another key.
         let other = lines_doc("One line.\n", "h-units-test");
-        assert!(block_units(&other).is_empty());
+        assert!(block_units(&slot, &other).is_empty());
         // No hash: computed every time.
         let unhashed = lines_doc(text, "");
         assert!(!Arc::ptr_eq(
-            &block_units(&unhashed),
-            &block_units(&unhashed)
+            &block_units(&slot, &unhashed),
+            &block_units(&slot, &unhashed)
         ));
-        assert_eq!(*block_units(&unhashed), spans);
+        assert_eq!(*block_units(&slot, &unhashed), spans);
     }
 
     /// Characters for the fast string helpers: ASCII whitespace including the vertical

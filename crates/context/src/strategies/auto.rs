@@ -64,6 +64,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::AssembleRequest;
 use crate::error::{check_min, check_range, ContextError};
+use crate::memo::Memo;
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
 use crate::sentences::lexical::terms;
 use crate::strategies::rse::{RseParams, RseUnit};
@@ -266,22 +267,22 @@ enum Route {
     Topk,
 }
 
-/// Documents whose [`is_dialogue`] [`DIALOGUES`] keeps before it is emptied.
+/// Documents whose [`is_dialogue`] a [`DialogueMemo`] keeps before it is emptied.
 const DIALOGUE_DOCS: usize = 4096;
 
-/// [`is_dialogue`] of documents by their content hash (with the text's length): the
-/// best hits' documents come back query after query, and reading their first lines
-/// again was a tenth of a millisecond of a question's assembly. The content hash covers
-/// the text, so a kept answer is the one the text would give.
-type DialogueMemo = HashMap<Box<str>, (usize, bool), foldhash::fast::RandomState>;
-static DIALOGUES: Mutex<Option<DialogueMemo>> = Mutex::new(None);
+/// [`is_dialogue`] of documents by their content hash (with the text's length), kept
+/// by the collection ([`crate::memo::Memo`]): the best hits' documents come back query
+/// after query, and reading their first lines again was a tenth of a millisecond of a
+/// question's assembly. The content hash covers the text, so a kept answer is the one
+/// the text would give.
+pub(crate) type DialogueMemo = HashMap<Box<str>, (usize, bool), foldhash::fast::RandomState>;
 
-/// [`is_dialogue`] of `doc`'s text, remembered by its content hash ([`DIALOGUES`]).
-fn doc_is_dialogue(doc: &Document) -> bool {
+/// [`is_dialogue`] of `doc`'s text, remembered in `slot` by its content hash.
+pub(crate) fn doc_is_dialogue(slot: &Mutex<Option<DialogueMemo>>, doc: &Document) -> bool {
     if doc.hash.is_empty() {
         return is_dialogue(&doc.text);
     }
-    let lock = || DIALOGUES.lock().unwrap_or_else(|p| p.into_inner());
+    let lock = || slot.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(&(len, answer)) = lock()
         .get_or_insert_with(Default::default)
         .get(doc.hash.as_str())
@@ -401,10 +402,11 @@ fn route(p: &AutoParams, req: &AssembleRequest<'_>) -> (Route, String) {
         }
     }
     if p.dialogue && structured.is_none() {
+        let memo = Memo::of(req.corpus);
         if let Some(doc) = docs
             .iter()
             .filter_map(|&d| req.corpus.document(d))
-            .find(|doc| doc_is_dialogue(doc))
+            .find(|doc| memo.is_dialogue(doc))
         {
             return (
                 Route::Rse,
@@ -709,8 +711,12 @@ const NAMED_GENERIC_DF: usize = 3;
 /// [`name_variants`]); each names up to two headings, the first query's come first, and
 /// at most two are returned, without repeats. The document's heading terms and their
 /// rarity are read once for all of them.
-pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> Vec<(usize, f64)> {
-    let terms = heading_terms(doc);
+pub(crate) fn named_sections(
+    memo: &Memo,
+    queries: &[&BTreeSet<String>],
+    doc: &Document,
+) -> Vec<(usize, f64)> {
+    let terms = memo.heading_terms(doc);
     let n = terms.headings.len() as f64;
     let weight = |t: &str| (1.0 + n / terms.df(t).max(1) as f64).ln();
     let mut out: Vec<(usize, f64)> = Vec::new();
@@ -728,7 +734,7 @@ pub(crate) fn named_sections(queries: &[&BTreeSet<String>], doc: &Document) -> V
 /// each heading's terms (numbers left out) and, per term, the headings that hold it
 /// (ascending).
 #[derive(Debug)]
-struct HeadingTerms {
+pub(crate) struct HeadingTerms {
     headings: Vec<BTreeSet<String>>,
     postings: HashMap<String, Vec<usize>>,
 }
@@ -740,24 +746,23 @@ impl HeadingTerms {
     }
 }
 
-/// Headings' terms by the headings themselves (joined by NUL), kept across queries: a
-/// filing has hundreds of headings, and splitting them into terms was 1.1 ms of a
-/// question's assembly (p50, financebench-dev). The key is the text the terms come
-/// from, so a changed document or another index's never reads a wrong entry.
-type HeadingMemo = HashMap<Box<str>, Arc<HeadingTerms>, foldhash::fast::RandomState>;
-static HEADING_TERMS: Mutex<Option<HeadingMemo>> = Mutex::new(None);
+/// Headings' terms by the headings themselves (joined by NUL), kept by the collection
+/// ([`crate::memo::Memo`]): a filing has hundreds of headings, and splitting them into
+/// terms was 1.1 ms of a question's assembly (p50, financebench-dev). The key is the
+/// text the terms come from, so a changed document never reads a wrong entry.
+pub(crate) type HeadingMemo = HashMap<Box<str>, Arc<HeadingTerms>, foldhash::fast::RandomState>;
 
-/// Documents whose heading terms [`HEADING_TERMS`] keeps before it is emptied.
+/// Documents whose heading terms a [`HeadingMemo`] keeps before it is emptied.
 const HEADING_TERMS_DOCS: usize = 1024;
 
-/// The heading terms of `doc`, from [`HEADING_TERMS`] or worked out (and kept).
-fn heading_terms(doc: &Document) -> Arc<HeadingTerms> {
+/// The heading terms of `doc`, from `slot` or worked out (and kept).
+pub(crate) fn heading_terms(slot: &Mutex<Option<HeadingMemo>>, doc: &Document) -> Arc<HeadingTerms> {
     let mut key = String::new();
     for s in &doc.sections {
         key.push_str(&s.heading);
         key.push('\0');
     }
-    let lock = || HEADING_TERMS.lock().unwrap_or_else(|p| p.into_inner());
+    let lock = || slot.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(found) = lock().as_ref().and_then(|m| m.get(key.as_str())) {
         return Arc::clone(found);
     }
@@ -883,13 +888,14 @@ fn named_in_top_documents<'h>(
     let query: BTreeSet<String> = terms(req.query).into_iter().collect();
     let variants = name_variants(req.query, &query);
     let queries: Vec<&BTreeSet<String>> = std::iter::once(&query).chain(&variants).collect();
+    let memo = Memo::of(req.corpus);
     top_documents(p, hits)
         .into_iter()
         .map(|best| {
             let sections = req
                 .corpus
                 .document(best.key.doc)
-                .map_or_else(Vec::new, |doc| named_sections(&queries, doc));
+                .map_or_else(Vec::new, |doc| named_sections(&memo, &queries, doc));
             (best, sections)
         })
         .collect()
@@ -1041,11 +1047,12 @@ mod tests {
         let query: BTreeSet<String> = terms("according to the consolidated balance sheets")
             .into_iter()
             .collect();
+        let memo = Memo::default();
         for _ in 0..3 {
-            assert_eq!(named_sections(&[&query], &a).first().map(|n| n.0), Some(1));
-            assert_eq!(named_sections(&[&query], &b).first().map(|n| n.0), Some(2));
+            assert_eq!(named_sections(&memo, &[&query], &a).first().map(|n| n.0), Some(1));
+            assert_eq!(named_sections(&memo, &[&query], &b).first().map(|n| n.0), Some(2));
             assert_eq!(
-                named_sections(&[&query], &changed).first().map(|n| n.0),
+                named_sections(&memo, &[&query], &changed).first().map(|n| n.0),
                 Some(0)
             );
         }
@@ -1076,14 +1083,15 @@ mod tests {
             lines_doc(&turns, ""),
             lines_doc(&prose, ""),
         ];
+        let memo = Memo::default();
         for _ in 0..2 {
             for doc in &docs {
-                assert_eq!(doc_is_dialogue(doc), is_dialogue(&doc.text), "{}", doc.hash);
+                assert_eq!(memo.is_dialogue(doc), is_dialogue(&doc.text), "{}", doc.hash);
             }
         }
         // A kept hash with a text of another length is read again.
         let changed = lines_doc(&prose, "dialogue-memo-a");
-        assert!(!doc_is_dialogue(&changed));
+        assert!(!memo.is_dialogue(&changed));
     }
 
     #[test]

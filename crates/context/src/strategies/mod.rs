@@ -25,7 +25,7 @@ use crate::error::ContextError;
 use crate::selection::Assembler;
 
 mod adjacent;
-mod auto;
+pub(crate) mod auto;
 mod rse;
 mod section;
 mod statements;

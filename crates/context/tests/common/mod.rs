@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use excerpt_context::{Context, Corpus, Hit, LlmTokens, PieceOrder};
 use excerpt_core::{
-    CharIndex, Chunk, ChunkKey, Document, EmbedError, Embedder, Section, TextRange,
+    CharIndex, Chunk, ChunkKey, Derived, Document, EmbedError, Embedder, Section, TextRange,
 };
 
 /// One chunk of a test document: its sentences, and whether a section (of `level`, with
@@ -113,6 +113,8 @@ pub struct TestCorpus {
     pub vectors: BTreeMap<ChunkKey, Vec<f32>>,
     /// Stored sentence vectors (none unless [`TestCorpus::with_sentence_vectors`]).
     pub sentence_vectors: BTreeMap<(u32, usize), Vec<f32>>,
+    /// What assembly derives from the documents.
+    pub derived: Derived,
 }
 
 impl TestCorpus {
@@ -131,6 +133,7 @@ impl TestCorpus {
             docs,
             vectors,
             sentence_vectors: BTreeMap::new(),
+            derived: Derived::new(),
         }
     }
 
@@ -158,6 +161,9 @@ impl Corpus for TestCorpus {
         self.sentence_vectors
             .get(&(doc, sentence))
             .map(|v| Cow::Borrowed(v.as_slice()))
+    }
+    fn derived(&self) -> &Derived {
+        &self.derived
     }
 }
 

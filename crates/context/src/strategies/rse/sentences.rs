@@ -29,6 +29,7 @@ use excerpt_core::{ChunkKey, Document};
 
 use crate::context::AssembleRequest;
 use crate::error::ContextError;
+use crate::memo::Memo;
 use crate::optimal::select_segments_optimal_lazy;
 use crate::segments::{DocValues, SegmentParams};
 use crate::selection::{RHit, Selection};
@@ -166,12 +167,13 @@ fn unit_matches(
     notes: &mut Vec<String>,
 ) -> BTreeMap<(usize, usize), f32> {
     let mut pool: Vec<Vec<String>> = Vec::new();
+    let memo = Memo::of(req.corpus);
     let mut pool_index: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for (di, (d, doc, units)) in docs.iter().enumerate() {
         for (i, u) in units.iter().enumerate() {
             if hits.contains_key(&ChunkKey::new(*d, u.chunk as u32)) {
                 pool_index.insert((di, i), pool.len());
-                pool.push(terms(u.range.slice(&doc.text)));
+                pool.push(memo.terms(u.range.slice(&doc.text)));
             }
         }
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{AssembleRequest, PieceOrder};
 use crate::error::{check_min, check_range, invalid, ContextError};
+use crate::memo::Memo;
 use crate::selection::{chunk_span, Assembler, RHit, Selection};
 use crate::sentences::lead::{lead_in, lead_out};
 
@@ -323,6 +324,7 @@ fn topk_sentences(
         return;
     }
     let (mut taken, mut leads, mut outs) = (0usize, 0usize, 0usize);
+    let memo = Memo::of(req.corpus);
     for s in &sentences {
         if sel.remaining() == 0 {
             break;
@@ -346,7 +348,7 @@ fn topk_sentences(
                 }
             }
             if p.lead_outs {
-                if let Some(r) = lead_out(doc, s.range, LEAD_OUT_CHARS) {
+                if let Some(r) = lead_out(&memo, doc, s.range, LEAD_OUT_CHARS) {
                     if sel.try_add(s.doc, doc, r, s.value, s.value, &[]) {
                         outs += 1;
                     }

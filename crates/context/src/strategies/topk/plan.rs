@@ -7,6 +7,7 @@ use crate::context::AssembleRequest;
 use crate::near::sentence_near;
 use crate::passages::{plan, PassagePlan, Unit};
 use crate::selection::Selection;
+use crate::memo::Memo;
 use crate::sentences::lead::lead_out;
 
 use super::sentences::SentenceHit;
@@ -242,11 +243,12 @@ fn add_lead_outs(
     cands: &mut Vec<Candidate>,
 ) -> usize {
     let mut extra: Vec<Candidate> = Vec::new();
+    let memo = Memo::of(req.corpus);
     for (j, c) in cands.iter().enumerate() {
         let Some(doc) = req.corpus.document(c.doc) else {
             continue;
         };
-        let Some(out) = lead_out(doc, c.range, LEAD_OUT_CHARS) else {
+        let Some(out) = lead_out(&memo, doc, c.range, LEAD_OUT_CHARS) else {
             continue;
         };
         let next_start = cands

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use excerpt_core::{ChunkKey, Document, TextRange};
 
 use crate::context::AssembleRequest;
+use crate::memo::Memo;
 use crate::near::{chunk_near, sentence_near};
 use crate::selection::cosine;
 use crate::sentences::clauses::clauses;
 use crate::sentences::lexical::{terms, weighted_id_scores};
 use crate::sentences::min_max_scaled;
-use crate::sentences::term_ids::{Locked, Numbering, SentenceTerms};
-use crate::sentences::units::block_units;
+use crate::sentences::term_ids::{Locked, Numbering};
 
 /// How [`best_sentences`] values sentences (from `topk`'s parameters).
 #[derive(Debug, Clone, Copy)]
@@ -175,7 +175,8 @@ pub(crate) fn best_sentences(
     }
     // The candidates' terms, the query's and the feedback terms as numbers of one
     // numbering, read from the table of sentence terms kept across queries.
-    let mut table = SentenceTerms::lock();
+    let memo = Memo::of(req.corpus);
+    let mut table = memo.sentence_terms();
     let mut numbering = table.numbering();
     let (mut cands, texts) = candidates(
         req,
@@ -263,18 +264,19 @@ fn candidates(
     chunk_rel: &BTreeMap<ChunkKey, f32>,
     clause_chars: usize,
     heading_terms: bool,
-    table: &mut Locked,
+    table: &mut Locked<'_>,
     numbering: &mut Numbering,
 ) -> (Vec<SentenceHit>, Vec<Vec<u32>>) {
     let mut docs: Vec<u32> = chunk_rel.keys().map(|k| k.doc).collect();
     docs.dedup();
     let mut cands: Vec<SentenceHit> = Vec::new();
     let mut texts: Vec<Vec<u32>> = Vec::new();
+    let memo = Memo::of(req.corpus);
     for d in docs {
         let Some(doc) = req.corpus.document(d) else {
             continue;
         };
-        let blocks = block_units(doc);
+        let blocks = memo.block_units(doc);
         // Heading terms per section, stemmed once.
         let mut heading: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
         let pooled_ranges: Vec<TextRange> = chunk_rel
