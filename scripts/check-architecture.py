@@ -28,7 +28,8 @@ TOP_FILES = ("Cargo.toml", "Cargo.lock", "README.md")
 STD_TRAITS = {"Default", "FromStr", "Display", "Debug", "Clone", "Send", "Sync",
               "Serialize", "Deserialize", "Iterator"}
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-VIS = r"\bpub(?:\s*\([^)]*\))?\s+"
+VIS = r"\bpub(?:\s*\([^)]*\))?\s+"  # any visibility: `pub`, `pub(crate)`, `pub(super)`
+PUB = r"\bpub\s+"  # visible outside the crate
 KINDS = r"(struct|enum|trait|type|union|fn|const|static|mod)"
 QUALS = r"(?:(?:unsafe|async|const|extern|default)\s+)*"
 
@@ -164,12 +165,12 @@ def module_file(src, segments):
 def exported(path, name):
     """Whether `name` is public at the top level of the module in `path`."""
     text = re.split(r"\bmod tests\s*\{", sources[path])[0]
-    for m in re.finditer(VIS + r"use\s+([^;]*);", text):
+    for m in re.finditer(PUB + r"use\s+([^;]*);", text):
         names = use_names(m.group(1))
         if name in names or "*" in names:
             return True
     top = flat(text)
-    return bool(re.search(VIS + QUALS + KINDS + r"\s+" + re.escape(name) + r"\b", top)
+    return bool(re.search(PUB + QUALS + KINDS + r"\s+" + re.escape(name) + r"\b", top)
                 or re.search(r"macro_rules!\s*" + re.escape(name) + r"\b", text))
 
 
@@ -179,16 +180,14 @@ def check_crate_path(segs):
         return f"no crate named {segs[0]}"
     # Module segments, then the item (a type's member after it, if capitalized).
     mods, rest = [], segs[1:]
-    while len(rest) > 1 and rest[0][:1].islower() and not rest[1][:1].isupper() or (
-            len(rest) > 1 and rest[0][:1].islower() and module_file(src, mods + [rest[0]])):
+    while len(rest) > 1 and rest[0][:1].islower() and module_file(src, mods + [rest[0]]):
         parent = module_file(src, mods)
-        if parent is None or not re.search(VIS + r"mod\s+" + re.escape(rest[0]) + r"\b",
-                                           sources[parent]):
-            return f"no public module {'::'.join(segs[:len(mods) + 2])}"
+        if not re.search(PUB + r"mod\s+" + re.escape(rest[0]) + r"\b", sources[parent]):
+            return f"{rest[0]} is not a public module of {'::'.join([segs[0]] + mods)}"
         mods.append(rest.pop(0))
+    if len(rest) > 1 and rest[0][:1].islower():
+        return f"no module {'::'.join([segs[0]] + mods + [rest[0]])}"
     path = module_file(src, mods)
-    if path is None or not rest:
-        return "no such module"
     if not exported(path, rest[0]):
         return f"{rest[0]} is not public in {'::'.join([segs[0]] + mods)}"
     if len(rest) > 1:
