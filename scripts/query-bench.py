@@ -25,8 +25,8 @@ millisecond (a few tenths with one round).
 A query's time runs from before its connection is opened (or its request is sent, with
 --keep-alive) to the last byte of the answer, read from a plain socket (the request
 written at once, the answer's length taken from its Content-Length); the answer's JSON
-is read after the clock stops. `--client urllib` times as the script did before session
-35: through `urllib.request` (its opener, handlers and header parsing) with the JSON
+is read after the clock stops. `--client urllib` times as the script did before
+2026-11-28: through `urllib.request` (its opener, handlers and header parsing) with the JSON
 read inside the clock, about a millisecond more a query on a 2-core machine, all of it
 the client's."""
 import argparse, json, socket, statistics, time, urllib.parse, urllib.request

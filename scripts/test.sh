@@ -3,7 +3,9 @@
 # is fetched first when missing; cargo-nextest, and Chromium with chromedriver for the
 # inspector's browser tests (apt-get), are installed when missing.
 #
-# Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
+# Gates, in order (each fails the run): no import circles between a crate's modules
+# (scripts/check-module-cycles.py), the names docs/ARCHITECTURE.md gives exist
+# (scripts/check-architecture.py), formatting, clippy with warnings as errors on every
 # target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
 # kernels run in a CPU emulator against their AVX2 twins (so they are checked on
 # machines without AVX-512 too), the doc tests, the Python package's tests
@@ -40,6 +42,8 @@ done
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
 step "module layers: no import circles inside a crate"
 python3 scripts/check-module-cycles.py .
+step "architecture: every path and item docs/ARCHITECTURE.md names exists"
+python3 scripts/check-architecture.py .
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy -D warnings"

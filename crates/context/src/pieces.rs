@@ -11,7 +11,7 @@
 //! The first alternative that matches at a piece's start decides it. The budget check
 //! counts every span it offers, and one anchored search of the regex per piece (about a
 //! fifth of a microsecond) was most of that count: about a quarter of a millisecond of
-//! every `auto` question (docs/BENCHMARKS.md, session 36). Among ASCII characters the
+//! every `auto` question (docs/history/benchmarks-2026-11-28.md). Among ASCII characters the
 //! classes are plain byte tests (letters, digits, the six whitespace characters), so
 //! [`cl100k_pieces`] decides each piece from its bytes, and hands a piece to the crate's
 //! regex only when a byte it needs to look at is not ASCII (a letter such as `é` may

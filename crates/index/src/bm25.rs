@@ -11,7 +11,7 @@
 //! says it clearly and the index holds documents in it, else in each language the index
 //! holds, the terms joined ([`Bm25Reader::terms`]).
 //!
-//! The id and the ordinal are fast fields too (the id since session 19), so a search reads
+//! The id and the ordinal are fast fields too (the id since 2026-11-26), so a search reads
 //! a hit's key from columns instead of decompressing its stored document; an index made
 //! before keeps its schema and is read from the document store.
 
@@ -40,7 +40,7 @@ use crate::IndexError;
 /// Postings per query term that [`Scoring::Auto`] scores exhaustively: a query of `t`
 /// terms whose terms hold at most `t` times this many postings in all. Scoring every
 /// posting costs about 3 ns a posting on one core (7-10 ns through tantivy's buffered
-/// union, before session 30); block-max WAND costs less the fewer the
+/// union, before 2026-11-28); block-max WAND costs less the fewer the
 /// terms (2-5 ms for four frequent words on a million chunks) and more the more there
 /// are (4 ms at 11 terms, 20-27 ms at 23-33, on 105k chunks), so the allowance grows
 /// with the terms (`examples/bm25_scoring.rs` measures both on an index).
@@ -196,7 +196,7 @@ fn schema() -> (Schema, Fields) {
 }
 
 /// The schema with the document id stored with `doc_id` options (indexes made before
-/// session 19 lack `FAST`) and the body analysed by `tokenizer`.
+/// 2026-11-26 lack `FAST`) and the body analysed by `tokenizer`.
 fn schema_with(doc_id: TextOptions, tokenizer: &str) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let doc_id = b.add_text_field("doc_id", doc_id);
@@ -946,7 +946,7 @@ impl Bm25Reader {
     }
 
     /// The id and ordinal columns of segment `segment`; `None` when its schema does not
-    /// make the id a fast field (an index made before session 19).
+    /// make the id a fast field (an index made before 2026-11-26).
     fn key_columns(&self, segment: u32) -> Option<KeyColumns> {
         let ff = self.searcher.segment_reader(segment).fast_fields();
         let ids = ff.str("doc_id").ok().flatten()?;

@@ -86,9 +86,9 @@ where
 /// sleeping thread than one handed here (16-22 µs each at the median on a two-core
 /// virtual machine), and each of its parallel steps (the embedding beside BM25, the two
 /// halves of the dense scan) is handed from that thread to the pool and back again; run
-/// on the pool, those steps start on the thread already there (docs/BENCHMARKS.md,
-/// session 34: -0.68 ms a question for `auto`, -0.16 for `topk`, with the other changes
-/// of that session).
+/// on the pool, those steps start on the thread already there (measured on 2026-11-28,
+/// docs/history/benchmarks-2026-11-28.md: -0.68 ms a question for `auto`, -0.16 for
+/// `topk`, with the other changes of that day).
 pub(crate) async fn on_pool<T, F>(f: F) -> Result<T, ApiError>
 where
     F: FnOnce() -> Result<T, ApiError> + Send + 'static,

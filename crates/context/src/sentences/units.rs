@@ -178,7 +178,7 @@ pub(crate) fn block_spans(doc: &Document) -> BTreeMap<usize, usize> {
 /// sentence-level `topk` takes as one unit; a longer table is cut between rows. A few
 /// rows with their headings read as a table where single rows do not, and a part this
 /// size leaves room for other evidence under a small budget: on the annual reports of
-/// financebench-dev (docs/EVAL.md, session 15), parts of 300 to 1,000 characters moved
+/// financebench-dev (docs/history/eval-2026-11-26.md), parts of 300 to 1,000 characters moved
 /// text recall by −1.4 to +2.4 points against cutting tables into rows, 500 the most
 /// even (+0.6 / +1.6 / +1.6 points at 2,000 / 4,000 / 8,000 characters).
 const FIGURE_PART_CHARS: usize = 500;

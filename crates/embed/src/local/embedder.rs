@@ -581,7 +581,7 @@ pub enum QueryWeights {
     /// Weights rounded to 12-bit integers (one scale per column and 128 inner
     /// positions), the rows to 14-bit ones, multiplied and added as 16-bit integers
     /// (the default): more multiply-adds per instruction than f32, cosine 0.99999 to
-    /// the f32 vector, every dev-set figure as with f16 (docs/EVAL.md, session 32).
+    /// the f32 vector, every dev-set figure as with f16 (docs/history/eval-2026-11-28.md).
     /// Needs AVX2 and FMA (our own kernels); elsewhere the products are f32.
     #[default]
     Int16,

@@ -65,7 +65,7 @@ pub struct TopkParams {
     /// similarity counts, in [0, 1] (default 0.6). A question of many terms asks several
     /// things at once; each sentence of its answer matches a few of its words, and a
     /// higher floor lets the relevance of a sentence's chunk count for more than the
-    /// words it happens to share (docs/EVAL.md, session 23). Stored sentence vectors
+    /// words it happens to share (docs/history/eval-2026-11-27.md). Stored sentence vectors
     /// (`dense_weight`, `dense_min_terms`) give that meaning instead where they count.
     pub long_floor: f32,
     /// With `unit = sentence`: the fewest distinct terms that make a query long, for
@@ -82,7 +82,7 @@ pub struct TopkParams {
     /// 14, 0: every query). A question of many terms asks several things at once, and
     /// the words of its answer are spread over sentences that each match a few of them;
     /// for a short question the stems rank sentences better than the model's similarity
-    /// does (docs/EVAL.md, late chunking).
+    /// does (late chunking, docs/history/eval-2026-11-27.md).
     pub dense_min_terms: usize,
     /// With `unit = sentence`: sentences are cut into clauses (after semicolons, before
     /// enumerators such as `(a)`), none shorter than this many characters; 0 keeps whole
@@ -121,13 +121,13 @@ pub struct TopkParams {
     /// always read as one piece; any other query keeps the selection's 0.8, so that a
     /// good sentence does not carry a weaker line to the front). The answer to a
     /// many-part question is a passage, read better whole than line by line
-    /// (docs/EVAL.md, session 23).
+    /// (docs/history/eval-2026-11-27.md).
     pub long_join: f32,
     /// With `unit = sentence`: for a query of at least `long_terms` distinct terms, the
     /// pool grows with the budget: `pool` hits per this many tokens of budget, never
     /// fewer than `pool` (default 1000: 20 hits at 2000 tokens; 0: the pool does not
     /// grow). A many-part answer at a large budget draws on more chunks than the best
-    /// ten (docs/EVAL.md, session 23).
+    /// ten (docs/history/eval-2026-11-27.md).
     pub long_pool_tokens: usize,
     /// With `unit = sentence`: the sentences are chosen as passages, the budget-optimal
     /// runs of consecutive sentences with a price per piece (the `passages` module),

@@ -17,7 +17,8 @@
 //!   scale, and are added to `C` as the f32 kernels add their `k` blocks; the bias, the
 //!   residual and the activation are applied as theirs are.
 //!
-//! The widths were chosen on data (docs/BENCHMARKS.md and docs/EVAL.md, session 32).
+//! The widths were chosen on data (2026-11-28: docs/history/benchmarks-2026-11-28.md and
+//! docs/history/eval-2026-11-28.md).
 //! A forward pass in f64 outside the engine, rounding every linear layer this way,
 //! keeps the 57 financebench-dev questions within cosine 0.999999 of their f32
 //! vectors, and every dev-set figure of `scripts/eval-dev.sh` is what half-precision
