@@ -1337,3 +1337,47 @@ fn a_query_answers_the_same_whatever_ran_before() {
         assert_eq!(a, b, "{q}");
     }
 }
+
+/// The README's quick-start question, on the sample index `scripts/setup.sh` builds (this
+/// repository's documents without their history, the README): its context at 800 tokens
+/// holds the paragraph of ARCHITECTURE that answers it (writes are atomic, the manifest's
+/// rename is the commit point), in reading order and without a label left alone.
+#[test]
+fn the_quick_start_question_is_answered_by_the_paragraph_on_atomic_commits() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("idx")));
+    let mut opts = IngestOptions::default();
+    opts.walk.exclude = vec!["history/*".into()];
+    engine
+        .ingest(
+            &[repo.join("docs"), repo.join("README.md")],
+            &opts,
+            &NoProgress,
+        )
+        .unwrap();
+    let mut req = QueryRequest::new("How does Excerpt stay consistent when an ingest is killed?");
+    req.budget = 800;
+    let ctx = engine.query(&req).unwrap();
+    let shown: Vec<String> = ctx
+        .pieces
+        .iter()
+        .map(|p| format!("{} {}..{}: {:.60}", p.doc_id, p.start, p.end, p.text))
+        .collect();
+    assert!(
+        ctx.pieces
+            .iter()
+            .any(|p| p.doc_id == "ARCHITECTURE.md" && p.text.contains("commit point")),
+        "{shown:#?}\n{:?}",
+        ctx.notes
+    );
+    for pair in ctx.pieces.windows(2) {
+        if pair[0].doc_id == pair[1].doc_id {
+            assert!(pair[0].end < pair[1].start, "reading order: {shown:#?}");
+        }
+    }
+    assert!(
+        ctx.pieces.iter().all(|p| p.text.trim().chars().count() >= 20),
+        "{shown:#?}"
+    );
+}
