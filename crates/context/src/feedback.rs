@@ -24,9 +24,9 @@ type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
 use excerpt_core::ChunkKey;
 
 use crate::context::Corpus;
+use crate::memo::Memo;
 use crate::near::sentence_near;
 use crate::sentences::lexical::weighted_id_scores;
-use crate::memo::Memo;
 
 /// Feedback terms for `query` from the sentences of the chunks `keys` of `corpus` (in
 /// practice the best lexical matches of the query across the index, beyond the

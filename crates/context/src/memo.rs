@@ -49,7 +49,7 @@ impl Memo {
             .unwrap_or_default()
     }
 
-    /// Whether `doc` reads as a transcript ([`auto::is_dialogue`]), remembered.
+    /// Whether `doc` reads as a transcript (`is_dialogue` of `auto`), remembered.
     pub(crate) fn is_dialogue(&self, doc: &Document) -> bool {
         auto::doc_is_dialogue(&self.dialogues, doc)
     }
@@ -61,7 +61,10 @@ impl Memo {
 
     /// The units of `doc` that span several sentences
     /// ([`units::block_spans`]), remembered.
-    pub(crate) fn block_units(&self, doc: &Document) -> Arc<std::collections::BTreeMap<usize, usize>> {
+    pub(crate) fn block_units(
+        &self,
+        doc: &Document,
+    ) -> Arc<std::collections::BTreeMap<usize, usize>> {
         units::block_units(&self.units, doc)
     }
 

@@ -3,8 +3,8 @@
 
 use excerpt_core::{Document, TextRange};
 
-use crate::sentences::clauses::starts_with_enumerator;
 use crate::memo::Memo;
+use crate::sentences::clauses::starts_with_enumerator;
 
 /// The lead-in of a list item: when sentence `i` of `doc` opens with an enumerator, the
 /// nearest of the `window` sentences before it that ends with a colon (`"Each party
@@ -100,7 +100,8 @@ mod tests {
                 .unwrap()
         };
         let out = |needle: &str, max: usize| {
-            lead_out(&Memo::default(), &doc, doc.sentences[at(needle)], max).map(|r| r.slice(text).to_string())
+            lead_out(&Memo::default(), &doc, doc.sentences[at(needle)], max)
+                .map(|r| r.slice(text).to_string())
         };
         // A table of figures: the table part, whole.
         assert_eq!(
@@ -120,6 +121,9 @@ mod tests {
         // Enumerated items are not brought by their lead-in.
         let clauses = "Each party shall:\n(a) keep it secret;\n(b) return it.\n";
         let doc = lines_doc(clauses, "h-lead-out-enumerated");
-        assert_eq!(lead_out(&Memo::default(), &doc, doc.sentences[0], 600), None);
+        assert_eq!(
+            lead_out(&Memo::default(), &doc, doc.sentences[0], 600),
+            None
+        );
     }
 }

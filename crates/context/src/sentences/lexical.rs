@@ -252,14 +252,21 @@ mod tests {
         let mut memo = TermMemo::default();
         let fresh = terms(text);
         assert_eq!(memo.terms(text), fresh, "a word met first gives its stem");
-        assert_eq!(memo.terms(text), fresh, "a remembered word gives its stem again");
+        assert_eq!(
+            memo.terms(text),
+            fresh,
+            "a remembered word gives its stem again"
+        );
         // More distinct words than the memo keeps: it is emptied, never grows past it.
         let many: String = (0..TERM_MEMO_WORDS + 10)
             .map(|i| format!("w{i}x "))
             .collect();
         assert_eq!(memo.terms(&many).len(), TERM_MEMO_WORDS + 10);
         assert!(memo.len() <= TERM_MEMO_WORDS, "{}", memo.len());
-        assert_eq!(memo.terms(text), vec!["receiv", "parti", "return", "document"]);
+        assert_eq!(
+            memo.terms(text),
+            vec!["receiv", "parti", "return", "document"]
+        );
     }
 
     /// The scores as first written: every query term compared with every word.

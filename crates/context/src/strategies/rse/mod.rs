@@ -497,17 +497,7 @@ fn chunk_values(
             values.push(v);
             rels.push(r);
         }
-        let mut reach = vec![false; n];
-        let span = p.max_len_chunks.saturating_sub(1);
-        for (i, &v) in values.iter().enumerate() {
-            if v > 0.0 || p.min_value <= 0.0 {
-                for r in &mut reach
-                    [i.saturating_sub(span)..i.saturating_add(span).saturating_add(1).min(n)]
-                {
-                    *r = true;
-                }
-            }
-        }
+        let reach = reach(p, &values);
         for o in later {
             if reach[o] {
                 (values[o], rels[o]) = unretrieved(ChunkKey::new(d, o as u32))?;
@@ -532,9 +522,18 @@ fn chunk_values(
             rels,
         )))
     };
-    // The documents are valued on their own, so with enough chunks to read (a long
-    // question's candidate documents: cosines and word counts of thousands of chunks)
-    // they are valued on the pool's threads, each the same as alone, kept in order.
+    value_docs(docs, req, value_doc)
+}
+
+/// `value_doc` of each of `docs`, in order, with the relevances by document. The
+/// documents are valued on their own, so with enough chunks to read (a long question's
+/// candidate documents: cosines and word counts of thousands of chunks) they are valued
+/// on the pool's threads, each the same as alone, kept in order.
+fn value_docs(
+    docs: &[u32],
+    req: &AssembleRequest<'_>,
+    value_doc: impl Fn(u32) -> Result<Option<(DocValues, Vec<f32>)>, ContextError> + Sync,
+) -> Result<(Vec<DocValues>, Relevances), ContextError> {
     let chunks: usize = docs
         .iter()
         .filter_map(|&d| req.corpus.document(d))
@@ -558,6 +557,25 @@ fn chunk_values(
         doc_values.push(values);
     }
     Ok((doc_values, relevances))
+}
+
+/// Which chunks of a document whose chunk values are `values` a qualifying segment can
+/// reach: those within `max_len_chunks - 1` of a chunk of positive value (every chunk
+/// when `min_value` is not positive).
+fn reach(p: &RseParams, values: &[f32]) -> Vec<bool> {
+    let n = values.len();
+    let mut reach = vec![false; n];
+    let span = p.max_len_chunks.saturating_sub(1);
+    for (i, &v) in values.iter().enumerate() {
+        if v > 0.0 || p.min_value <= 0.0 {
+            for r in
+                &mut reach[i.saturating_sub(span)..i.saturating_add(span).saturating_add(1).min(n)]
+            {
+                *r = true;
+            }
+        }
+    }
+    reach
 }
 
 /// Selects the best segments of chunks (budget-optimal with `optimal`, else greedy) and

@@ -12,6 +12,7 @@
 mod plan;
 mod sentences;
 
+use excerpt_core::ChunkKey;
 use serde::{Deserialize, Serialize};
 
 use crate::context::{AssembleRequest, PieceOrder};
@@ -22,8 +23,8 @@ use crate::sentences::lead::{lead_in, lead_out};
 
 use crate::passages::PassagePlan;
 use plan::take_passages;
-use sentences::best_sentences;
 pub(crate) use sentences::SentenceScoring;
+use sentences::{best_sentences, SentenceHit};
 
 /// How many sentences before a list item are searched for its lead-in.
 const LEAD_IN_WINDOW: usize = 12;
@@ -323,9 +324,27 @@ fn topk_sentences(
         ));
         return;
     }
+    let (taken, leads, outs) = take_best_first(p, &sentences, &added, req, sel);
+    notes.push(format!(
+        "topk: {taken} of {} sentence(s) of the best {} hit(s) taken, {leads} list lead-in(s) added, {outs} lead-in(s) followed by what they introduce",
+        sentences.len(),
+        pool.len()
+    ));
+}
+
+/// `passages=false`: each of `sentences` (best first) added alone while the budget
+/// lasts, with the lead-in of a list item and what a lead-in introduces. Returns the
+/// sentences, lead-ins and introduced blocks added.
+fn take_best_first(
+    p: &TopkParams,
+    sentences: &[SentenceHit],
+    added: &[ChunkKey],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+) -> (usize, usize, usize) {
     let (mut taken, mut leads, mut outs) = (0usize, 0usize, 0usize);
     let memo = Memo::of(req.corpus);
-    for s in &sentences {
+    for s in sentences {
         if sel.remaining() == 0 {
             break;
         }
@@ -356,11 +375,7 @@ fn topk_sentences(
             }
         }
     }
-    notes.push(format!(
-        "topk: {taken} of {} sentence(s) of the best {} hit(s) taken, {leads} list lead-in(s) added, {outs} lead-in(s) followed by what they introduce",
-        sentences.len(),
-        pool.len()
-    ));
+    (taken, leads, outs)
 }
 
 /// See the module documentation.

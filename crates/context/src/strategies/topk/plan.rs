@@ -4,10 +4,10 @@
 use excerpt_core::{Document, TextRange};
 
 use crate::context::AssembleRequest;
-use crate::near::sentence_near;
-use crate::passages::{plan, PassagePlan, Unit};
-use crate::selection::Selection;
 use crate::memo::Memo;
+use crate::near::sentence_near;
+use crate::passages::{plan, PassagePlan, Run, Unit};
+use crate::selection::Selection;
 use crate::sentences::lead::lead_out;
 
 use super::sentences::SentenceHit;
@@ -47,6 +47,39 @@ pub(super) fn take_passages(
     req: &AssembleRequest<'_>,
     sel: &mut Selection<'_>,
 ) -> Taken {
+    let (kept, outs) = candidates(sentences, least, added, req, sel);
+    let budget = sel.remaining();
+    let units = priced_units(&kept, req, sel);
+    // Tokens of joined text are counted again exactly when a run is added; the slack
+    // keeps a run from missing the budget by the few tokens its joins may add.
+    let slack = (budget / 50).min(16);
+    // The bound on pieces is the request's: pieces already chosen count against it.
+    let allowed = match params.tokens_per_piece {
+        0 => usize::MAX,
+        t => req.budget.div_ceil(t).max(1),
+    };
+    let max_pieces = allowed.saturating_sub(sel.pieces());
+    let runs = plan(&units, budget.saturating_sub(slack), params, max_pieces);
+    let mut taken = Taken {
+        runs: 0,
+        units: 0,
+        outs,
+    };
+    add_runs(&runs, &kept, req, sel, &mut taken);
+    fill(&kept, allowed, req, sel, &mut taken);
+    taken
+}
+
+/// The units to plan over, in reading order, none overlapping: the sentences worth at
+/// least `least` that no piece holds yet, and the blocks their lead-ins introduce; with
+/// how many such blocks were added.
+fn candidates(
+    sentences: &[SentenceHit],
+    least: f32,
+    added: &[excerpt_core::ChunkKey],
+    req: &AssembleRequest<'_>,
+    sel: &Selection<'_>,
+) -> (Vec<Candidate>, usize) {
     let mut cands: Vec<Candidate> = sentences
         .iter()
         .filter(|s| s.value >= least && !sel.overlaps(s.doc, s.range))
@@ -79,8 +112,13 @@ pub(super) fn take_passages(
         }
         kept.push(c);
     }
-    // Under a bound of characters too, a unit costs the larger of its tokens and its
-    // characters in tokens at the bound's rate.
+    (kept, outs)
+}
+
+/// The planner's units of `kept`: values, characters, and prices in tokens of each unit
+/// and of the gap before it. Under a bound of characters too, a unit costs the larger of
+/// its tokens and its characters in tokens at the bound's rate.
+fn priced_units(kept: &[Candidate], req: &AssembleRequest<'_>, sel: &Selection<'_>) -> Vec<Unit> {
     let budget = sel.remaining();
     let per_char = sel
         .remaining_chars()
@@ -89,8 +127,7 @@ pub(super) fn take_passages(
         Some(rate) => tokens.max((chars as f64 * rate).ceil() as usize),
         None => tokens,
     };
-    let units: Vec<Unit> = kept
-        .iter()
+    kept.iter()
         .enumerate()
         .map(|(j, c)| {
             let doc = req.corpus.document(c.doc);
@@ -111,18 +148,18 @@ pub(super) fn take_passages(
                 label: doc.is_some_and(|d| is_label(d, c.range)),
             }
         })
-        .collect();
-    // Tokens of joined text are counted again exactly when a run is added; the slack
-    // keeps a run from missing the budget by the few tokens its joins may add.
-    let slack = (budget / 50).min(16);
-    // The bound on pieces is the request's: pieces already chosen count against it.
-    let allowed = match params.tokens_per_piece {
-        0 => usize::MAX,
-        t => req.budget.div_ceil(t).max(1),
-    };
-    let max_pieces = allowed.saturating_sub(sel.pieces());
-    let runs = plan(&units, budget.saturating_sub(slack), params, max_pieces);
-    // Best run first, so that what does not fit after exact counting is the weakest.
+        .collect()
+}
+
+/// Adds the planned `runs` of `kept`, best run first, so that what does not fit after
+/// exact counting is the weakest.
+fn add_runs(
+    runs: &[Run],
+    kept: &[Candidate],
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    taken: &mut Taken,
+) {
     let mut order: Vec<(f32, usize)> = runs
         .iter()
         .enumerate()
@@ -135,11 +172,6 @@ pub(super) fn take_passages(
         })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut taken = Taken {
-        runs: 0,
-        units: 0,
-        outs,
-    };
     for (best, i) in order {
         let r = runs[i];
         let (first, last) = (&kept[r.first], &kept[r.last]);
@@ -158,8 +190,18 @@ pub(super) fn take_passages(
             taken.units += r.last - r.first + 1;
         }
     }
-    // Budget the plan left (a piece not worth its price, or one that missed after exact
-    // counting) goes to the best units not taken, while pieces are allowed.
+}
+
+/// Budget the plan left (a piece not worth its price, or one that missed after exact
+/// counting) goes to the best units of `kept` not taken, while fewer than `allowed`
+/// pieces are chosen.
+fn fill(
+    kept: &[Candidate],
+    allowed: usize,
+    req: &AssembleRequest<'_>,
+    sel: &mut Selection<'_>,
+    taken: &mut Taken,
+) {
     let mut rest: Vec<&Candidate> = kept.iter().collect();
     rest.sort_by(|a, b| {
         b.value
@@ -183,7 +225,6 @@ pub(super) fn take_passages(
             taken.units += 1;
         }
     }
-    taken
 }
 
 /// `range` grown by the sentences after it, then before it, until it holds at least

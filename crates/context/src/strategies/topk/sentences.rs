@@ -174,7 +174,7 @@ pub(crate) fn best_sentences(
         chunk_rel.entry(k).or_insert(r);
     }
     // The candidates' terms, the query's and the feedback terms as numbers of one
-    // numbering, read from the table of sentence terms kept across queries.
+    // numbering, read from the collection's table of sentence terms.
     let memo = Memo::of(req.corpus);
     let mut table = memo.sentence_terms();
     let mut numbering = table.numbering();
@@ -215,23 +215,8 @@ pub(crate) fn best_sentences(
         ));
     }
     let distinct: BTreeSet<&String> = query_terms.iter().collect();
-    let mut meaning_used = false;
-    if let Some(q) = req
-        .query_vector
-        .filter(|_| distinct.len() >= dense_min_terms)
-    {
-        let sims: Vec<f32> = cands
-            .iter()
-            .map_while(|c| unit_similarity(req, c, q))
-            .collect();
-        if sims.len() == cands.len() && !sims.is_empty() {
-            for (x, d) in s.iter_mut().zip(min_max_scaled(&sims)) {
-                *x = dense_weight * d + (1.0 - dense_weight) * *x;
-            }
-            meaning_used = dense_weight > 0.0;
-            notes.push("topk: sentence similarity from stored sentence vectors".into());
-        }
-    }
+    let meaning_used =
+        distinct.len() >= dense_min_terms && with_meaning(req, &cands, &mut s, dense_weight, notes);
     // A long question without sentence meaning: its chunk's relevance counts for more.
     if let Some(long_floor) = floor_for_long.filter(|&f| f != floor && !meaning_used) {
         floor = long_floor;
@@ -253,6 +238,33 @@ pub(crate) fn best_sentences(
             .then(a.range.byte_start.cmp(&b.range.byte_start))
     });
     cands
+}
+
+/// Mixes into each candidate's lexical match `s` its similarity with the query vector
+/// (min-max scaled, weight `dense_weight`) when every candidate has a stored sentence
+/// vector; whether the meaning was used.
+fn with_meaning(
+    req: &AssembleRequest<'_>,
+    cands: &[SentenceHit],
+    s: &mut [f32],
+    dense_weight: f32,
+    notes: &mut Vec<String>,
+) -> bool {
+    let Some(q) = req.query_vector else {
+        return false;
+    };
+    let sims: Vec<f32> = cands
+        .iter()
+        .map_while(|c| unit_similarity(req, c, q))
+        .collect();
+    if sims.len() != cands.len() || sims.is_empty() {
+        return false;
+    }
+    for (x, d) in s.iter_mut().zip(min_max_scaled(&sims)) {
+        *x = dense_weight * d + (1.0 - dense_weight) * *x;
+    }
+    notes.push("topk: sentence similarity from stored sentence vectors".into());
+    dense_weight > 0.0
 }
 
 /// The candidate units of the pooled chunks (`chunk_rel`: each pooled chunk's
