@@ -3,8 +3,10 @@
 # is fetched first when missing; cargo-nextest, and Chromium with chromedriver for the
 # inspector's browser tests (apt-get), are installed when missing.
 #
-# Gates, in order (each fails the run): formatting, clippy with warnings as errors on every
-# target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
+# Gates, in order (each fails the run): no import circles inside a crate, no library file
+# over 800 lines and no function over 100 (scripts/check-sizes.py), formatting, clippy
+# with warnings as errors on every target, rustdoc with warnings as errors (broken
+# intra-doc links), the tests, the AVX-512
 # kernels run in a CPU emulator against their AVX2 twins (so they are checked on
 # machines without AVX-512 too), the doc tests, the Python package's tests
 # (scripts/test-python.sh).
@@ -40,6 +42,10 @@ done
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
 step "module layers: no import circles inside a crate"
 python3 scripts/check-module-cycles.py .
+step "sizes: no library file over 800 lines, no function over 100"
+sizes_started=$(date +%s%N)
+python3 scripts/check-sizes.py .
+echo "sizes: checked in $(( ($(date +%s%N) - sizes_started) / 1000000 )) ms"
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy -D warnings"
