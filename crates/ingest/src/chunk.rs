@@ -227,15 +227,7 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         });
     }
 
-    let meta_json = serde_json::to_string(&metadata).unwrap_or_default();
-    let config_str = opts.chunker.to_string();
-    let hash = content_hash(&[
-        id.as_bytes(),
-        title.as_bytes(),
-        meta_json.as_bytes(),
-        text.as_bytes(),
-        config_str.as_bytes(),
-    ]);
+    let hash = document_hash(&id, &title, &metadata, &text, &opts.chunker);
     drop(idx);
     // The language is recorded after the hash: a document ingested before languages
     // were keeps its hash (and is not re-embedded); one set by the user is kept.
@@ -263,6 +255,26 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         source,
     })?;
     Ok(doc)
+}
+
+/// The content hash of a document: id, title, metadata (JSON), text and the chunker
+/// config.
+fn document_hash(
+    id: &str,
+    title: &str,
+    metadata: &serde_json::Map<String, serde_json::Value>,
+    text: &str,
+    chunker: &ChunkerConfig,
+) -> String {
+    let meta_json = serde_json::to_string(metadata).unwrap_or_default();
+    let config_str = chunker.to_string();
+    content_hash(&[
+        id.as_bytes(),
+        title.as_bytes(),
+        meta_json.as_bytes(),
+        text.as_bytes(),
+        config_str.as_bytes(),
+    ])
 }
 
 /// Sorted, merged, in-bounds atomic ranges.
