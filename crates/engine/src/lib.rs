@@ -64,7 +64,9 @@ pub use spec::{
     QueryRequest, QuerySpec,
 };
 
-pub use excerpt_context::{Context, Piece, StrategyConfig, Timings, MAX_BUDGET};
+pub use excerpt_context::{
+    Context, ContextError, Piece, Strategy, StrategyConfig, Timings, MAX_BUDGET,
+};
 pub use excerpt_core::{
     check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,
     MAX_ID_BYTES,
@@ -74,7 +76,11 @@ pub use excerpt_index::{
     Damage, FileCheck, IndexError, RepairReport, SegmentDamage, SentenceVectors, Snapshot,
     VerifyReport,
 };
-pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
+pub use excerpt_ingest::{
+    load_str, pdfium_library_path, run_pdf_worker, DocFormat, LoadOptions, ParsedDocument,
+    PdfLimits, PdfWorker, WalkOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES,
+    DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_SECS,
+};
 pub use excerpt_retrieve::{
     Filter, FusionMethod, MetaCondition, RetrieveError, MAX_CANDIDATES, MAX_QUERY_BYTES,
 };

@@ -9,11 +9,9 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
-    context_json, context_value, render, DocumentSummary, NoProgress, PostedDocument, QuerySpec,
-    RenderFormat,
+    context_json, context_value, render, Context, DocumentSummary, LoadOptions, NoProgress,
+    ParsedDocument, PostedDocument, QuerySpec, RenderFormat,
 };
-use excerpt_context::Context;
-use excerpt_ingest::ParsedDocument;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
@@ -201,7 +199,7 @@ pub(crate) struct IngestBody {
 /// added to `warnings`.
 fn parse_document(
     d: PostedDocument,
-    load: &excerpt_ingest::LoadOptions,
+    load: &LoadOptions,
     warnings: &mut Vec<excerpt::Problem>,
 ) -> Result<ParsedDocument, ApiError> {
     let id = d.id.clone();

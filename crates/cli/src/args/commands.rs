@@ -30,7 +30,7 @@ pub struct PdfWorkerArgs {
     /// The PDF file; standard input when absent or `-`.
     pub path: Option<PathBuf>,
     /// Refuse PDFs whose page tree claims more pages.
-    #[arg(long, default_value_t = excerpt_ingest::DEFAULT_MAX_PDF_PAGES)]
+    #[arg(long, default_value_t = excerpt::DEFAULT_MAX_PDF_PAGES)]
     pub max_pages: usize,
     /// The name of the file in warnings (default: the path, or `stdin`).
     #[arg(long)]
@@ -43,13 +43,13 @@ pub struct PdfArgs {
     /// Address space of the process each PDF is parsed in, in MiB: a PDF whose parsing
     /// needs more is skipped with the reason.
     #[arg(long, env = "EXCERPT_PDF_MEMORY_MB", value_name = "MIB",
-          default_value_t = excerpt_ingest::DEFAULT_PDF_MEMORY_BYTES >> 20,
+          default_value_t = excerpt::DEFAULT_PDF_MEMORY_BYTES >> 20,
           value_parser = clap::value_parser!(u64).range(64..=1 << 22))]
     pub pdf_memory_mb: u64,
     /// Seconds (CPU time, and wall-clock time) the parsing of one PDF may take: a PDF
     /// that takes longer is skipped with the reason.
     #[arg(long, env = "EXCERPT_PDF_TIMEOUT_SECS", value_name = "SECS",
-          default_value_t = excerpt_ingest::DEFAULT_PDF_TIMEOUT_SECS,
+          default_value_t = excerpt::DEFAULT_PDF_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub pdf_timeout_secs: u64,
 }
@@ -264,11 +264,11 @@ pub struct IngestArgs {
     #[arg(long, env = "EXCERPT_TEXT_EXT", value_delimiter = ',')]
     pub text_ext: Vec<String>,
     /// Skip files larger than this many MiB (reported with the reason).
-    #[arg(long, env = "EXCERPT_MAX_FILE_SIZE", value_name = "MIB", default_value_t = excerpt_ingest::DEFAULT_MAX_FILE_BYTES >> 20,
+    #[arg(long, env = "EXCERPT_MAX_FILE_SIZE", value_name = "MIB", default_value_t = excerpt::DEFAULT_MAX_FILE_BYTES >> 20,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub max_file_size: u64,
     /// Skip PDFs whose page tree claims more pages than this (reported with the reason).
-    #[arg(long, env = "EXCERPT_MAX_PDF_PAGES", value_name = "PAGES", default_value_t = excerpt_ingest::DEFAULT_MAX_PDF_PAGES as u64,
+    #[arg(long, env = "EXCERPT_MAX_PDF_PAGES", value_name = "PAGES", default_value_t = excerpt::DEFAULT_MAX_PDF_PAGES as u64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
     pub max_pdf_pages: u64,
     /// Chunker of a new index: tokens[:N] (default tokens:256, model tokens),

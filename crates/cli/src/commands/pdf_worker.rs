@@ -26,6 +26,6 @@ pub(super) fn pdf_worker(a: PdfWorkerArgs) -> Result<ExitCode> {
     let name = a.name.unwrap_or(name);
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
-    excerpt_ingest::run_pdf_worker(&name, &bytes, a.max_pages, &mut out, &mut err)?;
+    excerpt::run_pdf_worker(&name, &bytes, a.max_pages, &mut out, &mut err)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use excerpt::IngestOptions;
-use excerpt_ingest::LoadOptions;
+use excerpt::{IngestOptions, LoadOptions};
 
 use crate::args::{Global, McpArgs, ServeArgs};
 
