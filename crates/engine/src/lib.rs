@@ -39,6 +39,7 @@ pub mod contextualize;
 mod engine;
 mod error;
 mod ingest;
+mod json;
 mod listings;
 mod memo;
 mod posted;
@@ -55,13 +56,13 @@ pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
+pub use json::{context_json, context_value, ContextJson};
 pub use posted::{PostedDocument, PostedFormat};
 pub use query::Retrieved;
 pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{
-    context_json, context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode,
-    QueryRequest, QuerySpec,
+    parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode, QueryRequest, QuerySpec,
 };
 
 pub use excerpt_context::{

@@ -9,7 +9,7 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
-    context_json, context_value, render, Context, DocumentSummary, LoadOptions, NoProgress,
+    context_json, render, Context, ContextJson, DocumentSummary, LoadOptions, NoProgress,
     ParsedDocument, PostedDocument, QuerySpec, RenderFormat,
 };
 use serde::{Deserialize, Serialize};
@@ -87,12 +87,16 @@ pub(crate) struct ContextAnswer {
     context: Context,
 }
 
-/// Serialized through [`context_value`], like the CLI's output, so the numbers are
-/// spelled the same way (its scores are `f32`s widened to `f64`); the handler writes
-/// the same bytes with [`context_json`].
+/// Serialized as [`ContextJson`], like the CLI's output, so the numbers are spelled the
+/// same way (its scores are `f32`s widened to `f64`); the handler writes the same bytes
+/// with [`context_json`].
 impl Serialize for ContextAnswer {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        context_value(&self.query, &self.context).serialize(s)
+        ContextJson {
+            query: &self.query,
+            context: &self.context,
+        }
+        .serialize(s)
     }
 }
 
