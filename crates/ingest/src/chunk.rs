@@ -720,33 +720,8 @@ mod tests {
     use super::*;
     use crate::{load_str, DocFormat};
 
-    /// Alphanumeric runs and single punctuation chars are tokens.
-    struct Words;
-    impl TokenCounter for Words {
-        fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
-            let mut out = Vec::new();
-            let mut word: Option<usize> = None;
-            for (i, c) in text.char_indices() {
-                if c.is_alphanumeric() {
-                    word.get_or_insert(i);
-                    continue;
-                }
-                if let Some(s) = word.take() {
-                    out.push((s, i));
-                }
-                if !c.is_whitespace() {
-                    out.push((i, i + c.len_utf8()));
-                }
-            }
-            if let Some(s) = word {
-                out.push((s, text.len()));
-            }
-            out
-        }
-        fn max_sequence_tokens(&self) -> usize {
-            256
-        }
-    }
+    // Alphanumeric runs and single punctuation chars are tokens.
+    use excerpt_testkit::WordCounter as Words;
 
     fn parsed(text: &str) -> ParsedDocument {
         ParsedDocument {
