@@ -48,8 +48,8 @@ pub struct QueryRequest {
     #[serde(default)]
     pub rerank_top: Option<usize>,
     /// Whether the context reports where the query's time went
-    /// ([`Context::timings`]); off by default, so that a query's output depends on its
-    /// inputs only.
+    /// ([`Context::timings`](crate::Context::timings)); off by default, so that a
+    /// query's output depends on its inputs only.
     #[serde(default)]
     pub timings: bool,
 }

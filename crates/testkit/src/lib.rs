@@ -10,7 +10,7 @@
 //! the suite tests) and shares the plumbing. [`fixtures`] holds small file helpers;
 //! [`postgres`] starts a real PostgreSQL (through `scripts/postgres.sh`) and makes
 //! databases for the suites of the PostgreSQL index. [`tokens`] holds tokenizers for
-//! tests (a [`WordCounter`] and a [`WhitespaceCounter`]); [`mcp`] (feature `mcp`) the
+//! tests (a [`WordCounter`] and a [`WhitespaceCounter`]); `mcp` (feature `mcp`) the
 //! calls of an MCP test client.
 //!
 //! `axum` and `tokio` are re-exported so a suite can write handlers without depending
