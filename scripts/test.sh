@@ -5,7 +5,8 @@
 #
 # Gates, in order (each fails the run): no import circles between a crate's modules
 # (scripts/check-module-cycles.py), the names docs/ARCHITECTURE.md gives exist
-# (scripts/check-architecture.py), formatting, clippy with warnings as errors on every
+# (scripts/check-architecture.py), no library file over 800 lines and no function over
+# 100 (scripts/check-sizes.py), formatting, clippy with warnings as errors on every
 # target, rustdoc with warnings as errors (broken intra-doc links), the tests, the AVX-512
 # kernels run in a CPU emulator against their AVX2 twins (so they are checked on
 # machines without AVX-512 too), the doc tests, the Python package's tests
@@ -44,6 +45,10 @@ step "module layers: no import circles inside a crate"
 python3 scripts/check-module-cycles.py .
 step "architecture: every path and item docs/ARCHITECTURE.md names exists"
 python3 scripts/check-architecture.py .
+step "sizes: no library file over 800 lines, no function over 100"
+sizes_started=$(date +%s%N)
+python3 scripts/check-sizes.py .
+echo "sizes: checked in $(( ($(date +%s%N) - sizes_started) / 1000000 )) ms"
 step "cargo fmt --check"
 cargo fmt --all --check
 step "cargo clippy -D warnings"

@@ -209,7 +209,7 @@ fn pdfium_fetch(quiet: bool) -> Result<std::process::ExitCode> {
     }
     let dest = pdfium_dest();
     let code = run(&PDFIUM, &dest, quiet)?;
-    let used = excerpt_ingest::pdfium_library_path();
+    let used = excerpt::pdfium_library_path();
     if !quiet && used != dest.join("libpdfium.so") {
         eprintln!(
             "note: EXCERPT_PDFIUM is set, so PDFs are read with {} instead",

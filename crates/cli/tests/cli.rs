@@ -727,7 +727,7 @@ fn bench_reports_on_a_generated_collection() {
         .map(|s| s["strategy"].as_str().unwrap())
         .collect();
     // Every strategy, in declaration order.
-    assert_eq!(names, excerpt_context::Strategy::NAMES);
+    assert_eq!(names, excerpt::Strategy::NAMES);
     assert_eq!(report["query"]["budget"], 500);
 
     let out = bin().args(args).arg("--quiet").output().unwrap();
@@ -1058,7 +1058,7 @@ fn verify_and_repair_a_damaged_index() {
 /// reason while the rest ingests.
 #[test]
 fn pdf_ingest_and_query_report_pages_and_sections() {
-    let lib = excerpt_ingest::pdfium_library_path();
+    let lib = excerpt::pdfium_library_path();
     assert!(
         lib.is_file(),
         "PDFium missing at {}: run scripts/fetch-pdfium.sh",

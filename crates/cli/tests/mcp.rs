@@ -5,10 +5,10 @@ mod common;
 
 use std::path::Path;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use excerpt_testkit::mcp::{call, error_text, ok, Client};
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 /// Builds an index of two Markdown files with the real binary.
@@ -23,7 +23,7 @@ fn build_index(dir: &Path) -> std::path::PathBuf {
 }
 
 /// Starts `excerpt --index INDEX mcp EXTRA...` and connects the rmcp client to it.
-async fn connect(index: &Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+async fn connect(index: &Path, extra: &[&str]) -> Client {
     let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_excerpt")).configure(|c| {
         c.env_remove("EXCERPT_INDEX")
             .env("EXCERPT_QUIET", "true")
@@ -34,35 +34,6 @@ async fn connect(index: &Path, extra: &[&str]) -> RunningService<RoleClient, ()>
     });
     let transport = TokioChildProcess::new(cmd).expect("spawn excerpt mcp");
     ().serve(transport).await.expect("MCP handshake")
-}
-
-async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("calling {tool}: {e}"))
-}
-
-/// The structured answer of a successful call.
-fn ok(result: &CallToolResult) -> &Value {
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    result
-        .structured_content
-        .as_ref()
-        .expect("structured content")
-}
-
-/// The text of a failed call.
-fn error_text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,7 +21,7 @@ const TIMEOUT_SECS: &str = "10";
 const PARENT_MAX_HWM_KIB: u64 = 1536 * 1024;
 
 fn pdfium_present() {
-    let lib = excerpt_ingest::pdfium_library_path();
+    let lib = excerpt::pdfium_library_path();
     assert!(
         lib.is_file(),
         "PDFium missing at {}: run scripts/fetch-pdfium.sh",

@@ -476,23 +476,7 @@ mod tests {
 
     #[test]
     fn contexts_are_cleaned_and_capped() {
-        struct Words;
-        impl TokenCounter for Words {
-            fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
-                let mut out = Vec::new();
-                let mut at = 0;
-                for w in text.split(' ') {
-                    if !w.is_empty() {
-                        out.push((at, at + w.len()));
-                    }
-                    at += w.len() + 1;
-                }
-                out
-            }
-            fn max_sequence_tokens(&self) -> usize {
-                256
-            }
-        }
+        use excerpt_testkit::WhitespaceCounter as Words;
         assert_eq!(clean_context("  a\n\nb\tc ", Some(&Words), 5), "a b c");
         assert_eq!(
             clean_context("one two three four", Some(&Words), 2),

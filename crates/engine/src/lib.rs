@@ -39,6 +39,7 @@ pub mod contextualize;
 mod engine;
 mod error;
 mod ingest;
+mod json;
 mod listings;
 mod memo;
 mod posted;
@@ -55,16 +56,18 @@ pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
 pub use ingest::IngestOptions;
+pub use json::{context_json, context_value, ContextJson};
 pub use posted::{PostedDocument, PostedFormat};
 pub use query::Retrieved;
 pub use render::{render, RenderFormat};
 pub use report::{IngestProgress, IngestReport, NoProgress, Problem};
 pub use spec::{
-    context_json, context_value, parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode,
-    QueryRequest, QuerySpec,
+    parse_fusion, DocumentSummary, FilterSpec, IndexStats, Mode, QueryRequest, QuerySpec,
 };
 
-pub use excerpt_context::{Context, Piece, StrategyConfig, Timings, MAX_BUDGET};
+pub use excerpt_context::{
+    Context, ContextError, Piece, Strategy, StrategyConfig, Timings, MAX_BUDGET,
+};
 pub use excerpt_core::{
     check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,
     MAX_ID_BYTES,
@@ -74,7 +77,11 @@ pub use excerpt_index::{
     Damage, FileCheck, IndexError, RepairReport, SegmentDamage, SentenceVectors, Snapshot,
     VerifyReport,
 };
-pub use excerpt_ingest::{load_str, DocFormat, ParsedDocument};
+pub use excerpt_ingest::{
+    load_str, pdfium_library_path, run_pdf_worker, DocFormat, LoadOptions, ParsedDocument,
+    PdfLimits, PdfWorker, WalkOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES,
+    DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_SECS,
+};
 pub use excerpt_retrieve::{
     Filter, FusionMethod, MetaCondition, RetrieveError, MAX_CANDIDATES, MAX_QUERY_BYTES,
 };

@@ -4,12 +4,13 @@
 
 use excerpt_context::{render_markdown, render_text, Context, RenderOptions};
 
-use crate::spec::context_value;
+use crate::json::context_json_pretty;
 
 /// How a context is rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RenderFormat {
-    /// The context's JSON value with the query added ([`context_value`]), pretty-printed.
+    /// The context's JSON with the query added ([`ContextJson`](crate::ContextJson)),
+    /// pretty-printed.
     #[default]
     Json,
     /// Plain text for a prompt, ending with a closing instruction.
@@ -53,8 +54,7 @@ pub fn render(
     instruction: Option<String>,
 ) -> String {
     match format {
-        RenderFormat::Json => serde_json::to_string_pretty(&context_value(query, ctx))
-            .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string())),
+        RenderFormat::Json => context_json_pretty(query, ctx),
         RenderFormat::Markdown => render_markdown(ctx),
         RenderFormat::Text => {
             let mut opts = RenderOptions::default();
@@ -69,6 +69,7 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context_value;
 
     fn empty() -> Context {
         Context {

@@ -2,14 +2,14 @@
 //! (`--strategy rse:precision`, `--fusion minmax:0.3`, `--where team=infra`) or sends as
 //! JSON, and [`QuerySpec::to_request`] validates them into a typed [`QueryRequest`]. The
 //! CLI and the HTTP server both go through it, so one spelling means one request, and
-//! [`context_value`] gives both the same JSON output.
+//! [`context_value`](crate::context_value) gives both the same JSON output.
 //!
 //! Also here: [`DocumentSummary`] and [`IndexStats`], the listing and statistics values
 //! `excerpt docs --json`, `excerpt stats --json` and the server print alike.
 
 use serde::{Deserialize, Serialize};
 
-use excerpt_context::{Context, StrategyConfig};
+use excerpt_context::StrategyConfig;
 pub use excerpt_core::DocumentSummary;
 pub use excerpt_retrieve::Mode;
 use excerpt_retrieve::{Filter, FusionMethod, MetaCondition, RetrieveRequest};
@@ -48,8 +48,8 @@ pub struct QueryRequest {
     #[serde(default)]
     pub rerank_top: Option<usize>,
     /// Whether the context reports where the query's time went
-    /// ([`Context::timings`]); off by default, so that a query's output depends on its
-    /// inputs only.
+    /// ([`Context::timings`](crate::Context::timings)); off by default, so that a
+    /// query's output depends on its inputs only.
     #[serde(default)]
     pub timings: bool,
 }
@@ -225,137 +225,6 @@ pub fn parse_fusion(s: &str) -> Result<FusionMethod, EngineError> {
         .map_err(|e: excerpt_retrieve::FusionError| EngineError::BadRequest(e.to_string()))
 }
 
-/// The JSON value of a context as `excerpt query --format json` prints it and the
-/// server returns it: the [`Context`] fields plus `query`.
-pub fn context_value(query: &str, ctx: &Context) -> serde_json::Value {
-    let mut v = serde_json::to_value(ctx).unwrap_or_else(|_| serde_json::json!({}));
-    if let Some(o) = v.as_object_mut() {
-        o.insert("query".into(), serde_json::Value::String(query.to_string()));
-    }
-    v
-}
-
-/// [`context_value`] written out as compact JSON, the bytes `serde_json::to_vec` gives
-/// for it, without building the value first: the server answers every query this way.
-///
-/// The value is a map, so its keys come out in byte order at every level, and each
-/// `f32` is written as the `f64` it widens to; the fields are taken apart by name, so a
-/// field added to [`Context`] or [`Piece`](excerpt_core::Piece) does not compile here
-/// until it is written.
-pub fn context_json(query: &str, ctx: &Context) -> Vec<u8> {
-    use excerpt_core::{Piece, PieceOrder, Timings};
-    // Scalars are written by serde_json itself, so they are spelled as the value's are
-    // (a float that is not finite is `null`, as `to_value` makes it).
-    fn put<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, v: &T, first: bool) {
-        if !first {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\":");
-        serde_json::to_writer(&mut *out, v).expect("writing to a Vec cannot fail");
-    }
-    let Context {
-        strategy,
-        budget,
-        tokens,
-        pieces,
-        order,
-        notes,
-        warnings,
-        timings,
-    } = ctx;
-    let text_bytes: usize = pieces.iter().map(|p| p.text.len()).sum();
-    let mut out = Vec::with_capacity(512 + text_bytes + text_bytes / 8 + 256 * pieces.len());
-    out.push(b'{');
-    put(&mut out, "budget", budget, true);
-    if !notes.is_empty() {
-        put(&mut out, "notes", notes, false);
-    }
-    put(
-        &mut out,
-        "order",
-        match order {
-            PieceOrder::Document => "document",
-            PieceOrder::Score => "score",
-        },
-        false,
-    );
-    out.extend_from_slice(b",\"pieces\":[");
-    for (i, piece) in pieces.iter().enumerate() {
-        let Piece {
-            doc_id,
-            title,
-            section,
-            start,
-            end,
-            first_chunk,
-            last_chunk,
-            text,
-            score,
-            relevance,
-            tokens,
-            hits,
-            page_start,
-            page_end,
-        } = piece;
-        if i > 0 {
-            out.push(b',');
-        }
-        out.push(b'{');
-        put(&mut out, "doc_id", doc_id, true);
-        put(&mut out, "end", end, false);
-        put(&mut out, "first_chunk", first_chunk, false);
-        put(&mut out, "hits", hits, false);
-        put(&mut out, "last_chunk", last_chunk, false);
-        if let Some(p) = page_end {
-            put(&mut out, "page_end", p, false);
-        }
-        if let Some(p) = page_start {
-            put(&mut out, "page_start", p, false);
-        }
-        put(&mut out, "relevance", &f64::from(*relevance), false);
-        put(&mut out, "score", &f64::from(*score), false);
-        put(&mut out, "section", section, false);
-        put(&mut out, "start", start, false);
-        put(&mut out, "text", text, false);
-        put(&mut out, "title", title, false);
-        put(&mut out, "tokens", tokens, false);
-        out.push(b'}');
-    }
-    out.push(b']');
-    put(&mut out, "query", query, false);
-    put(&mut out, "strategy", strategy, false);
-    if let Some(t) = timings {
-        let Timings {
-            embed_ms,
-            lexical_ms,
-            dense_ms,
-            fusion_ms,
-            rerank_ms,
-            feedback_ms,
-            assembly_ms,
-            total_ms,
-        } = t;
-        out.extend_from_slice(b",\"timings\":{");
-        put(&mut out, "assembly_ms", assembly_ms, true);
-        put(&mut out, "dense_ms", dense_ms, false);
-        put(&mut out, "embed_ms", embed_ms, false);
-        put(&mut out, "feedback_ms", feedback_ms, false);
-        put(&mut out, "fusion_ms", fusion_ms, false);
-        put(&mut out, "lexical_ms", lexical_ms, false);
-        put(&mut out, "rerank_ms", rerank_ms, false);
-        put(&mut out, "total_ms", total_ms, false);
-        out.push(b'}');
-    }
-    put(&mut out, "tokens", tokens, false);
-    if !warnings.is_empty() {
-        put(&mut out, "warnings", warnings, false);
-    }
-    out.push(b'}');
-    out
-}
-
 /// Figures about the committed index.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -410,76 +279,6 @@ fn is_zero(n: &usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `context_json` gives the bytes of `context_value`, with and without every field
-    /// that may be left out, for scores of every kind and text that needs escaping.
-    #[test]
-    fn context_json_is_the_value_written_out() {
-        use excerpt_core::{Piece, PieceOrder, Timings};
-        let piece = |i: u32, score: f32, pages: Option<(u32, u32)>| Piece {
-            doc_id: format!("dir/doc {i}.md"),
-            title: "Title \"quoted\" \u{e9}t\u{e9}".into(),
-            section: if i.is_multiple_of(2) {
-                String::new()
-            } else {
-                "A > B".into()
-            },
-            start: 10 * i as usize,
-            end: 10 * i as usize + 7,
-            first_chunk: i,
-            last_chunk: i + 2,
-            text: "line one\n\ttab \\ back\u{1}slash \u{1f600} \u{2028}".into(),
-            score,
-            relevance: score.clamp(0.0, 1.0),
-            tokens: 3 + i as usize,
-            hits: (0..i).collect(),
-            page_start: pages.map(|p| p.0),
-            page_end: pages.map(|p| p.1),
-        };
-        let full = Context {
-            strategy: "auto".into(),
-            budget: 1000,
-            tokens: 27,
-            pieces: vec![
-                piece(0, 0.1, None),
-                piece(1, 0.48360804, Some((3, 4))),
-                piece(2, f32::MAX, Some((1, 1))),
-                piece(3, -0.0, None),
-                piece(4, f32::NAN, None),
-                piece(5, f32::INFINITY, None),
-                piece(6, 1e-42, None),
-            ],
-            order: PieceOrder::Score,
-            notes: vec!["a note".into(), "another: \"x\"".into()],
-            warnings: vec!["damaged segment".into()],
-            timings: Some(Timings {
-                embed_ms: 6.123,
-                lexical_ms: 3.0,
-                dense_ms: 0.8,
-                fusion_ms: 0.15,
-                rerank_ms: 0.0,
-                feedback_ms: 1.234567,
-                assembly_ms: 0.9,
-                total_ms: 1e-3,
-            }),
-        };
-        let bare = Context {
-            pieces: Vec::new(),
-            order: PieceOrder::Document,
-            notes: Vec::new(),
-            warnings: Vec::new(),
-            timings: None,
-            ..full.clone()
-        };
-        for (query, ctx) in [("What is \"x\"?\n", &full), ("", &bare)] {
-            let want = serde_json::to_vec(&context_value(query, ctx)).unwrap();
-            let got = context_json(query, ctx);
-            assert_eq!(
-                String::from_utf8(got).unwrap(),
-                String::from_utf8(want).unwrap()
-            );
-        }
-    }
 
     #[test]
     fn defaults_match_query_request_new() {

@@ -34,6 +34,7 @@ mod error;
 mod health;
 mod in_place;
 mod kmeans;
+mod maintenance;
 mod manifest;
 mod merge;
 mod quant;
@@ -46,8 +47,9 @@ mod writer;
 pub use ann::{AnnOptions, AnnStatus, DEFAULT_ANN_MIN_CHUNKS, DEFAULT_PROBE};
 pub use dense::top_k_rows;
 pub use error::IndexError;
-pub use health::{verify, Damage, FileCheck, SegmentDamage, VerifyReport};
+pub use health::{Damage, SegmentDamage};
 pub use in_place::SegmentDocs;
+pub use maintenance::{verify, FileCheck, RepairReport, VerifyReport};
 pub use manifest::{
     canonical_checksum, AnnMeta, ContextualizerConfig, IndexConfig, Manifest, SegmentMeta,
     SentenceVectors, CHECKSUM_KEY, FORMAT_VERSION, MANIFEST_FILE, OLDEST_READABLE_FORMAT,
@@ -56,4 +58,4 @@ pub use manifest::{
 pub use merge::MergePolicy;
 pub use snapshot::{DocMask, Snapshot, SnapshotStats};
 pub use svec::SentenceRows;
-pub use writer::{check_config, CommitStats, IndexWriter, RepairReport};
+pub use writer::{check_config, CommitStats, IndexWriter};

@@ -157,14 +157,24 @@ fn merged_segments_answer_as_the_writes_without_merges_did() {
     assert!(report.is_sound(), "{:?}", report.problems);
 }
 
+/// Commits after which [`write_until_a_merge`] gives up: [`small_policy`] (a factor of
+/// 3) merges within the first few single-document commits.
+const COMMITS_TO_A_MERGE: usize = 32;
+
 /// Single-document commits into a new index at `dir` with [`small_policy`] until one
-/// of them is followed by a merge; the ids written, in order.
+/// of them is followed by a merge; the ids written, in order. Fails when none is within
+/// [`COMMITS_TO_A_MERGE`] commits (instead of committing for ever).
 fn write_until_a_merge(dir: &std::path::Path) -> Vec<String> {
     let mut w = IndexWriter::open(dir, config()).unwrap();
     w.set_merge_policy(small_policy());
     let mut ids = Vec::new();
     let mut merges = 0;
     while merges == 0 {
+        assert!(
+            ids.len() < COMMITS_TO_A_MERGE,
+            "no merge after {} single-document commits",
+            ids.len()
+        );
         let id = format!("d{:02}", ids.len());
         let d = doc(&id, &text(ids.len(), 0));
         let v = spread_vectors(d.chunks.len(), ids.len() as u64);

@@ -227,15 +227,7 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         });
     }
 
-    let meta_json = serde_json::to_string(&metadata).unwrap_or_default();
-    let config_str = opts.chunker.to_string();
-    let hash = content_hash(&[
-        id.as_bytes(),
-        title.as_bytes(),
-        meta_json.as_bytes(),
-        text.as_bytes(),
-        config_str.as_bytes(),
-    ]);
+    let hash = document_hash(&id, &title, &metadata, &text, &opts.chunker);
     drop(idx);
     // The language is recorded after the hash: a document ingested before languages
     // were keeps its hash (and is not re-embedded); one set by the user is kept.
@@ -263,6 +255,26 @@ pub fn chunk(parsed: ParsedDocument, opts: &ChunkOptions<'_>) -> Result<Document
         source,
     })?;
     Ok(doc)
+}
+
+/// The content hash of a document: id, title, metadata (JSON), text and the chunker
+/// config.
+fn document_hash(
+    id: &str,
+    title: &str,
+    metadata: &serde_json::Map<String, serde_json::Value>,
+    text: &str,
+    chunker: &ChunkerConfig,
+) -> String {
+    let meta_json = serde_json::to_string(metadata).unwrap_or_default();
+    let config_str = chunker.to_string();
+    content_hash(&[
+        id.as_bytes(),
+        title.as_bytes(),
+        meta_json.as_bytes(),
+        text.as_bytes(),
+        config_str.as_bytes(),
+    ])
 }
 
 /// Sorted, merged, in-bounds atomic ranges.
@@ -708,33 +720,8 @@ mod tests {
     use super::*;
     use crate::{load_str, DocFormat};
 
-    /// Alphanumeric runs and single punctuation chars are tokens.
-    struct Words;
-    impl TokenCounter for Words {
-        fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
-            let mut out = Vec::new();
-            let mut word: Option<usize> = None;
-            for (i, c) in text.char_indices() {
-                if c.is_alphanumeric() {
-                    word.get_or_insert(i);
-                    continue;
-                }
-                if let Some(s) = word.take() {
-                    out.push((s, i));
-                }
-                if !c.is_whitespace() {
-                    out.push((i, i + c.len_utf8()));
-                }
-            }
-            if let Some(s) = word {
-                out.push((s, text.len()));
-            }
-            out
-        }
-        fn max_sequence_tokens(&self) -> usize {
-            256
-        }
-    }
+    // Alphanumeric runs and single punctuation chars are tokens.
+    use excerpt_testkit::WordCounter as Words;
 
     fn parsed(text: &str) -> ParsedDocument {
         ParsedDocument {

@@ -6,37 +6,8 @@ use excerpt_core::{ChunkerConfig, Document, TokenCounter};
 use excerpt_ingest::{
     chunk, load_str, split_sentences, ChunkOptions, DocFormat, IngestError, ParsedDocument,
 };
+use excerpt_testkit::WordCounter;
 use proptest::prelude::*;
-
-/// Test tokenizer: runs of alphanumerics are one token, every other non-whitespace char
-/// is one token; whitespace is no token.
-struct WordCounter;
-
-impl TokenCounter for WordCounter {
-    fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        let mut word: Option<usize> = None;
-        for (i, c) in text.char_indices() {
-            if c.is_alphanumeric() {
-                word.get_or_insert(i);
-                continue;
-            }
-            if let Some(s) = word.take() {
-                out.push((s, i));
-            }
-            if !c.is_whitespace() {
-                out.push((i, i + c.len_utf8()));
-            }
-        }
-        if let Some(s) = word {
-            out.push((s, text.len()));
-        }
-        out
-    }
-    fn max_sequence_tokens(&self) -> usize {
-        256
-    }
-}
 
 fn piece() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use excerpt::{
     EmbedderSpec, Engine as Inner, EngineError, EngineOptions, ErrorKind, IngestOptions,
-    NoProgress, ParsedDocument, PostedDocument, QuerySpec, RemoteConfig, RenderFormat,
+    LoadOptions, NoProgress, ParsedDocument, PdfWorker, PostedDocument, QuerySpec, RemoteConfig,
+    RenderFormat,
 };
-use excerpt_ingest::LoadOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -374,8 +374,7 @@ impl Engine {
             late_chunking,
             ..IngestOptions::default()
         };
-        opts.load.pdf_worker =
-            pdf_worker.map(|program| excerpt_ingest::PdfWorker::new(program, ["pdf-worker"]));
+        opts.load.pdf_worker = pdf_worker.map(|program| PdfWorker::new(program, ["pdf-worker"]));
         let engine = self.inner.clone();
         let report = interruptible(py, opts, move |opts| {
             engine.ingest(&paths, opts, &NoProgress)

@@ -15,48 +15,14 @@ use axum::Extension;
 use axum::Json;
 use excerpt::{AskOptions, QuerySpec};
 use serde_json::{json, Map, Value};
-use std::borrow::Cow;
 use tokio::sync::mpsc;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::openapi::RefOr;
-use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, JsonBody};
 use crate::guard::HeldPermit;
-use crate::handlers::spec_with;
+use crate::openapi::bodies::AskBody;
 use crate::state::AppState;
-
-/// The body of `POST /v1/ask`: a [`QuerySpec`] plus `stream`.
-pub(crate) struct AskBody;
-
-impl PartialSchema for AskBody {
-    fn schema() -> RefOr<Schema> {
-        spec_with(
-            "A question: the fields of a query, plus whether to stream the answer.",
-            vec![(
-                "stream",
-                ObjectBuilder::new()
-                    .schema_type(Type::Boolean)
-                    .description(Some(
-                        "Answer as a server-sent-event stream (default false: one JSON value).",
-                    ))
-                    .build(),
-            )],
-        )
-    }
-}
-
-impl ToSchema for AskBody {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("AskBody")
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <QuerySpec as ToSchema>::schemas(schemas);
-    }
-}
 
 /// The name of an event of a streamed answer.
 #[derive(utoipa::ToSchema)]

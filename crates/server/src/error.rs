@@ -103,8 +103,8 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use excerpt::ContextError;
     use excerpt::{IndexError, RetrieveError};
-    use excerpt_context::ContextError;
     use std::path::PathBuf;
 
     #[test]

@@ -9,79 +9,19 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
-    context_json, context_value, render, DocumentSummary, NoProgress, PostedDocument, QuerySpec,
-    RenderFormat,
+    context_json, render, Context, ContextJson, DocumentSummary, LoadOptions, NoProgress,
+    ParsedDocument, PostedDocument, QuerySpec, RenderFormat,
 };
-use excerpt_context::Context;
-use excerpt_ingest::ParsedDocument;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
-use utoipa::openapi::RefOr;
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, on_pool, JsonBody};
 use crate::metrics::PROMETHEUS_TEXT;
+use crate::openapi::bodies::QueryBody;
 use crate::state::AppState;
-
-/// The body of `POST /v1/query`: a [`QuerySpec`] plus `format` and `instruction`.
-pub(crate) struct QueryBody;
-
-impl PartialSchema for QueryBody {
-    fn schema() -> RefOr<Schema> {
-        spec_with(
-            "A query: the text and, optionally, how to retrieve and assemble its context \
-(`excerpt query`'s options), and how to answer it.",
-            vec![
-                (
-                    "format",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .enum_values(Some(["json", "text", "markdown"]))
-                        .description(Some(
-                            "`json` (default): the context with its pieces; `text` (for a \
-prompt) or `markdown` (for people): the context rendered, in `context`.",
-                        ))
-                        .build(),
-                ),
-                (
-                    "instruction",
-                    ObjectBuilder::new()
-                        .schema_type(Type::String)
-                        .description(Some(
-                            "The closing instruction of the `text` rendering (default: one \
-that says how the pieces are ordered).",
-                        ))
-                        .build(),
-                ),
-            ],
-        )
-    }
-}
-
-impl ToSchema for QueryBody {
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        <QuerySpec as ToSchema>::schemas(schemas);
-    }
-}
-
-/// `QuerySpec`'s schema with more properties (none of them required).
-pub(crate) fn spec_with(description: &str, extra: Vec<(&str, Object)>) -> RefOr<Schema> {
-    match <QuerySpec as PartialSchema>::schema() {
-        RefOr::T(Schema::Object(mut object)) => {
-            for (name, schema) in extra {
-                object
-                    .properties
-                    .insert(name.to_string(), RefOr::T(Schema::Object(schema)));
-            }
-            object.description = Some(description.to_string());
-            RefOr::T(Schema::Object(object))
-        }
-        other => other,
-    }
-}
 
 /// The answer of `GET /healthz`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -147,12 +87,16 @@ pub(crate) struct ContextAnswer {
     context: Context,
 }
 
-/// Serialized through [`context_value`], like the CLI's output, so the numbers are
-/// spelled the same way (its scores are `f32`s widened to `f64`); the handler writes
-/// the same bytes with [`context_json`].
+/// Serialized as [`ContextJson`], like the CLI's output, so the numbers are spelled the
+/// same way (its scores are `f32`s widened to `f64`); the handler writes the same bytes
+/// with [`context_json`].
 impl Serialize for ContextAnswer {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        context_value(&self.query, &self.context).serialize(s)
+        ContextJson {
+            query: &self.query,
+            context: &self.context,
+        }
+        .serialize(s)
     }
 }
 
@@ -259,7 +203,7 @@ pub(crate) struct IngestBody {
 /// added to `warnings`.
 fn parse_document(
     d: PostedDocument,
-    load: &excerpt_ingest::LoadOptions,
+    load: &LoadOptions,
     warnings: &mut Vec<excerpt::Problem>,
 ) -> Result<ParsedDocument, ApiError> {
     let id = d.id.clone();

@@ -6,11 +6,13 @@
 //! The types the server reads and answers derive `utoipa::ToSchema`: the server's own
 //! beside their handlers, the engine's and the context crate's behind their optional
 //! `openapi` feature, which this crate turns on. Two request bodies are the engine's
-//! [`QuerySpec`] plus a field or two parsed by the handler ([`QueryBody`], [`AskBody`]);
-//! their schemas are `QuerySpec`'s with those properties added.
+//! [`QuerySpec`](excerpt::QuerySpec) plus a field or two parsed by the handler
+//! ([`bodies`]); their schemas are `QuerySpec`'s with those properties added.
 //!
 //! `GET /openapi.json` serves the document; `docs/openapi.json` is a copy that a test
 //! regenerates and compares.
+
+pub(crate) mod bodies;
 
 use std::sync::OnceLock;
 

@@ -9,7 +9,9 @@
 //! endpoints. Each suite writes its own handlers (what the fake model answers is what
 //! the suite tests) and shares the plumbing. [`fixtures`] holds small file helpers;
 //! [`postgres`] starts a real PostgreSQL (through `scripts/postgres.sh`) and makes
-//! databases for the suites of the PostgreSQL index.
+//! databases for the suites of the PostgreSQL index. [`tokens`] holds tokenizers for
+//! tests (a [`WordCounter`] and a [`WhitespaceCounter`]); `mcp` (feature `mcp`) the
+//! calls of an MCP test client.
 //!
 //! `axum` and `tokio` are re-exported so a suite can write handlers without depending
 //! on them itself.
@@ -17,13 +19,17 @@
 #![forbid(unsafe_code)]
 
 pub mod fixtures;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod openai;
 pub mod postgres;
 pub mod rerank;
 mod script;
 mod server;
+pub mod tokens;
 
 pub use axum;
 pub use script::{Fail, Script};
 pub use server::FakeServer;
+pub use tokens::{WhitespaceCounter, WordCounter};
 pub use tokio;

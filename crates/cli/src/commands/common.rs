@@ -126,14 +126,11 @@ pub(super) fn shown_index(index: &std::path::Path) -> String {
 
 /// This very program, run with its hidden `pdf-worker` subcommand under the limits of
 /// `a`: where `ingest` and `serve` parse each PDF.
-pub(super) fn pdf_worker_of(a: &PdfArgs) -> Result<excerpt_ingest::PdfWorker> {
+pub(super) fn pdf_worker_of(a: &PdfArgs) -> Result<excerpt::PdfWorker> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot find this program to parse PDFs with: {e}"))?;
-    Ok(
-        excerpt_ingest::PdfWorker::new(exe, ["pdf-worker"]).with_limits(
-            excerpt_ingest::PdfLimits::new(a.pdf_memory_mb, a.pdf_timeout_secs),
-        ),
-    )
+    Ok(excerpt::PdfWorker::new(exe, ["pdf-worker"])
+        .with_limits(excerpt::PdfLimits::new(a.pdf_memory_mb, a.pdf_timeout_secs)))
 }
 
 /// The server's log on stderr through `tracing`: RUST_LOG picks the level (default

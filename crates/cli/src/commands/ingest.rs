@@ -4,8 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use excerpt::{ContextualizeOptions, IngestOptions, IngestReport};
-use excerpt_ingest::{LoadOptions, WalkOptions};
+use excerpt::{ContextualizeOptions, IngestOptions, IngestReport, LoadOptions, WalkOptions};
 
 use crate::args::{ContextualizeArgs, Global, IngestArgs};
 use crate::outcome::{EXIT_INTERRUPTED, EXIT_NOTHING_INGESTED};

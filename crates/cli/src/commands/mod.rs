@@ -13,6 +13,7 @@ mod contents;
 mod eval;
 mod ingest;
 mod maintenance;
+mod pdf_worker;
 mod query;
 mod serve;
 mod shell;
@@ -37,6 +38,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pdfium(a) => crate::fetch::pdfium(a, cli.global.quiet),
         Command::Completions(a) => shell::completions(a),
         Command::Man(a) => shell::man(a),
-        Command::PdfWorker(a) => serve::pdf_worker(a),
+        Command::PdfWorker(a) => pdf_worker::pdf_worker(a),
     }
 }

@@ -1,15 +1,13 @@
-//! `excerpt serve`, `excerpt mcp` and the hidden `excerpt pdf-worker`: the long-running
-//! front ends, and the worker that parses one PDF for them.
+//! `excerpt serve` and `excerpt mcp`: the long-running front ends (their PDFs are parsed
+//! by the hidden `excerpt pdf-worker`, in `pdf_worker`).
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use excerpt::IngestOptions;
-use excerpt_ingest::LoadOptions;
+use excerpt::{IngestOptions, LoadOptions};
 
-use crate::args::{Global, McpArgs, PdfWorkerArgs, ServeArgs};
+use crate::args::{Global, McpArgs, ServeArgs};
 
 use super::common::{engine, init_logging, llm_config, pdf_worker_of, shown_index};
 
@@ -104,26 +102,5 @@ pub(super) fn mcp(g: &Global, a: McpArgs) -> Result<ExitCode> {
     };
     excerpt_mcp::serve_stdio_blocking(engine, options)
         .map_err(|e| anyhow::anyhow!("MCP server: {e}"))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `excerpt pdf-worker`: one PDF (a file, or standard input) extracted in this process,
-/// the reply on stdout, progress on stderr.
-pub(super) fn pdf_worker(a: PdfWorkerArgs) -> Result<ExitCode> {
-    let (bytes, name) = match a.path.as_deref().filter(|p| *p != Path::new("-")) {
-        Some(p) => (
-            std::fs::read(p).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?,
-            p.display().to_string(),
-        ),
-        None => {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)?;
-            (bytes, "stdin".to_string())
-        }
-    };
-    let name = a.name.unwrap_or(name);
-    let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
-    excerpt_ingest::run_pdf_worker(&name, &bytes, a.max_pages, &mut out, &mut err)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -226,29 +226,8 @@ impl std::fmt::Display for Throughput {
 mod tests {
     use super::*;
 
-    /// A counter of whitespace-separated words, for cutting passages without a model.
-    struct Words;
-
-    impl TokenCounter for Words {
-        fn token_spans(&self, text: &str) -> Vec<(usize, usize)> {
-            let mut spans = Vec::new();
-            let mut start = None;
-            for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
-                match (c.is_whitespace(), start) {
-                    (true, Some(s)) => {
-                        spans.push((s, i));
-                        start = None;
-                    }
-                    (false, None) => start = Some(i),
-                    _ => {}
-                }
-            }
-            spans
-        }
-        fn max_sequence_tokens(&self) -> usize {
-            256
-        }
-    }
+    // A counter of whitespace-separated words, for cutting passages without a model.
+    use excerpt_testkit::WhitespaceCounter as Words;
 
     #[test]
     fn passages_are_cut_in_order_and_repeated_or_generated_as_needed() {

@@ -1,61 +1,21 @@
 //! MCP over streamable HTTP at `/mcp`: rmcp's own client against a real server on
 //! 127.0.0.1, with and without the server's token.
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use excerpt_testkit::mcp::{call, error_text, ok, tool_names, Client};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 use super::{agent, ingest_body, post, start, start_with, ServerOptions, TestServer};
 
-async fn connect(s: &TestServer, token: Option<&str>) -> RunningService<RoleClient, ()> {
+async fn connect(s: &TestServer, token: Option<&str>) -> Client {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", s.base));
     if let Some(t) = token {
         config = config.auth_header(t);
     }
     let transport = StreamableHttpClientTransport::from_config(config);
     ().serve(transport).await.expect("MCP handshake over HTTP")
-}
-
-async fn tool_names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
-    let mut names: Vec<String> = client
-        .list_all_tools()
-        .await
-        .expect("tools/list")
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort_unstable();
-    names
-}
-
-async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("calling {tool}: {e}"))
-}
-
-fn ok(result: &CallToolResult) -> &Value {
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    result
-        .structured_content
-        .as_ref()
-        .expect("structured content")
-}
-
-fn error_text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(true), "{result:?}");
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
 }
 
 /// Runs `f` on a runtime of its own (the test server has its own on another thread).

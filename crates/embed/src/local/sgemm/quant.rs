@@ -43,7 +43,8 @@ use std::ops::Range;
 
 use std::sync::OnceLock;
 
-use super::{finish_row, Epilogue, Kernel, Packed, SendPtr, Strip, Tile, NR};
+use super::tile::{finish_row, Strip, Tile};
+use super::{Epilogue, Kernel, Packed, SendPtr, NR};
 
 /// Inner positions sharing one weight scale per column.
 pub(super) const GROUP: usize = 128;
@@ -250,7 +251,7 @@ pub(super) unsafe fn product(
     let rows = quantize_rows(a, lda, m, w.k, panels.kp);
     let out = SendPtr(c);
     let tiles = IntTile::for_kernel(w.kernel);
-    super::for_each_block(m, w, parallel, |first_row, columns| {
+    super::driver::for_each_block(m, w, parallel, |first_row, columns| {
         // SAFETY: `block`'s contract: rows first_row.. of the rounded rows and of `C`
         // (this function's contract), panels within `columns` (given by
         // `for_each_block` within the panels of `w`); `tiles` runs on this CPU
@@ -511,7 +512,7 @@ impl IntTile {
             {
                 let bw = std::arch::is_x86_feature_detected!("avx512bw");
                 let vnni = std::arch::is_x86_feature_detected!("avx512vnni");
-                if !(super::has_avx512() && super::has_avx2_fma() && bw) {
+                if !(crate::local::math::has_avx512() && super::has_avx2_fma() && bw) {
                     return IntTile::Avx2;
                 }
                 let agrees = |vnni: bool| {
@@ -806,7 +807,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             let bw = std::arch::is_x86_feature_detected!("avx512bw");
-            if !(super::super::has_avx512() && bw) {
+            if !(crate::local::math::has_avx512() && bw) {
                 eprintln!("this CPU has no AVX-512BW: skipped (scripts/avx512-emu runs the check)");
                 return;
             }

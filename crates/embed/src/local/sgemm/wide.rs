@@ -15,7 +15,8 @@
 //! kernel's. Partial tiles (a last panel narrower than 16 columns) load and store with
 //! lane masks instead of going through a scalar copy.
 
-use super::{Strip, Tile, TileFn, NR};
+use super::tile::{Strip, Tile, TileFn};
+use super::NR;
 use crate::local::lanes::Lanes16;
 #[cfg(target_arch = "x86_64")]
 use crate::local::lanes::{
@@ -82,7 +83,7 @@ pub(super) unsafe fn sums<V: Lanes16, const P: usize, const HALF: bool>(
 /// when `HALF`.
 ///
 /// # Safety
-/// As [`super::kernel_avx2`], with `P` panels of `tile.kc` groups at `tile.b` (or
+/// As [`super::avx2::kernel_avx2`], with `P` panels of `tile.kc` groups at `tile.b` (or
 /// `tile.half`) and `tile.stride` values apart, `strip.rows <= MR`, and `tile.nr`
 /// columns with `16 · (P - 1) < tile.nr <= 16 · P`; the CPU has `V`'s features.
 #[inline(always)]
