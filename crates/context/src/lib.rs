@@ -7,7 +7,8 @@
 //! - [`Context`] and [`Piece`]: the typed output (exact slices with provenance).
 //! - [`Hit`], [`Corpus`], [`LlmTokens`]: what strategies read; [`TiktokenCounter`] counts
 //!   LLM tokens with an embedded BPE vocabulary.
-//! - [`render_json`], [`render_markdown`], [`render_text`]: renderings of a context.
+//! - [`render_markdown`], [`render_text`]: renderings of a context for people and LLMs
+//!   (its JSON is the engine's, `excerpt::context_value`: one rendering for every front end).
 //! - [`feedback_terms`]: pseudo-relevance feedback terms for the sentence route.
 //! - [`segments`]: Relevant Segment Extraction's exact maximum-sum segment search, and
 //!   [`select_segments_optimal`], the budget-optimal set of segments.
@@ -36,7 +37,7 @@ pub use error::ContextError;
 pub use feedback::feedback_terms;
 pub use optimal::{select_segments_optimal, select_segments_optimal_lazy};
 pub use render::{
-    render_json, render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
+    render_markdown, render_text, RenderOptions, DEFAULT_CLOSING_INSTRUCTION,
     SCORE_ORDER_CLOSING_INSTRUCTION,
 };
 pub use segments::{

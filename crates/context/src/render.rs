@@ -77,12 +77,6 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The context as pretty-printed JSON (the serde value of [`Context`]).
-pub fn render_json(ctx: &Context) -> String {
-    serde_json::to_string_pretty(ctx)
-        .unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
-}
-
 /// The context as Markdown: a summary line, one `##` heading per document, one `###`
 /// heading per piece (section, chunk range, character range, relevance), then the notes.
 pub fn render_markdown(ctx: &Context) -> String {

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use excerpt_context::{
-    assemble, render_json, render_markdown, render_text, AssembleRequest, Context, PieceOrder,
-    RenderOptions, StrategyConfig, DEFAULT_CLOSING_INSTRUCTION, SCORE_ORDER_CLOSING_INSTRUCTION,
+    assemble, render_markdown, render_text, AssembleRequest, Context, PieceOrder, RenderOptions,
+    StrategyConfig, DEFAULT_CLOSING_INSTRUCTION, SCORE_ORDER_CLOSING_INSTRUCTION,
 };
 
 fn context() -> Context {
@@ -121,7 +121,8 @@ fn markdown_rendering() {
 #[test]
 fn json_rendering() {
     let ctx = context();
-    let json = render_json(&ctx);
+    // The serde value of the context (what the engine's `context_value` adds the query to).
+    let json = serde_json::to_string_pretty(&ctx).unwrap();
     let back: Context = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(back, ctx);
     insta::assert_snapshot!("json", json);

@@ -1387,7 +1387,9 @@ fn the_quick_start_question_is_answered_by_the_paragraph_on_atomic_commits() {
         }
     }
     assert!(
-        ctx.pieces.iter().all(|p| p.text.trim().chars().count() >= 20),
+        ctx.pieces
+            .iter()
+            .all(|p| p.text.trim().chars().count() >= 20),
         "{shown:#?}"
     );
 }
