@@ -17,8 +17,10 @@
 
 mod assemble;
 mod context;
+mod dialogue;
 mod error;
 mod feedback;
+mod headings;
 mod memo;
 mod near;
 mod optimal;

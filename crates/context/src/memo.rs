@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use excerpt_core::{Corpus, Document};
 
+use crate::dialogue::{self, DialogueMemo};
+use crate::headings::{self, HeadingMemo, HeadingTerms};
 use crate::sentences::lexical::TermMemo;
 use crate::sentences::term_ids::{Locked, SentenceTerms};
 use crate::sentences::units::{self, UnitMemo};
-use crate::strategies::auto::{self, DialogueMemo, HeadingMemo, HeadingTerms};
 
 /// A collection's derived facts, each behind its own lock (see the module
 /// documentation). Each part bounds what it keeps.
@@ -49,14 +50,14 @@ impl Memo {
             .unwrap_or_default()
     }
 
-    /// Whether `doc` reads as a transcript (`is_dialogue` of `auto`), remembered.
+    /// Whether `doc` reads as a transcript ([`dialogue::is_dialogue`]), remembered.
     pub(crate) fn is_dialogue(&self, doc: &Document) -> bool {
-        auto::doc_is_dialogue(&self.dialogues, doc)
+        dialogue::doc_is_dialogue(&self.dialogues, doc)
     }
 
     /// The terms of `doc`'s headings, remembered.
     pub(crate) fn heading_terms(&self, doc: &Document) -> Arc<HeadingTerms> {
-        auto::heading_terms(&self.headings, doc)
+        headings::heading_terms(&self.headings, doc)
     }
 
     /// The units of `doc` that span several sentences

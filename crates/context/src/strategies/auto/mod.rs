@@ -11,7 +11,7 @@
 //!   ([`TopkParams::sentences`]). With `sections=true`, pinpoint questions whose top
 //!   documents have headings go to `section` instead (whole sections).
 //! - **Conversations**: when one of the top documents is a transcript (most lines are
-//!   speaker turns, [`is_dialogue`](dialogue::is_dialogue)) and none has headings,
+//!   speaker turns, [`is_dialogue`](crate::dialogue::is_dialogue)) and none has headings,
 //!   pinpoint questions go to `rse` too (`dialogue=false` turns this off): in a meeting
 //!   a fact comes out over several turns, and on the meeting transcripts `rse` beats the
 //!   sentence route on pinpoint questions by 4.6 recall points at 2000 characters.
@@ -56,7 +56,6 @@
 //! (so `sections` is off by default). `rse` alone loses 8 recall points to `topk` on
 //! contracts at small budgets, and `topk` alone loses 3-6 points to `rse` on transcripts.
 
-mod dialogue;
 mod extent;
 mod named;
 
@@ -70,9 +69,7 @@ use crate::strategies::rse::RseParams;
 use crate::strategies::section::SectionParams;
 use crate::strategies::topk::{is_long, TopkParams, TopkUnit};
 
-pub(crate) use dialogue::{doc_is_dialogue, DialogueMemo};
 use extent::{extent, long_segment};
-pub(crate) use named::{heading_terms, HeadingMemo, HeadingTerms};
 use named::{named_in_top_documents, with_named_sections};
 
 /// Parameters of [`Strategy::Auto`](crate::Strategy::Auto): the strategy each route

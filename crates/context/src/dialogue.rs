@@ -1,5 +1,5 @@
 //! Transcripts: whether a document reads as a conversation (most lines are speaker
-//! turns), which sends pinpoint questions over it to `rse`.
+//! turns), which sends `auto`'s pinpoint questions over it to `rse`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
