@@ -204,3 +204,21 @@ pub struct Context {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<Timings>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Derived;
+
+    #[test]
+    fn a_derived_slot_is_filled_once_and_typed_by_its_first_user() {
+        let slot = Derived::new();
+        let first = slot.get_or_init(|| vec![1u32, 2]).expect("filled");
+        let again = slot
+            .get_or_init(|| -> Vec<u32> { unreachable!("filled once") })
+            .expect("the same type");
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        // Another type reads nothing, and the first value stays.
+        assert!(slot.get_or_init(|| "other").is_none());
+        assert_eq!(*slot.get_or_init(Vec::<u32>::new).unwrap(), [1, 2]);
+    }
+}
