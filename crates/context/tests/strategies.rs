@@ -2262,3 +2262,50 @@ fn auto_leaves_out_pieces_too_short_to_read_alone() {
         "{readable:?}"
     );
 }
+
+#[test]
+fn a_sentence_longer_than_half_the_budget_is_read_by_its_clauses() {
+    // One sentence of three long clauses (about 50 words each), the second the one the
+    // query matches; then a short sentence in a chunk of its own.
+    let filler = |w: &str| -> String { vec![w; 44].join(" ") };
+    let sentence = format!(
+        "The Receiving Party: (i) shall keep {} safe; (ii) shall not use alpha beta for any purpose other than {} stated; (iii) shall return {} on request.",
+        filler("records"),
+        filler("evaluation"),
+        filler("copies"),
+    );
+    let c = TestCorpus::new(vec![build_doc(
+        "nda.txt",
+        "NDA",
+        &[
+            chunk(&[sentence.as_str()]),
+            chunk(&[" Alpha is named once more in this closing sentence of the agreement."]),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.8)];
+    let budget = 80;
+    let r = req(&c, &hits, budget, None, None);
+    // A clause may end inside a sentence: pieces are checked for exact text and budget.
+    let text: Vec<char> = c.docs[0].text.chars().collect();
+    let texts = |cfg: &str| -> Vec<String> {
+        let cfg: StrategyConfig = cfg.parse().unwrap();
+        let ctx = assemble(&cfg, &r).unwrap();
+        assert!(ctx.tokens <= budget, "{} tokens", ctx.tokens);
+        for p in &ctx.pieces {
+            let exact: String = text[p.start..p.end].iter().collect();
+            assert_eq!(p.text, exact);
+        }
+        ctx.pieces.iter().map(|p| p.text.clone()).collect()
+    };
+    // Whole, the sentence (about 140 words) does not fit in 80: its answer is lost.
+    let whole = texts("topk:unit=sentence,passages=true,long_clauses=0");
+    assert!(whole.iter().all(|t| !t.contains("(ii)")), "{whole:?}");
+    // Cut into clauses, the clause that answers is a piece, from its enumerator to the
+    // semicolon that ends it.
+    let cut = texts("topk:unit=sentence,passages=true");
+    assert!(
+        cut.iter()
+            .any(|t| t.starts_with("(ii) shall not use alpha beta") && t.trim_end().ends_with("stated;")),
+        "{cut:?}"
+    );
+}

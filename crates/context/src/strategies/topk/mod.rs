@@ -89,6 +89,11 @@ pub struct TopkParams {
     /// enumerators such as `(a)`), none shorter than this many characters; 0 keeps whole
     /// sentences (default 0).
     pub clause_chars: usize,
+    /// With `unit = sentence`: a sentence of more tokens than this share of the
+    /// request's budget is cut into clauses (of at least `clause_chars` characters, 250
+    /// when that is 0), so that the clause answering a question is not lost with a
+    /// sentence too long to take whole, in [0, 1] (default 0.5; 0: never).
+    pub long_clauses: f32,
     /// With `unit = sentence`: weight of the sentences just before and after a sentence
     /// on its line in its lexical match, in [0, 1] (default 0.15; 0 scores each
     /// sentence alone).
@@ -166,6 +171,7 @@ impl Default for TopkParams {
             dense_weight: 0.5,
             dense_min_terms: 14,
             clause_chars: 0,
+            long_clauses: 0.5,
             neighbours: 0.15,
             heading_terms: true,
             lead_ins: true,
@@ -207,6 +213,7 @@ impl TopkParams {
         check_range("topk", "neighbours", self.neighbours, 0.0, 1.0)?;
         check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
         check_range("topk", "stop_share", self.stop_share, 0.0, 1.0)?;
+        check_range("topk", "long_clauses", self.long_clauses, 0.0, 1.0)?;
         check_range(
             "topk",
             "value_power",
@@ -284,6 +291,8 @@ fn topk_sentences(
         dense_weight: p.dense_weight,
         dense_min_terms: p.dense_min_terms,
         clause_chars: p.clause_chars,
+        long_sentence: (p.long_clauses > 0.0)
+            .then(|| (p.long_clauses * req.budget as f32).ceil() as usize),
         neighbour_weight: p.neighbours,
         heading_terms: p.heading_terms,
         feedback_weight: p.feedback,

@@ -28,6 +28,8 @@ pub(crate) struct SentenceScoring {
     pub dense_min_terms: usize,
     /// Sentences are cut into clauses of at least this many characters (0: whole).
     pub clause_chars: usize,
+    /// A sentence of more tokens than this is cut into clauses whatever `clause_chars`.
+    pub long_sentence: Option<usize>,
     /// Weight of the match of the sentences just before and after on the same line.
     pub neighbour_weight: f32,
     /// Whether a sentence's terms include those of its section's heading path.
@@ -165,6 +167,7 @@ pub(crate) fn best_sentences(
         dense_weight,
         dense_min_terms,
         clause_chars,
+        long_sentence,
         neighbour_weight,
         heading_terms,
         feedback_weight,
@@ -181,7 +184,10 @@ pub(crate) fn best_sentences(
     let (mut cands, texts) = candidates(
         req,
         &chunk_rel,
-        clause_chars,
+        Cuts {
+            clause_chars,
+            long_sentence,
+        },
         heading_terms,
         &mut table,
         &mut numbering,
@@ -274,7 +280,7 @@ fn with_meaning(
 fn candidates(
     req: &AssembleRequest<'_>,
     chunk_rel: &BTreeMap<ChunkKey, f32>,
-    clause_chars: usize,
+    cuts: Cuts,
     heading_terms: bool,
     table: &mut Locked<'_>,
     numbering: &mut Numbering,
@@ -317,10 +323,9 @@ fn candidates(
                 })
                 .collect();
             if let Some(r) = pooled.iter().map(|p| p.1).reduce(f32::max) {
-                let parts = if clause_chars > 0 && !whole_block {
-                    clauses(&doc.text, *range, clause_chars)
-                } else {
-                    vec![*range]
+                let parts = match cuts.clause_chars_of(req, doc, range, whole_block) {
+                    Some(min) => clauses(&doc.text, *range, min),
+                    None => vec![*range],
                 };
                 for part in parts {
                     let mut t = table.sentence_in(part.slice(&doc.text), numbering);
@@ -343,6 +348,42 @@ fn candidates(
         }
     }
     (cands, texts)
+}
+
+/// How candidate sentences are cut into clauses.
+#[derive(Debug, Clone, Copy)]
+struct Cuts {
+    /// Every sentence, into clauses of at least this many characters (0: none).
+    clause_chars: usize,
+    /// A sentence of more tokens than this, into clauses of at least `clause_chars`
+    /// characters (or [`LONG_CLAUSE_CHARS`]).
+    long_sentence: Option<usize>,
+}
+
+/// The shortest clause of a long sentence cut when `clause_chars` is 0.
+const LONG_CLAUSE_CHARS: usize = 250;
+
+impl Cuts {
+    /// The shortest clause `range` of `doc` is cut into, or `None` when it stays whole.
+    fn clause_chars_of(
+        &self,
+        req: &AssembleRequest<'_>,
+        doc: &Document,
+        range: &TextRange,
+        whole_block: bool,
+    ) -> Option<usize> {
+        if whole_block {
+            return None;
+        }
+        if self.clause_chars > 0 {
+            return Some(self.clause_chars);
+        }
+        let limit = self.long_sentence?;
+        // A text has at least as many characters as tokens for the usual encodings:
+        // only a sentence of more characters than the limit is counted.
+        let long = range.char_len() > limit && req.tokens.count(range.slice(&doc.text)) > limit;
+        long.then_some(LONG_CLAUSE_CHARS)
+    }
 }
 
 /// The first sentences of the units of `doc` that overlap the chunk ranges `pooled` (in
