@@ -1344,9 +1344,9 @@ fn a_query_answers_the_same_whatever_ran_before() {
 
 /// The README's quick-start question, on the sample index `scripts/setup.sh` builds (this
 /// repository's documents without their history, the README): its context at 800 tokens
-/// holds (part of) the paragraph of ARCHITECTURE that answers it (writes are atomic, the
-/// manifest's rename is the commit point), in reading order and without a label left
-/// alone. (The sentence naming the commit point itself is not among the pieces yet.)
+/// holds the paragraph of ARCHITECTURE that answers it (writes are atomic) with the
+/// sentence that names the manifest's rename as the commit point, in reading order and
+/// without a label left alone.
 #[test]
 fn the_quick_start_question_is_answered_by_the_paragraph_on_atomic_commits() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -1378,6 +1378,19 @@ fn the_quick_start_question_is_answered_by_the_paragraph_on_atomic_commits() {
         ctx.pieces
             .iter()
             .any(|p| p.doc_id == "ARCHITECTURE.md" && p.start < end && start < p.end),
+        "{shown:#?}\n{:?}",
+        ctx.notes
+    );
+    // And its answer: the sentence that names the commit point and what a kill before it
+    // leaves (it begins in a chunk that retrieval ranks far below the paragraph's first).
+    let commit = arch[at..end]
+        .find("The manifest rename is the commit point")
+        .expect("the sentence");
+    let commit = arch[..at + commit].chars().count();
+    assert!(
+        ctx.pieces
+            .iter()
+            .any(|p| p.doc_id == "ARCHITECTURE.md" && p.start <= commit && commit < p.end),
         "{shown:#?}\n{:?}",
         ctx.notes
     );

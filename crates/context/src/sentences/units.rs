@@ -310,8 +310,8 @@ fn figure_table_lines(text: &str, lines: &[(usize, usize)]) -> Vec<std::ops::Ran
 /// Runs of sentences that are one sentence hard-wrapped over several lines (Markdown and
 /// plain text wrapped at a fixed width, which the sentence splitter breaks at every line
 /// end), as a map from a run's first sentence to its last. A line continues into the
-/// next when it ends without a full stop, question or exclamation mark, colon or
-/// semicolon, is not a heading, is followed by no blank line, and the next line starts
+/// next when it ends without a full stop, question or exclamation mark (or with a colon
+/// or semicolon only when the next line starts in lower case), is not a heading, is followed by no blank line, and the next line starts
 /// with a lower-case letter, or is itself at least 50 characters long (a wrapped line,
 /// not a title); and when the next line opens no list item, heading, quote, table or
 /// code fence. Runs stop at [`MAX_BLOCK_CHARS`].
@@ -336,14 +336,18 @@ fn wrapped_runs(doc: &Document) -> BTreeMap<usize, usize> {
         }
         let line_start = text[..s[i].byte_start].rfind('\n').map_or(0, |p| p + 1);
         let line = trim(&text[line_start..s[i].byte_end]);
+        let n = trim_start(next);
+        let lower = n.chars().next().is_some_and(char::is_lowercase);
+        // A colon or semicolon ends a line inside a sentence when the next line goes on
+        // in lower case ("… is the commit point:\n  if the ingest is killed …").
+        let clause_end = t.ends_with([':', ';']) && lower;
         if trim_start(t).is_empty()
-            || t.ends_with(['.', '!', '?', ':', ';'])
+            || t.ends_with(['.', '!', '?'])
+            || t.ends_with([':', ';']) && !clause_end
             || line.starts_with('#')
         {
             return false;
         }
-        let n = trim_start(next);
-        let lower = n.chars().next().is_some_and(char::is_lowercase);
         // At least 50 characters: `!at_most_chars(line, 49)`.
         if !lower && at_most_chars(line, 49) {
             return false;

@@ -9,7 +9,7 @@ use crate::context::AssembleRequest;
 use crate::memo::Memo;
 use crate::near::{chunk_near, sentence_near};
 use crate::selection::cosine;
-use crate::sentences::clauses::clauses;
+use crate::sentences::clauses::{clauses, starts_with_enumerator};
 use crate::sentences::lexical::{terms, weighted_id_scores};
 use crate::sentences::min_max_scaled;
 use crate::sentences::term_ids::{Locked, Numbering};
@@ -297,10 +297,13 @@ fn candidates(
         let blocks = memo.block_units(doc);
         // Heading terms per section, stemmed once.
         let mut heading: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
-        let pooled_ranges: Vec<TextRange> = chunk_rel
+        let mut pooled_ranges: Vec<TextRange> = chunk_rel
             .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
             .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
             .collect();
+        let continued = continuations(doc, d, chunk_rel);
+        pooled_ranges.extend(continued.iter().map(|c| c.0));
+        pooled_ranges.sort_by_key(|r| r.byte_start);
         let visit = units_to_visit(doc, &blocks, &pooled_ranges);
         for i in visit {
             // A code block or table is one unit; any other sentence is its own.
@@ -322,7 +325,14 @@ fn candidates(
                     chunk_rel.get(&ChunkKey::new(d, o)).map(|&r| (o, r))
                 })
                 .collect();
-            if let Some(r) = pooled.iter().map(|p| p.1).reduce(f32::max) {
+            // A unit no pooled chunk holds opens the rest of a pooled chunk's paragraph.
+            let r = pooled.iter().map(|p| p.1).reduce(f32::max).or_else(|| {
+                continued
+                    .iter()
+                    .find(|c| c.0.byte_start <= range.byte_start && range.byte_start < c.0.byte_end)
+                    .map(|c| c.1)
+            });
+            if let Some(r) = r {
                 let parts = match cuts.clause_chars_of(req, doc, range, whole_block) {
                     Some(min) => clauses(&doc.text, *range, min),
                     None => vec![*range],
@@ -348,6 +358,69 @@ fn candidates(
         }
     }
     (cands, texts)
+}
+
+/// The most characters of a paragraph read on past the end of the pooled chunk that
+/// holds its start.
+const CONTINUATION_CHARS: usize = 300;
+
+/// The rest of the paragraph of each pooled chunk of document `d` (position) that ends
+/// inside one, when the next chunk is not pooled: from the chunk's end to the first blank
+/// line, heading or list item, at most [`CONTINUATION_CHARS`] characters, with the
+/// chunk's relevance. A chunk cut by the chunker's length mid-paragraph leaves the end
+/// of what it began to say to the next chunk, which retrieval may rank far lower.
+fn continuations(
+    doc: &Document,
+    d: u32,
+    chunk_rel: &BTreeMap<ChunkKey, f32>,
+) -> Vec<(TextRange, f32)> {
+    let text = doc.text.as_str();
+    let mut out = Vec::new();
+    for (k, &r) in chunk_rel.range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX)) {
+        let Some(chunk) = doc.chunks.get(k.ordinal as usize) else {
+            continue;
+        };
+        if chunk_rel.contains_key(&ChunkKey::new(d, k.ordinal + 1)) {
+            continue;
+        }
+        let at = chunk.range.byte_end;
+        if at >= text.len() {
+            continue;
+        }
+        // Mid-line, the first line goes on whatever it holds; after a line end, it is
+        // judged as the others are.
+        let mid_line = !text[..at].ends_with('\n');
+        let mut end = at;
+        let mut chars = 0usize;
+        for line in text[at..].split_inclusive('\n') {
+            let t = line.trim_start();
+            if !(mid_line && end == at)
+                && (t.is_empty()
+                    || t.starts_with(['#', '-', '*', '+', '|', '>'])
+                    || starts_with_enumerator(t))
+            {
+                break;
+            }
+            end += line.len();
+            chars += line.chars().count();
+            if chars >= CONTINUATION_CHARS {
+                break;
+            }
+        }
+        if end > at {
+            let char_start = chunk.range.char_end;
+            out.push((
+                TextRange {
+                    byte_start: at,
+                    byte_end: end,
+                    char_start,
+                    char_end: char_start + text[at..end].chars().count(),
+                },
+                r,
+            ));
+        }
+    }
+    out
 }
 
 /// How candidate sentences are cut into clauses.
