@@ -340,7 +340,8 @@ fn a_trickled_body_gets_408_and_gives_its_permit_back() {
     let mut o = quiet();
     o.token = Some("s3cret-token".into());
     o.public_reads = true;
-    o.max_concurrent = 2;
+    // Two permits anyone may take, and one kept for the write token.
+    o.max_concurrent = 3;
     o.body_timeout = Duration::from_secs(1);
     let s = start_with(&tmp.path().join("idx"), o);
     let addr = s.base.trim_start_matches("http://").to_string();
