@@ -304,6 +304,9 @@ impl HeldPermit {
 /// cleanly: a write holds its lock until its commit is done). The permit is held until
 /// the response head is ready, or by the work a handler takes it into ([`HeldPermit`]).
 pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    if let Some(refused) = declared_too_large(req.headers(), g.options.body_limit) {
+        return refused;
+    }
     let writer = req.extensions().get::<Access>() == Some(&Access::Write);
     let Some(permit) = g.permit(writer) else {
         let mut res = ApiError::new(
@@ -365,6 +368,30 @@ pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> R
         )
         .into_response(),
     }
+}
+
+/// 413 at once (and the connection closed, its body unread) for a request whose
+/// `Content-Length` is over `limit`, rather than a 408 once the body timeout passes.
+fn declared_too_large(headers: &HeaderMap, limit: usize) -> Option<Response> {
+    let declared: u64 = headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    if declared <= limit as u64 {
+        return None;
+    }
+    let mut res = ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("request body of {declared} bytes is larger than the limit of {limit} bytes"),
+    )
+    .into_response();
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(res)
 }
 
 /// `POST /mcp` with a JSON body that is not JSON, or not a JSON-RPC message: answered
