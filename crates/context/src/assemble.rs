@@ -65,7 +65,7 @@ pub fn assemble(
     let assembler = strategy.assembler();
     let budget = assembler.budget(req);
     let mut sel = Selection::new(req.corpus, req.tokens, budget);
-    sel.count_headers = req.count_headers;
+    sel.headers.on = req.count_headers;
     if !hits.is_empty() {
         assembler.assemble(&hits, req, &mut sel, &mut notes)?;
         if sel.is_empty() {

@@ -193,11 +193,40 @@ pub(crate) struct Selection<'a> {
     pub max_chars: usize,
     /// Characters of the runs.
     used_chars: usize,
-    /// Whether each piece's header (its title and section path, as shown) is counted
-    /// inside the budget ([`AssembleRequest::count_headers`]).
-    pub count_headers: bool,
-    /// Header tokens per (document position, section), counted once.
-    header_memo: BTreeMap<(u32, Option<SectionId>), usize>,
+    /// Whether and how each piece's header is counted inside the budget.
+    pub headers: HeaderCount,
+}
+
+/// Counts the header of each piece inside the budget when [`HeaderCount::on`]
+/// ([`AssembleRequest::count_headers`]): its title and section path as
+/// [`header_text`] writes them, cut as every rendering shows them; counted once per
+/// section.
+#[derive(Clone, Default)]
+pub(crate) struct HeaderCount {
+    pub on: bool,
+    /// Header tokens per (document position, section).
+    memo: BTreeMap<(u32, Option<SectionId>), usize>,
+}
+
+impl HeaderCount {
+    /// Tokens of the header a piece covering `range` of document `doc` (position
+    /// `doc_idx`) is shown with; 0 when headers are not counted.
+    fn cost(
+        &mut self,
+        counter: &dyn LlmTokens,
+        doc_idx: u32,
+        doc: &Document,
+        range: TextRange,
+    ) -> usize {
+        if !self.on {
+            return 0;
+        }
+        let id = piece_section_id(doc, range);
+        *self
+            .memo
+            .entry((doc_idx, id))
+            .or_insert_with(|| counter.count(&header_text(&doc.title, &piece_section(doc, range))))
+    }
 }
 
 impl<'a> Selection<'a> {
@@ -216,8 +245,7 @@ impl<'a> Selection<'a> {
             min_chars: 0,
             max_chars: 0,
             used_chars: 0,
-            count_headers: false,
-            header_memo: BTreeMap::new(),
+            headers: HeaderCount::default(),
         }
     }
 
@@ -350,11 +378,7 @@ impl<'a> Selection<'a> {
             old_tokens += r.tokens + r.header;
             old_chars += r.range.char_len();
         }
-        let header = if self.count_headers {
-            header_cost(&mut self.header_memo, self.counter, doc_idx, doc, cover)
-        } else {
-            0
-        };
+        let header = self.headers.cost(self.counter, doc_idx, doc, cover);
         let chars = self.used_chars - old_chars + cover.char_len();
         if self.max_chars > 0 && chars > self.max_chars {
             self.rejected += 1;
@@ -504,22 +528,6 @@ fn piece_section_id(doc: &Document, range: TextRange) -> Option<SectionId> {
 /// [`shown_section`] cuts it.
 fn piece_section(doc: &Document, range: TextRange) -> String {
     shown_section(&doc.section_path(piece_section_id(doc, range))).into_owned()
-}
-
-/// Tokens of the header a piece covering `range` of document `doc` (position `doc_idx`)
-/// is shown with: its title and section path as [`header_text`] writes them, cut as
-/// every rendering shows them; counted once per section.
-fn header_cost(
-    memo: &mut BTreeMap<(u32, Option<SectionId>), usize>,
-    counter: &dyn LlmTokens,
-    doc_idx: u32,
-    doc: &Document,
-    range: TextRange,
-) -> usize {
-    let id = piece_section_id(doc, range);
-    *memo
-        .entry((doc_idx, id))
-        .or_insert_with(|| counter.count(&header_text(&doc.title, &piece_section(doc, range))))
 }
 
 fn make_piece(doc: &Document, r: Run) -> Piece {
