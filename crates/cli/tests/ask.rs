@@ -396,3 +396,126 @@ fn ask_reads_standard_input_and_speaks_the_common_dialect() {
     let out = with_env(&[], &["--format", "markdown"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A document whose title (its first heading) and second heading are a megabyte each,
+/// beside the kettle and the heron.
+fn build_huge_index(dir: &Path) -> PathBuf {
+    let huge = format!(
+        "# {}\n\n## {}\n\nThe copper kettle whistles loudly when the water boils.\n",
+        "Kettle ".repeat((1 << 20) / 7),
+        "Boiling ".repeat((1 << 20) / 8),
+    );
+    common::ingest_docs(
+        dir,
+        &[
+            ("huge.md", huge.as_bytes()),
+            (
+                "kettle.md",
+                b"# Kettle\n\nThe brass kettle whistles at exactly ninety-eight degrees.\n",
+            ),
+        ],
+    )
+}
+
+/// Every printed byte counts against the budget (issue 63, row 8): a megabyte title and
+/// heading are cut in every rendering and their tokens are counted in the budget, so
+/// `query --budget 50` prints under a kilobyte in every format.
+#[test]
+fn a_megabyte_title_and_heading_stay_within_the_budget_of_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_huge_index(tmp.path());
+    let query = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_excerpt"))
+            .env_remove("EXCERPT_INDEX")
+            .env_remove("EXCERPT_FORMAT")
+            .arg("--index")
+            .arg(&index)
+            .args(["query", "when does the kettle whistle?"])
+            .args(args)
+            .output()
+            .expect("the binary runs");
+        stdout(&out)
+    };
+    for strategy in ["auto", "topk", "adjacent", "rse", "section", "window"] {
+        for format in ["json", "text", "markdown"] {
+            let printed = query(&["--budget", "50", "-s", strategy, "-f", format]);
+            eprintln!("{strategy} {format} at budget 50: {} bytes", printed.len());
+            assert!(printed.len() < 1024, "{strategy} {format}: {printed}");
+        }
+    }
+    let v: Value = serde_json::from_str(&query(&["--budget", "50", "-f", "json"])).unwrap();
+    assert!(v["tokens"].as_u64().unwrap() <= 50, "{v:#}");
+    // With room for it the huge document's piece is shown, its title and section cut,
+    // and the header tokens are in `tokens`.
+    let v: Value =
+        serde_json::from_str(&query(&["--budget", "1000", "-s", "topk", "-f", "json"])).unwrap();
+    let pieces = v["pieces"].as_array().unwrap();
+    let huge = pieces.iter().find(|p| p["doc_id"] == "huge.md");
+    let huge = huge.unwrap_or_else(|| panic!("{v:#}"));
+    let title = huge["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Kettle Kettle") && title.ends_with('…'),
+        "{title}"
+    );
+    assert!(title.chars().count() <= 400);
+    let section = huge["section"].as_str().unwrap();
+    assert!(
+        section.ends_with('…') && section.chars().count() <= 300,
+        "{section}"
+    );
+    let text: u64 = pieces.iter().map(|p| p["tokens"].as_u64().unwrap()).sum();
+    let tokens = v["tokens"].as_u64().unwrap();
+    assert!(tokens > text + 100 && tokens <= 1000, "{tokens} {text}");
+    // The normal title is shown as it is.
+    let kettle = pieces.iter().find(|p| p["doc_id"] == "kettle.md");
+    let kettle = kettle.unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(kettle["title"], "Kettle");
+}
+
+/// `ask --budget N` sends a prompt within the budget plus its fixed instructions, however
+/// long the titles and headings of the documents are: the fake model records the size of
+/// every request.
+#[test]
+fn a_megabyte_title_and_heading_stay_within_the_budget_of_ask() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index = build_huge_index(tmp.path());
+    let (server, fake) = fake_chat();
+    // At 50 tokens only the kettle's piece fits (the huge document's header alone does
+    // not); at 1000 the huge document's piece is there too, its title and section cut.
+    for (strategy, budget) in [("auto", "50"), ("topk", "1000")] {
+        let question = "when does the kettle whistle?";
+        let out = ask(
+            &index,
+            &server,
+            &[question, "-s", strategy, "--budget", budget],
+        );
+        stdout(&out);
+        let seen = fake.seen.lock().unwrap();
+        let body = seen.last().expect("the model was asked");
+        let system = openai::message(body, "system").unwrap();
+        let user = openai::message(body, "user").unwrap();
+        let sent = serde_json::to_vec(body).unwrap().len();
+        eprintln!(
+            "ask --budget {budget}: a request of {sent} bytes, a prompt of {} bytes",
+            user.len()
+        );
+        // The fixed instructions, the question, and per piece its number, id and
+        // offsets; the rest is the budget's (a token is a few bytes of text).
+        let budget: usize = budget.parse().unwrap();
+        assert!(
+            user.len() < 400 + 8 * budget,
+            "{budget}: {} bytes",
+            user.len()
+        );
+        assert!(
+            sent < system.len() + user.len() + 512,
+            "{budget}: {sent} bytes"
+        );
+    }
+    let seen = fake.seen.lock().unwrap();
+    let user = openai::message(seen.last().unwrap(), "user").unwrap();
+    assert!(
+        user.contains("huge.md — Kettle Kettle") && user.contains('…'),
+        "{user}"
+    );
+}

@@ -24,8 +24,14 @@ pub const MAX_BUDGET: usize = 1_000_000;
 ///   touch are merged into one piece (score and relevance: the maximum of the merged).
 /// - `Σ piece.tokens ≤ budget`, where `piece.tokens` is the
 ///   [`LlmTokens`](crate::LlmTokens) count of the piece's exact text (counted on the
-///   merged text, not summed per chunk). The budget covers piece texts only; a renderer's
-///   headers come on top (reserve headroom).
+///   merged text, not summed per chunk). With
+///   [`AssembleRequest::count_headers`], each piece's header (title and section path,
+///   cut to a bound, as every rendering shows them) is counted too:
+///   `Σ piece.tokens + headers = Context::tokens ≤ budget`. Without it the budget covers
+///   piece texts only, and a renderer's headers come on top.
+/// - Titles and section paths of pieces are cut (with `…`) at
+///   [`HEADER_TITLE_MAX_CHARS`](excerpt_core::HEADER_TITLE_MAX_CHARS) and
+///   [`HEADER_SECTION_MAX_CHARS`](excerpt_core::HEADER_SECTION_MAX_CHARS) characters.
 /// - Nothing is ever truncated. A candidate that does not fit the remaining budget is
 ///   skipped (`topk`: assembly stops there). So when the budget is smaller than the best
 ///   chunk, the best chunk is not returned: a smaller candidate that fits may be, and if
@@ -59,6 +65,7 @@ pub fn assemble(
     let assembler = strategy.assembler();
     let budget = assembler.budget(req);
     let mut sel = Selection::new(req.corpus, req.tokens, budget);
+    sel.headers.on = req.count_headers;
     if !hits.is_empty() {
         assembler.assemble(&hits, req, &mut sel, &mut notes)?;
         if sel.is_empty() {
@@ -76,12 +83,13 @@ pub fn assemble(
         }
     }
     let order = sel.order;
+    let headers = sel.header_tokens();
     let pieces = sel.into_pieces();
     Ok(Context {
         order,
         strategy: strategy.name().to_string(),
         budget: req.budget,
-        tokens: pieces.iter().map(|p| p.tokens).sum(),
+        tokens: pieces.iter().map(|p| p.tokens).sum::<usize>() + headers,
         pieces,
         notes,
         warnings: Vec::new(),

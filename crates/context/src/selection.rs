@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use excerpt_core::{ChunkKey, Document, SectionId, TextRange};
+use excerpt_core::{
+    header_text, shown_section, shown_title, ChunkKey, Document, SectionId, TextRange,
+};
 
 use crate::context::{AssembleRequest, Corpus, LlmTokens, Piece, PieceOrder};
 use crate::error::ContextError;
@@ -141,6 +143,8 @@ struct Run {
     relevance: f32,
     hits: BTreeSet<u32>,
     tokens: usize,
+    /// Tokens of the header the run's piece is shown with ([`header_cost`]).
+    header: usize,
 }
 
 /// In [`PieceOrder::Score`], the share of the stronger score the weaker of two runs on
@@ -189,6 +193,40 @@ pub(crate) struct Selection<'a> {
     pub max_chars: usize,
     /// Characters of the runs.
     used_chars: usize,
+    /// Whether and how each piece's header is counted inside the budget.
+    pub headers: HeaderCount,
+}
+
+/// Counts the header of each piece inside the budget when [`HeaderCount::on`]
+/// ([`AssembleRequest::count_headers`]): its title and section path as
+/// [`header_text`] writes them, cut as every rendering shows them; counted once per
+/// section.
+#[derive(Clone, Default)]
+pub(crate) struct HeaderCount {
+    pub on: bool,
+    /// Header tokens per (document position, section).
+    memo: BTreeMap<(u32, Option<SectionId>), usize>,
+}
+
+impl HeaderCount {
+    /// Tokens of the header a piece covering `range` of document `doc` (position
+    /// `doc_idx`) is shown with; 0 when headers are not counted.
+    fn cost(
+        &mut self,
+        counter: &dyn LlmTokens,
+        doc_idx: u32,
+        doc: &Document,
+        range: TextRange,
+    ) -> usize {
+        if !self.on {
+            return 0;
+        }
+        let id = piece_section_id(doc, range);
+        *self
+            .memo
+            .entry((doc_idx, id))
+            .or_insert_with(|| counter.count(&header_text(&doc.title, &piece_section(doc, range))))
+    }
 }
 
 impl<'a> Selection<'a> {
@@ -207,7 +245,14 @@ impl<'a> Selection<'a> {
             min_chars: 0,
             max_chars: 0,
             used_chars: 0,
+            headers: HeaderCount::default(),
         }
+    }
+
+    /// Header tokens of the pieces chosen so far (0 unless headers are counted): with
+    /// their texts' tokens, what the budget holds.
+    pub fn header_tokens(&self) -> usize {
+        self.runs.values().flatten().map(|r| r.header).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -329,9 +374,11 @@ impl<'a> Selection<'a> {
         let (mut old_tokens, mut old_chars) = (0, 0);
         for r in &runs[lo..hi] {
             cover = cover.cover(&r.range);
-            old_tokens += r.tokens;
+            // A run's header goes with it: what the merged run replaces.
+            old_tokens += r.tokens + r.header;
             old_chars += r.range.char_len();
         }
+        let header = self.headers.cost(self.counter, doc_idx, doc, cover);
         let chars = self.used_chars - old_chars + cover.char_len();
         if self.max_chars > 0 && chars > self.max_chars {
             self.rejected += 1;
@@ -341,13 +388,13 @@ impl<'a> Selection<'a> {
         if !same {
             // Spans that provably cannot fit are rejected without an exact count (long
             // sections and whole documents are the expensive ones to count).
-            let bound = self.counter.lower_bound(cover.slice(&doc.text));
+            let bound = self.counter.lower_bound(cover.slice(&doc.text)) + header;
             if self.used - old_tokens + bound > self.budget {
                 self.rejected += 1;
                 // The note about the smallest rejected candidate is only shown when
                 // nothing was taken, and then it gives an exact count.
                 if self.used == 0 && self.smallest_rejected.is_none_or(|t| bound < t) {
-                    let exact = self.counter.count(cover.slice(&doc.text));
+                    let exact = self.counter.count(cover.slice(&doc.text)) + header;
                     self.smallest_rejected =
                         Some(self.smallest_rejected.map_or(exact, |t| t.min(exact)));
                 }
@@ -359,13 +406,11 @@ impl<'a> Selection<'a> {
         } else {
             self.counter.count(cover.slice(&doc.text))
         };
-        let total = self.used - old_tokens + new_tokens;
+        let total = self.used - old_tokens + new_tokens + header;
         if total > self.budget {
             self.rejected += 1;
-            self.smallest_rejected = Some(
-                self.smallest_rejected
-                    .map_or(new_tokens, |t| t.min(new_tokens)),
-            );
+            let needs = new_tokens + header;
+            self.smallest_rejected = Some(self.smallest_rejected.map_or(needs, |t| t.min(needs)));
             return false;
         }
         let mut merged = Run {
@@ -374,6 +419,7 @@ impl<'a> Selection<'a> {
             relevance,
             hits: hits.iter().copied().collect(),
             tokens: new_tokens,
+            header,
         };
         for r in runs.drain(lo..hi) {
             merged.score = merged.score.max(r.score);
@@ -472,17 +518,25 @@ fn chunks_of(doc: &Document, range: TextRange) -> (usize, usize) {
     (first, last)
 }
 
+/// The section a piece covering `range` of `doc` starts in (its first chunk's).
+fn piece_section_id(doc: &Document, range: TextRange) -> Option<SectionId> {
+    let first = chunks_of(doc, range).0;
+    doc.chunks.get(first).and_then(|c| c.section)
+}
+
+/// The section path a piece covering `range` of `doc` is shown with, cut as
+/// [`shown_section`] cuts it.
+fn piece_section(doc: &Document, range: TextRange) -> String {
+    shown_section(&doc.section_path(piece_section_id(doc, range))).into_owned()
+}
+
 fn make_piece(doc: &Document, r: Run) -> Piece {
     let (first, last) = chunks_of(doc, r.range);
-    let section = doc
-        .chunks
-        .get(first)
-        .map(|c| doc.section_path(c.section))
-        .unwrap_or_default();
+    let section = piece_section(doc, r.range);
     let (page_start, page_end) = pages_of(doc, r.range.byte_start, r.range.byte_end);
     Piece {
         doc_id: doc.id.clone(),
-        title: doc.title.clone(),
+        title: shown_title(&doc.title).into_owned(),
         section,
         start: r.range.char_start,
         end: r.range.char_end,

@@ -174,6 +174,7 @@ proptest! {
                     tokens: &WordTokens,
                     embedder: use_embedder.then_some(&emb as &dyn excerpt_core::Embedder),
                     feedback: &fb,
+                    count_headers: false,
                 };
                 let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
                 // Window pieces are sentence-aligned only with an embedder (without one it
@@ -225,6 +226,7 @@ proptest! {
                 tokens: &WordTokens,
                 embedder: Some(&emb),
                 feedback: &[],
+                count_headers: false,
             };
             let ctx = assemble(&cfg, &req).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let best = hits[0].key;

@@ -46,6 +46,7 @@ fn context() -> Context {
         tokens: &WordTokens,
         embedder: None,
         feedback: &[],
+        count_headers: false,
     };
     let cfg: StrategyConfig = "topk".parse().expect("known");
     let ctx = assemble(&cfg, &req).expect("assembles");

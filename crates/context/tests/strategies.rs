@@ -28,6 +28,7 @@ fn req<'a>(
         tokens: &WordTokens,
         embedder,
         feedback: &[],
+        count_headers: false,
     }
 }
 

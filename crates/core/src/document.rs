@@ -413,6 +413,18 @@ fn capped(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A title as a context shows it: cut at [`HEADER_TITLE_MAX_CHARS`] like the chunk
+/// header's, unchanged when shorter (a megabyte title would otherwise be printed whole
+/// with every piece, outside any budget).
+pub fn shown_title(title: &str) -> std::borrow::Cow<'_, str> {
+    capped(title, HEADER_TITLE_MAX_CHARS)
+}
+
+/// A section path as a context shows it: cut at [`HEADER_SECTION_MAX_CHARS`].
+pub fn shown_section(path: &str) -> std::borrow::Cow<'_, str> {
+    capped(path, HEADER_SECTION_MAX_CHARS)
+}
+
 /// The header for a title and a section path (see [`chunk_header`]); `""` when both are
 /// empty. The title is cut at [`HEADER_TITLE_MAX_CHARS`], the path at
 /// [`HEADER_SECTION_MAX_CHARS`].

@@ -28,9 +28,9 @@ mod text;
 mod vector;
 
 pub use document::{
-    check_document_id, chunk_header, header_text, indexed_text, Chunk, ChunkKey, ChunkerConfig,
-    Document, DocumentInPlace, DocumentSummary, Section, SectionId, HEADER_SECTION_MAX_CHARS,
-    HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
+    check_document_id, chunk_header, header_text, indexed_text, shown_section, shown_title, Chunk,
+    ChunkKey, ChunkerConfig, Document, DocumentInPlace, DocumentSummary, Section, SectionId,
+    HEADER_SECTION_MAX_CHARS, HEADER_TITLE_MAX_CHARS, MAX_ID_BYTES,
 };
 pub use embedder::{EmbedError, Embedder, Pooled, RemoteEndpoint, SpanPool, TokenCounter};
 pub use error::{Error, ErrorKind};

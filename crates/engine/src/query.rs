@@ -277,6 +277,8 @@ impl Engine {
             tokens: tokens.as_ref(),
             embedder: memo.as_ref().map(|m| m as &dyn Embedder),
             feedback: &retrieved.feedback,
+            // Every printed byte counts: a megabyte title cannot escape the budget.
+            count_headers: true,
         };
         let mut ctx = assemble(strategy, &req)?;
         ctx.warnings = retrieved.warnings.clone();

@@ -197,6 +197,37 @@ mod jsonl {
             .starts_with("corpus.jsonl:2: invalid JSON"));
     }
 
+    /// Issue 63, lesser note: numeric ids beyond 64 bits were rounded through a float
+    /// (`1.2345678901234568e+28`), so that distinct ids collided. Their digits are kept.
+    #[test]
+    fn numeric_ids_keep_their_literal_digits() {
+        let src = concat!(
+            r#"{"id":12345678901234567890123456789,"text":"one"}"#,
+            "\n",
+            r#"{"id":12345678901234567890123456788,"text":"two"}"#,
+            "\n",
+            r#"{"id":18446744073709551615,"text":"u64"}"#,
+            "\n",
+            r#"{"id":-7,"text":"negative"}"#,
+            "\n",
+            r#"{"id":2.50,"text":"fraction"}"#,
+        );
+        let l = load_str(DocFormat::Jsonl, "ids.jsonl", src).unwrap();
+        assert!(l.problems.is_empty(), "{:?}", l.problems);
+        let ids: Vec<&str> = l.documents.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "12345678901234567890123456789",
+                "12345678901234567890123456788",
+                "18446744073709551615",
+                "-7",
+                "2.50"
+            ]
+        );
+        assert_eq!(l.documents[0].title, "12345678901234567890123456789");
+    }
+
     #[test]
     fn setext_not_a_heading_in_jsonl() {
         let l = load_str(

@@ -2,7 +2,7 @@
 //! a status that says whose fault it is. [`ApiError`] is built from an
 //! [`EngineError`] here, at the edge, and nowhere else: its [`ErrorKind`] picks the
 //! status (400 bad input, 404 not found, 409 conflict, 503 an endpoint the engine
-//! depends on failed, 500 the server failed).
+//! depends on failed or the index is damaged, 500 the server failed).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -69,8 +69,17 @@ impl ApiError {
 }
 
 impl From<EngineError> for ApiError {
-    /// The status and code follow the error's [`ErrorKind`], and nothing else.
+    /// The status and code follow the error's [`ErrorKind`], except for a damaged
+    /// index: 503 `index_damaged`, whose message names `excerpt repair` (the server is
+    /// not at fault, and no request can succeed until an operator repairs it).
     fn from(e: EngineError) -> ApiError {
+        if let EngineError::Index(excerpt::IndexError::Corrupt { .. }) = e {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "index_damaged",
+                e.to_string(),
+            );
+        }
         let (status, code) = match e.kind() {
             ErrorKind::BadInput => (StatusCode::BAD_REQUEST, "bad_request"),
             ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
@@ -132,6 +141,19 @@ mod tests {
             409
         );
         assert_eq!(s(EngineError::Cancelled), 500);
+        let damaged = ApiError::from(EngineError::Index(IndexError::Corrupt {
+            dir: PathBuf::from("i"),
+            detail: "x; writes are refused until `excerpt repair` is run".into(),
+        }));
+        assert_eq!(
+            (damaged.status.as_u16(), damaged.code),
+            (503, "index_damaged")
+        );
+        assert!(
+            damaged.message.contains("excerpt repair"),
+            "{}",
+            damaged.message
+        );
     }
 
     #[test]

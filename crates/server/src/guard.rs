@@ -10,7 +10,10 @@
 //!    reads only: a write sent with it gets 403.
 //! 3. [`limit`]: at most [`ServerOptions::max_concurrent`] requests run at once; the
 //!    next one is answered 503 with `Retry-After` at once rather than queued, and each
-//!    request has [`ServerOptions::request_timeout`] to finish. Holding the permit, the
+//!    request has [`ServerOptions::request_timeout`] to finish. With a write token, a
+//!    quarter of the permits ([`writer_reserve`]) is kept for requests that carry it:
+//!    anonymous and read-token clients, however many trickle their bodies, cannot keep
+//!    the writers out. Holding the permit, the
 //!    guard reads the whole body within [`ServerOptions::body_timeout`] (408 after it,
 //!    413 over [`ServerOptions::body_limit`]) before the handler runs, so a client that
 //!    trickles its body holds a permit for that long at most.
@@ -37,7 +40,47 @@ use crate::state::ServerOptions;
 #[derive(Clone)]
 pub(crate) struct Guard {
     pub(crate) options: Arc<ServerOptions>,
-    pub(crate) permits: Arc<Semaphore>,
+    /// The permits every request may take.
+    permits: Arc<Semaphore>,
+    /// The permits kept for requests with the write token ([`writer_reserve`]).
+    reserve: Arc<Semaphore>,
+}
+
+/// How many of the `max_concurrent` permits are kept for requests with the write token:
+/// a quarter (at least one) when a token is set and there are two permits or more;
+/// none otherwise (without a token every request may write).
+pub(crate) fn writer_reserve(options: &ServerOptions) -> usize {
+    let all = options.max_concurrent.max(1);
+    if options.token.is_none() || all < 2 {
+        return 0;
+    }
+    (all / 4).max(1)
+}
+
+impl Guard {
+    /// The guards' shared state for `options`: `max_concurrent` permits, the
+    /// [`writer_reserve`] of them kept for the write token.
+    pub(crate) fn new(options: Arc<ServerOptions>) -> Self {
+        let reserve = writer_reserve(&options);
+        Guard {
+            permits: Arc::new(Semaphore::new(options.max_concurrent.max(1) - reserve)),
+            reserve: Arc::new(Semaphore::new(reserve)),
+            options,
+        }
+    }
+
+    /// A permit for a request, from the shared ones, else from the reserve when it
+    /// carries the write token.
+    fn permit(&self, writer: bool) -> Option<OwnedSemaphorePermit> {
+        self.permits
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .or_else(|| match writer {
+                true => self.reserve.clone().try_acquire_owned().ok(),
+                false => None,
+            })
+    }
 }
 
 /// Whether `host` (no port) names this machine's loopback interface.
@@ -153,7 +196,8 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// server lists and runs `ingest` only for a request that would pass as a write.
 pub(crate) const MCP_PATH: &str = "/mcp";
 
-/// What a request's bearer token allows, weakest first.
+/// What a request's bearer token allows, weakest first; [`check_token`] leaves it in
+/// the request's extensions for [`limit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Access {
     /// No token, or one the server does not know.
@@ -194,6 +238,7 @@ impl ServerOptions {
 pub(crate) async fn check_token(State(g): State<Guard>, mut req: Request, next: Next) -> Response {
     let o = &g.options;
     let access = o.access(req.headers());
+    req.extensions_mut().insert(access);
     let mcp = req.uri().path() == MCP_PATH;
     if mcp {
         req.extensions_mut()
@@ -259,7 +304,11 @@ impl HeldPermit {
 /// cleanly: a write holds its lock until its commit is done). The permit is held until
 /// the response head is ready, or by the work a handler takes it into ([`HeldPermit`]).
 pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> Response {
-    let Ok(permit) = g.permits.clone().try_acquire_owned() else {
+    if let Some(refused) = declared_too_large(req.headers(), g.options.body_limit) {
+        return refused;
+    }
+    let writer = req.extensions().get::<Access>() == Some(&Access::Write);
+    let Some(permit) = g.permit(writer) else {
         let mut res = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "overloaded",
@@ -319,6 +368,30 @@ pub(crate) async fn limit(State(g): State<Guard>, req: Request, next: Next) -> R
         )
         .into_response(),
     }
+}
+
+/// 413 at once (and the connection closed, its body unread) for a request whose
+/// `Content-Length` is over `limit`, rather than a 408 once the body timeout passes.
+fn declared_too_large(headers: &HeaderMap, limit: usize) -> Option<Response> {
+    let declared: u64 = headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    if declared <= limit as u64 {
+        return None;
+    }
+    let mut res = ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("request body of {declared} bytes is larger than the limit of {limit} bytes"),
+    )
+    .into_response();
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(res)
 }
 
 /// `POST /mcp` with a JSON body that is not JSON, or not a JSON-RPC message: answered
@@ -461,6 +534,32 @@ mod tests {
         o.read_token = None;
         assert_eq!(with(&o, None), Access::None);
         assert!(Access::Write > Access::Read && Access::Read > Access::None);
+    }
+
+    #[test]
+    fn a_quarter_of_the_permits_is_kept_for_the_write_token() {
+        let mut o = ServerOptions::default();
+        assert_eq!(writer_reserve(&o), 0, "no token: every request may write");
+        o.token = Some("w".into());
+        for (all, kept) in [(64, 16), (8, 2), (3, 1), (2, 1), (1, 0), (0, 0)] {
+            o.max_concurrent = all;
+            assert_eq!(writer_reserve(&o), kept, "{all}");
+            // Shared and kept together are the limit (at least one shared permit).
+            let g = Guard::new(Arc::new(o.clone()));
+            assert_eq!(
+                g.permits.available_permits() + g.reserve.available_permits(),
+                all.max(1)
+            );
+            assert!(g.permits.available_permits() >= 1);
+        }
+        o.max_concurrent = 2;
+        let g = Guard::new(Arc::new(o));
+        let shared = g.permit(false).unwrap();
+        assert!(g.permit(false).is_none(), "the reserve is not for others");
+        let kept = g.permit(true).unwrap();
+        assert!(g.permit(true).is_none());
+        drop((shared, kept));
+        assert!(g.permit(false).is_some());
     }
 
     #[test]

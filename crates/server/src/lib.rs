@@ -80,10 +80,7 @@ pub fn router(engine: Arc<Engine>, options: ServerOptions) -> Router {
         options: options.clone(),
         metrics: counts.clone(),
     };
-    let g = guard::Guard {
-        permits: Arc::new(tokio::sync::Semaphore::new(options.max_concurrent.max(1))),
-        options: options.clone(),
-    };
+    let g = guard::Guard::new(options.clone());
     // The routes come with their OpenAPI documentation (`openapi.rs`); the document
     // itself is built from the same list by `openapi::document`.
     let (open, api, scraped) = openapi::routes();

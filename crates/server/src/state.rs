@@ -43,7 +43,9 @@ pub struct ServerOptions {
     /// More host names requests may use (`Host` and `Origin`); when not empty, only
     /// these (and loopback names on a loopback bind) are accepted.
     pub allowed_hosts: Vec<String>,
-    /// Requests served at once; more are answered 503 with `Retry-After`.
+    /// Requests served at once; more are answered 503 with `Retry-After`. With a
+    /// `token`, a quarter of them (at least one) is kept for requests carrying it, so
+    /// anonymous or read-token clients cannot take every permit from the writers.
     pub max_concurrent: usize,
     /// Time a request has to finish (503 `timeout` after it).
     pub request_timeout: Duration,

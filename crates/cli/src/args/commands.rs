@@ -97,7 +97,8 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allow_hosts: Vec<String>,
-    /// Requests answered at once; more get 503 with Retry-After.
+    /// Requests answered at once; more get 503 with Retry-After. With a token, a quarter
+    /// of them is kept for requests carrying it.
     #[arg(long, env = "EXCERPT_MAX_CONCURRENT", default_value_t = excerpt_server::DEFAULT_MAX_CONCURRENT,
           value_parser = concurrency)]
     pub max_concurrent: usize,

@@ -326,7 +326,9 @@ pub fn check_invariants(
                 p.start, p.end
             ));
         }
-        if p.title != doc.title || p.section != doc.section_path(fc.section) {
+        if p.title != excerpt_core::shown_title(&doc.title)
+            || p.section != excerpt_core::shown_section(&doc.section_path(fc.section))
+        {
             return Err("title/section wrong".into());
         }
         for &h in &p.hits {

@@ -47,6 +47,10 @@ fn parse_line(line: &str, source: Option<&str>) -> Result<ParsedDocument, String
     };
     let id = match obj.remove("id") {
         Some(Value::String(s)) if !s.is_empty() => s,
+        // An integer beyond 64 bits (or a fraction) was read as a float, which would
+        // print rounded (`1.2345678901234568e+28`), so that distinct ids collide: its
+        // literal text is the id.
+        Some(Value::Number(n)) if n.is_f64() => literal_id(line)?,
         Some(Value::Number(n)) => n.to_string(),
         Some(Value::String(_)) => return Err("empty \"id\"".into()),
         Some(_) => return Err("\"id\" must be a string".into()),
@@ -80,4 +84,15 @@ fn parse_line(line: &str, source: Option<&str>) -> Result<ParsedDocument, String
         atomic: st.fences,
         pages: Vec::new(),
     })
+}
+
+/// The literal text of the line's `"id"` (a number), as written.
+fn literal_id(line: &str) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    struct Id<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    let raw: Id<'_> = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    Ok(raw.id.get().to_string())
 }

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 mod ask;
 mod browser;
+mod capacity;
 mod guards;
 mod mcp;
 mod openapi;

@@ -611,3 +611,26 @@ fn queries_and_writes_at_once_are_all_answered() {
     let (_, stats) = get(&s, "/v1/stats");
     assert_eq!(stats["documents"], 44, "{stats}");
 }
+
+/// Issue 63, lesser note: a write to a damaged index answered a generic 500. It gets
+/// 503 `index_damaged`, whose message says to run `excerpt repair`; reads go on.
+#[test]
+fn a_write_to_a_damaged_index_is_503_naming_repair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let idx = tmp.path().join("idx");
+    let s = start(&idx);
+    assert_eq!(post(&s, "/v1/ingest", &ingest_body()).0, 200);
+    let more = json!({"documents": [{"id": "more.md", "text": "More about storage."}]});
+    assert_eq!(post(&s, "/v1/ingest", &more).0, 200);
+    // The previous manifest, what a damaged manifest is recovered from, is garbage:
+    // `verify` reports damage, and writers refuse.
+    std::fs::write(idx.join("MANIFEST.prev.json"), b"{ not json").unwrap();
+    let again = json!({"documents": [{"id": "again.md", "text": "Again."}]});
+    let (st, v) = post(&s, "/v1/ingest", &again);
+    assert_eq!(st, 503, "{v}");
+    assert_eq!(v["error"]["code"], "index_damaged", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("excerpt repair"), "{message}");
+    let (st, v) = post(&s, "/v1/query", &json!({"query": "storage"}));
+    assert_eq!(st, 200, "{v}");
+}

@@ -104,7 +104,10 @@ pub(super) fn extent(
     let heading = doc
         .sections
         .get(s as usize)
-        .map_or(String::new(), |x| x.heading.clone());
+        // Cut as a piece's section is: a note is printed too.
+        .map_or(String::new(), |x| {
+            excerpt_core::shown_section(&x.heading).into_owned()
+        });
     Some(format!(
         "auto: {count} of the best {} hits lie in the section {heading:?} of {:?}: taken whole first",
         p.extent_hits.min(hits.len()),

@@ -211,7 +211,9 @@ pub(super) fn with_named_sections(
             {
                 continue;
             }
-            named_headings.push(format!("{:?} ({share:.2})", doc.sections[s].heading));
+            // Cut as a piece's section is: a note is printed too.
+            let heading = excerpt_core::shown_section(&doc.sections[s].heading);
+            named_headings.push(format!("{heading:?} ({share:.2})"));
             for c in inside {
                 let key = excerpt_core::ChunkKey {
                     doc: best.key.doc,
