@@ -197,21 +197,23 @@ pub(crate) struct Selection<'a> {
     pub headers: HeaderCount,
 }
 
-/// Counts the header of each piece inside the budget when [`HeaderCount::on`]
-/// ([`AssembleRequest::count_headers`]): its title and section path as
-/// [`header_text`] writes them, cut as every rendering shows them; counted once per
-/// section.
+/// Counts the headers of the pieces inside the budget when [`HeaderCount::on`]
+/// ([`AssembleRequest::count_headers`]), as the rendered context shows them: a
+/// document's title once, in the line that opens its pieces, and each piece's section
+/// path in its own line; both cut as every rendering shows them ([`header_text`]).
 #[derive(Clone, Default)]
 pub(crate) struct HeaderCount {
     pub on: bool,
-    /// Header tokens per (document position, section).
-    memo: BTreeMap<(u32, Option<SectionId>), usize>,
+    /// Tokens of each section path line, per (document position, section).
+    sections: BTreeMap<(u32, Option<SectionId>), usize>,
+    /// Tokens of the title line of each document a piece is chosen from.
+    titles: BTreeMap<u32, usize>,
 }
 
 impl HeaderCount {
-    /// Tokens of the header a piece covering `range` of document `doc` (position
+    /// Tokens of the section line a piece covering `range` of document `doc` (position
     /// `doc_idx`) is shown with; 0 when headers are not counted.
-    fn cost(
+    fn section_cost(
         &mut self,
         counter: &dyn LlmTokens,
         doc_idx: u32,
@@ -223,9 +225,23 @@ impl HeaderCount {
         }
         let id = piece_section_id(doc, range);
         *self
-            .memo
+            .sections
             .entry((doc_idx, id))
-            .or_insert_with(|| counter.count(&header_text(&doc.title, &piece_section(doc, range))))
+            .or_insert_with(|| counter.count(&header_text("", &piece_section(doc, range))))
+    }
+
+    /// Tokens of the title line of document `doc` (position `doc_idx`) when no piece of
+    /// it is chosen yet, else 0 (and 0 when headers are not counted).
+    fn title_cost(&self, counter: &dyn LlmTokens, doc_idx: u32, doc: &Document) -> usize {
+        if !self.on || self.titles.contains_key(&doc_idx) {
+            return 0;
+        }
+        counter.count(&header_text(&doc.title, ""))
+    }
+
+    /// Header tokens of the pieces chosen: `sections` of the runs, plus the titles.
+    fn total(&self, sections: usize) -> usize {
+        sections + self.titles.values().sum::<usize>()
     }
 }
 
@@ -252,7 +268,8 @@ impl<'a> Selection<'a> {
     /// Header tokens of the pieces chosen so far (0 unless headers are counted): with
     /// their texts' tokens, what the budget holds.
     pub fn header_tokens(&self) -> usize {
-        self.runs.values().flatten().map(|r| r.header).sum()
+        self.headers
+            .total(self.runs.values().flatten().map(|r| r.header).sum())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -378,7 +395,8 @@ impl<'a> Selection<'a> {
             old_tokens += r.tokens + r.header;
             old_chars += r.range.char_len();
         }
-        let header = self.headers.cost(self.counter, doc_idx, doc, cover);
+        let header = self.headers.section_cost(self.counter, doc_idx, doc, cover);
+        let title = self.headers.title_cost(self.counter, doc_idx, doc);
         let chars = self.used_chars - old_chars + cover.char_len();
         if self.max_chars > 0 && chars > self.max_chars {
             self.rejected += 1;
@@ -388,13 +406,13 @@ impl<'a> Selection<'a> {
         if !same {
             // Spans that provably cannot fit are rejected without an exact count (long
             // sections and whole documents are the expensive ones to count).
-            let bound = self.counter.lower_bound(cover.slice(&doc.text)) + header;
+            let bound = self.counter.lower_bound(cover.slice(&doc.text)) + header + title;
             if self.used - old_tokens + bound > self.budget {
                 self.rejected += 1;
                 // The note about the smallest rejected candidate is only shown when
                 // nothing was taken, and then it gives an exact count.
                 if self.used == 0 && self.smallest_rejected.is_none_or(|t| bound < t) {
-                    let exact = self.counter.count(cover.slice(&doc.text)) + header;
+                    let exact = self.counter.count(cover.slice(&doc.text)) + header + title;
                     self.smallest_rejected =
                         Some(self.smallest_rejected.map_or(exact, |t| t.min(exact)));
                 }
@@ -406,10 +424,10 @@ impl<'a> Selection<'a> {
         } else {
             self.counter.count(cover.slice(&doc.text))
         };
-        let total = self.used - old_tokens + new_tokens + header;
+        let total = self.used - old_tokens + new_tokens + header + title;
         if total > self.budget {
             self.rejected += 1;
-            let needs = new_tokens + header;
+            let needs = new_tokens + header + title;
             self.smallest_rejected = Some(self.smallest_rejected.map_or(needs, |t| t.min(needs)));
             return false;
         }
@@ -427,6 +445,9 @@ impl<'a> Selection<'a> {
             merged.hits.extend(r.hits);
         }
         runs.insert(lo, merged);
+        if self.headers.on {
+            self.headers.titles.entry(doc_idx).or_insert(title);
+        }
         self.used = total;
         self.used_chars = chars;
         true
