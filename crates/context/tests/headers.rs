@@ -67,13 +67,20 @@ fn run(c: &TestCorpus, strategy: Strategy, budget: usize, count_headers: bool) -
     assemble(&StrategyConfig::default_for(strategy), &req).unwrap()
 }
 
-/// The header tokens of the pieces as shown.
+/// The header tokens of the pieces as the rendered context shows them: each document's
+/// title once, each piece's section path.
 fn headers(ctx: &Context) -> usize {
     let t = TiktokenCounter::cl100k().unwrap();
-    ctx.pieces
-        .iter()
-        .map(|p| t.count(&header_text(&p.title, &p.section)))
-        .sum()
+    let mut seen: Vec<&str> = Vec::new();
+    let mut n = 0;
+    for p in &ctx.pieces {
+        if !seen.contains(&p.doc_id.as_str()) {
+            seen.push(&p.doc_id);
+            n += t.count(&header_text(&p.title, ""));
+        }
+        n += t.count(&header_text("", &p.section));
+    }
+    n
 }
 
 #[test]

@@ -67,7 +67,7 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
         if s == Strategy::Auto {
             // auto hands this pinpoint question sentences: one fits where no chunk does.
             let ctx = assemble(
-                &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+                &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score"
                     .parse()
                     .unwrap(),
                 &req(&c, &hits, 3, None, None),
@@ -708,7 +708,7 @@ fn auto_routes_by_query_form_and_document_structure() {
         .collect();
     assert_eq!(StrategyConfig::default(), "auto".parse().unwrap());
     let auto: StrategyConfig =
-        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score"
             .parse()
             .unwrap();
     let same_as = |name: &str, r: &AssembleRequest<'_>| {
@@ -734,6 +734,7 @@ fn auto_routes_by_query_form_and_document_structure() {
         topk: TopkParams {
             passages: false,
             order: PieceOrder::Score,
+            continuation: 0,
             ..TopkParams::sentences()
         },
         min_piece_chars: 0,
@@ -772,11 +773,12 @@ fn auto_routes_by_query_form_and_document_structure() {
         topk: TopkParams {
             passages: false,
             order: PieceOrder::Score,
+            continuation: 0,
             ..TopkParams::sentences()
         },
         ..Default::default()
     });
-    assert_eq!(with_sections, "auto:sections=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap());
+    assert_eq!(with_sections, "auto:sections=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap());
     let ctx = assemble(&with_sections, &r).unwrap();
     assert!(ctx.notes[0].contains("headings in"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("section", &r));
@@ -795,7 +797,7 @@ fn auto_routes_by_query_form_and_document_structure() {
         ctx.notes
     );
     assert_eq!(ctx.pieces, same_as("topk:unit=sentence,order=score", &r));
-    let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r).unwrap();
+    let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(), &r).unwrap();
     assert!(ctx.notes[0].ends_with(": rse"), "{:?}", ctx.notes);
     assert_eq!(ctx.pieces, same_as("rse", &r));
     assert_ne!(
@@ -807,7 +809,7 @@ fn auto_routes_by_query_form_and_document_structure() {
     // conversation: a pinpoint question, on sentences even with `rse_over_headings`.
     for q in ["Explain where the setting is", "Describe the setting"] {
         r.query = q;
-        let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r).unwrap();
+        let ctx = assemble(&"auto:rse_over_headings=true,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(), &r).unwrap();
         assert!(
             ctx.notes[0].contains("pinpoint question"),
             "{q}: {:?}",
@@ -846,14 +848,14 @@ fn auto_sends_pinpoint_questions_over_a_conversation_to_rse() {
         (ctx.pieces, ctx.notes)
     };
     let (got, notes) =
-        pieces("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
+        pieces("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score");
     assert!(
         notes[0].contains("pinpoint question over the conversation \"meeting.txt\": rse"),
         "{notes:?}"
     );
     assert_eq!(got, pieces("rse").0);
     // Off, or over a document that is not a conversation, it takes the sentence route.
-    let (off, notes) = pieces("auto:dialogue=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
+    let (off, notes) = pieces("auto:dialogue=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score");
     assert!(notes[0].contains("pinpoint question: topk"), "{notes:?}");
     assert_eq!(off, pieces("topk:unit=sentence,order=score").0);
     assert_ne!(got, off, "the test must tell routes apart");
@@ -1568,7 +1570,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
         ctx
     };
     let ctx = run(
-        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
         &r,
     );
     assert!(
@@ -1585,7 +1587,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     assert_eq!(first.start, doc.chunks[1].range.char_start);
     assert!(first.end >= doc.chunks[2].range.char_end);
     // Off, the route's sentences alone.
-    let off = run("auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score", &r);
+    let off = run("auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score", &r);
     assert_eq!(off.pieces, run("topk:unit=sentence,order=score", &r).pieces);
     // Under a budget the sentences compete for, the section is what changes: whole
     // "Intro" against its best line and the other section's better-matching line.
@@ -1598,9 +1600,9 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     let tight = TestCorpus::new(vec![build_doc("t.md", "T", &specs)]);
     let tight_hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.85), hit(0, 2, 0.5)];
     let r3 = req(&tight, &tight_hits, 12, None, None);
-    let on = assemble(&"auto:extent_share=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r3).unwrap();
+    let on = assemble(&"auto:extent_share=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(), &r3).unwrap();
     check_invariants(&on, &tight, &tight_hits, 12, &WordTokens, true).unwrap();
-    let off = assemble(&"auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r3).unwrap();
+    let off = assemble(&"auto:extent=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(), &r3).unwrap();
     let texts =
         |ps: &[excerpt_context::Piece]| ps.iter().map(|p| p.text.clone()).collect::<Vec<_>>();
     assert_eq!(
@@ -1628,7 +1630,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     let mut r2 = req(&c, &apart, 1000, None, None);
     r2.query = "where is the intro";
     let ctx = assemble(
-        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score"
             .parse()
             .unwrap(),
         &r2,
@@ -1639,7 +1641,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
         "{:?}",
         ctx.notes
     );
-    let ctx = run("auto:extent_min=3,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score", &r);
+    let ctx = run("auto:extent_min=3,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score", &r);
     assert!(
         !ctx.notes.iter().any(|n| n.contains("taken whole")),
         "{:?}",
@@ -1648,7 +1650,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
     // A section larger than its share of the budget is not taken whole.
     let small = req(&c, &hits, 6, None, None);
     let ctx = run(
-        "auto:extent_share=0.5,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        "auto:extent_share=0.5,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
         &AssembleRequest {
             query: "where is the intro",
             ..small
@@ -1659,7 +1661,7 @@ fn auto_takes_the_section_holding_the_best_hits_whole_first() {
         "{:?}",
         ctx.notes
     );
-    assert!("auto:extent_share=0,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+    assert!("auto:extent_share=0,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score"
         .parse::<StrategyConfig>()
         .and_then(|c| c.validate())
         .is_err());
@@ -1685,7 +1687,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
         check_invariants(&ctx, &c, &hits, r.budget, &WordTokens, true).unwrap();
         ctx
     };
-    let on = run("auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
+    let on = run("auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score");
     assert!(
         on.notes.iter().any(|n| n.contains("their run taken first")),
         "{:?}",
@@ -1704,7 +1706,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
     );
     // Off by default; and a best hit whose neighbour is not among the best hits (the run
     // would span chunks 2 and 4 across the section's end) takes no run.
-    let off = run("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score");
+    let off = run("auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score");
     assert!(
         !off.notes.iter().any(|n| n.contains("run taken")),
         "{:?}",
@@ -1713,7 +1715,7 @@ fn auto_takes_the_run_of_the_best_hit_and_its_neighbour_when_the_section_is_too_
     assert_ne!(off.pieces[0].text, first.text);
     let far = vec![hit(0, 2, 0.9), hit(0, 0, 0.8), hit(0, 4, 0.7)];
     let ctx = assemble(
-        &"auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(),
+        &"auto:extent_run=1,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(),
         &AssembleRequest { hits: &far, ..r },
     )
     .unwrap();
@@ -1773,7 +1775,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     let has =
         |ctx: &excerpt_context::Context, s: &str| ctx.pieces.iter().any(|p| p.text.contains(s));
     let on = run(
-        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
         &r,
     );
     let note = on
@@ -1798,7 +1800,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         on.notes
     );
     let off = run(
-        "auto:named=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+        "auto:named=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
         &r,
     );
     assert!(
@@ -1815,7 +1817,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     ] {
         r.query = query;
         let ctx = run(
-            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
             &r,
         );
         assert!(
@@ -1840,7 +1842,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     ] {
         r.query = query;
         let ctx = run(
-            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score",
+            "auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score",
             &r,
         );
         assert!(
@@ -1856,7 +1858,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
     let mut r2 = req(&c, &reached, 30, None, None);
     r2.query = "what depreciation and amortization does the statement of cash flows show";
     let ctx = assemble(
-        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score"
+        &"auto:min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score"
             .parse()
             .unwrap(),
         &r2,
@@ -1875,7 +1877,7 @@ fn auto_brings_the_sections_a_question_names_into_the_candidates() {
         "{:?}",
         ctx.pieces
     );
-    let ctx = assemble(&"auto:named_reached=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.order=score".parse().unwrap(), &r2).unwrap();
+    let ctx = assemble(&"auto:named_reached=false,min_piece_chars=0,chars_per_token=0,topk.passages=false,topk.continuation=0,topk.order=score".parse().unwrap(), &r2).unwrap();
     assert!(
         !ctx.notes.iter().any(|n| n.contains("names")),
         "{:?}",
@@ -2253,10 +2255,12 @@ fn auto_leaves_out_pieces_too_short_to_read_alone() {
         ctx.pieces.iter().map(|p| p.text.clone()).collect()
     };
     let any = texts(
-        "auto:topk.piece_chars=0,topk.tokens_per_piece=0,chars_per_token=0,min_piece_chars=0",
+        "auto:topk.piece_chars=0,topk.tokens_per_piece=0,topk.continuation=0,chars_per_token=0,min_piece_chars=0",
     );
     assert!(any.contains(&"Alpha beta. ".to_string()), "{any:?}");
-    let readable = texts("auto:topk.piece_chars=0,topk.tokens_per_piece=0,chars_per_token=0");
+    let readable = texts(
+        "auto:topk.piece_chars=0,topk.tokens_per_piece=0,topk.continuation=0,chars_per_token=0",
+    );
     assert!(!readable.is_empty());
     assert!(
         readable.iter().all(|t| t.chars().count() >= 80),
@@ -2306,7 +2310,8 @@ fn a_sentence_longer_than_half_the_budget_is_read_by_its_clauses() {
     let cut = texts("topk:unit=sentence,passages=true");
     assert!(
         cut.iter()
-            .any(|t| t.starts_with("(ii) shall not use alpha beta") && t.trim_end().ends_with("stated;")),
+            .any(|t| t.starts_with("(ii) shall not use alpha beta")
+                && t.trim_end().ends_with("stated;")),
         "{cut:?}"
     );
 }

@@ -94,6 +94,13 @@ pub struct TopkParams {
     /// when that is 0), so that the clause answering a question is not lost with a
     /// sentence too long to take whole, in [0, 1] (default 0.5; 0: never).
     pub long_clauses: f32,
+    /// With `unit = sentence`: a pooled chunk that ends inside a paragraph brings the
+    /// rest of it, up to this many characters (to the first blank line, heading or list
+    /// item), among the candidates, valued as the chunk; 0: none (default 0;
+    /// [`TopkParams::sentences`], `auto`'s route, sets 300). A chunker cuts at a length,
+    /// and the end of what a chunk began to say lies in the next one, which retrieval may
+    /// rank far lower.
+    pub continuation: usize,
     /// With `unit = sentence`: weight of the sentences just before and after a sentence
     /// on its line in its lexical match, in [0, 1] (default 0.15; 0 scores each
     /// sentence alone).
@@ -172,6 +179,7 @@ impl Default for TopkParams {
             dense_min_terms: 14,
             clause_chars: 0,
             long_clauses: 0.5,
+            continuation: 0,
             neighbours: 0.15,
             heading_terms: true,
             lead_ins: true,
@@ -197,6 +205,7 @@ impl TopkParams {
             unit: TopkUnit::Sentence,
             order: PieceOrder::Document,
             passages: true,
+            continuation: 300,
             ..TopkParams::default()
         }
     }
@@ -291,6 +300,7 @@ fn topk_sentences(
         dense_weight: p.dense_weight,
         dense_min_terms: p.dense_min_terms,
         clause_chars: p.clause_chars,
+        continuation: p.continuation,
         long_sentence: (p.long_clauses > 0.0)
             .then(|| (p.long_clauses * req.budget as f32).ceil() as usize),
         neighbour_weight: p.neighbours,

@@ -30,6 +30,8 @@ pub(crate) struct SentenceScoring {
     pub clause_chars: usize,
     /// A sentence of more tokens than this is cut into clauses whatever `clause_chars`.
     pub long_sentence: Option<usize>,
+    /// The most characters of a pooled chunk's paragraph read on past its end (0: none).
+    pub continuation: usize,
     /// Weight of the match of the sentences just before and after on the same line.
     pub neighbour_weight: f32,
     /// Whether a sentence's terms include those of its section's heading path.
@@ -168,6 +170,7 @@ pub(crate) fn best_sentences(
         dense_min_terms,
         clause_chars,
         long_sentence,
+        continuation,
         neighbour_weight,
         heading_terms,
         feedback_weight,
@@ -188,6 +191,7 @@ pub(crate) fn best_sentences(
             clause_chars,
             long_sentence,
         },
+        continuation,
         heading_terms,
         &mut table,
         &mut numbering,
@@ -281,6 +285,7 @@ fn candidates(
     req: &AssembleRequest<'_>,
     chunk_rel: &BTreeMap<ChunkKey, f32>,
     cuts: Cuts,
+    continuation: usize,
     heading_terms: bool,
     table: &mut Locked<'_>,
     numbering: &mut Numbering,
@@ -301,7 +306,7 @@ fn candidates(
             .range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX))
             .filter_map(|(k, _)| doc.chunks.get(k.ordinal as usize).map(|c| c.range))
             .collect();
-        let continued = continuations(doc, d, chunk_rel);
+        let continued = continuations(doc, d, chunk_rel, continuation);
         pooled_ranges.extend(continued.iter().map(|c| c.0));
         pooled_ranges.sort_by_key(|r| r.byte_start);
         let visit = units_to_visit(doc, &blocks, &pooled_ranges);
@@ -360,22 +365,22 @@ fn candidates(
     (cands, texts)
 }
 
-/// The most characters of a paragraph read on past the end of the pooled chunk that
-/// holds its start.
-const CONTINUATION_CHARS: usize = 300;
-
 /// The rest of the paragraph of each pooled chunk of document `d` (position) that ends
 /// inside one, when the next chunk is not pooled: from the chunk's end to the first blank
-/// line, heading or list item, at most [`CONTINUATION_CHARS`] characters, with the
+/// line, heading or list item, at most `max_chars` characters (none when 0), with the
 /// chunk's relevance. A chunk cut by the chunker's length mid-paragraph leaves the end
 /// of what it began to say to the next chunk, which retrieval may rank far lower.
 fn continuations(
     doc: &Document,
     d: u32,
     chunk_rel: &BTreeMap<ChunkKey, f32>,
+    max_chars: usize,
 ) -> Vec<(TextRange, f32)> {
     let text = doc.text.as_str();
     let mut out = Vec::new();
+    if max_chars == 0 {
+        return out;
+    }
     for (k, &r) in chunk_rel.range(ChunkKey::new(d, 0)..=ChunkKey::new(d, u32::MAX)) {
         let Some(chunk) = doc.chunks.get(k.ordinal as usize) else {
             continue;
@@ -403,7 +408,7 @@ fn continuations(
             }
             end += line.len();
             chars += line.chars().count();
-            if chars >= CONTINUATION_CHARS {
+            if chars >= max_chars {
                 break;
             }
         }
