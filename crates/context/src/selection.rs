@@ -239,6 +239,27 @@ impl HeaderCount {
         counter.count(&header_text(&doc.title, ""))
     }
 
+    /// The costs of a piece covering `range`: its section line, and the title line
+    /// when it is its document's first ([`Self::section_cost`], [`Self::title_cost`]).
+    fn costs(
+        &mut self,
+        counter: &dyn LlmTokens,
+        doc_idx: u32,
+        doc: &Document,
+        range: TextRange,
+    ) -> (usize, usize) {
+        let section = self.section_cost(counter, doc_idx, doc, range);
+        (section, self.title_cost(counter, doc_idx, doc))
+    }
+
+    /// Records that a piece of document `doc_idx` is chosen, its title line costing
+    /// `title` tokens (when it is the document's first).
+    fn chosen(&mut self, doc_idx: u32, title: usize) {
+        if self.on {
+            self.titles.entry(doc_idx).or_insert(title);
+        }
+    }
+
     /// Header tokens of the pieces chosen: `sections` of the runs, plus the titles.
     fn total(&self, sections: usize) -> usize {
         sections + self.titles.values().sum::<usize>()
@@ -395,8 +416,7 @@ impl<'a> Selection<'a> {
             old_tokens += r.tokens + r.header;
             old_chars += r.range.char_len();
         }
-        let header = self.headers.section_cost(self.counter, doc_idx, doc, cover);
-        let title = self.headers.title_cost(self.counter, doc_idx, doc);
+        let (header, title) = self.headers.costs(self.counter, doc_idx, doc, cover);
         let chars = self.used_chars - old_chars + cover.char_len();
         if self.max_chars > 0 && chars > self.max_chars {
             self.rejected += 1;
@@ -426,9 +446,7 @@ impl<'a> Selection<'a> {
         };
         let total = self.used - old_tokens + new_tokens + header + title;
         if total > self.budget {
-            self.rejected += 1;
-            let needs = new_tokens + header + title;
-            self.smallest_rejected = Some(self.smallest_rejected.map_or(needs, |t| t.min(needs)));
+            self.reject(new_tokens + header + title);
             return false;
         }
         let mut merged = Run {
@@ -445,12 +463,16 @@ impl<'a> Selection<'a> {
             merged.hits.extend(r.hits);
         }
         runs.insert(lo, merged);
-        if self.headers.on {
-            self.headers.titles.entry(doc_idx).or_insert(title);
-        }
+        self.headers.chosen(doc_idx, title);
         self.used = total;
         self.used_chars = chars;
         true
+    }
+
+    /// Counts a candidate that did not fit the budget, `needs` tokens with its header.
+    fn reject(&mut self, needs: usize) {
+        self.rejected += 1;
+        self.smallest_rejected = Some(self.smallest_rejected.map_or(needs, |t| t.min(needs)));
     }
 
     /// The pieces in [`Selection::order`].
