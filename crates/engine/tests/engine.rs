@@ -1406,3 +1406,57 @@ fn the_quick_start_question_is_answered_by_the_paragraph_on_atomic_commits() {
         "{shown:#?}"
     );
 }
+
+/// `IngestOptions::language` (the CLI's `--language`) names the language of documents
+/// whose metadata names none, as its ISO 639-3 code; a document's own `language` wins,
+/// the others are detected without it, and a name the analysis does not know is an error
+/// before anything is written.
+#[test]
+fn an_ingest_language_is_recorded_where_a_document_names_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    // English words: detection alone would say English.
+    std::fs::write(
+        docs.join("plain.md"),
+        "The cat sat on the mat and looked at the garden for a long while.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("own.md"),
+        "---\nlanguage: fra\n---\nThe dog ran across the field after the ball.\n",
+    )
+    .unwrap();
+    let language_of = |engine: &Engine, id: &str| -> String {
+        let doc = engine.document(id).unwrap().expect("ingested");
+        doc.metadata["language"].as_str().unwrap().to_string()
+    };
+    let detected = Engine::new(EngineOptions::new(tmp.path().join("a")));
+    detected
+        .ingest(
+            std::slice::from_ref(&docs),
+            &IngestOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+    assert_eq!(language_of(&detected, "plain.md"), "eng");
+    let set = Engine::new(EngineOptions::new(tmp.path().join("b")));
+    let opts = IngestOptions {
+        language: Some("German".into()),
+        ..IngestOptions::default()
+    };
+    set.ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap();
+    assert_eq!(language_of(&set, "plain.md"), "deu");
+    assert_eq!(language_of(&set, "own.md"), "fra");
+    let bad = Engine::new(EngineOptions::new(tmp.path().join("c")));
+    let opts = IngestOptions {
+        language: Some("Klingonish".into()),
+        ..IngestOptions::default()
+    };
+    let err = bad
+        .ingest(std::slice::from_ref(&docs), &opts, &NoProgress)
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown language"), "{err}");
+    assert!(!tmp.path().join("c").join("MANIFEST.json").exists());
+}

@@ -64,6 +64,17 @@ pub use cage::{
     MAX_WORKER_REPLY_BYTES,
 };
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
+
+/// The metadata key of a document's language (its ISO 639-3 code), detected at ingest
+/// unless the document or the ingest names one.
+pub const LANGUAGE_KEY: &str = excerpt_analysis::LANGUAGE_KEY;
+
+/// The ISO 639-3 code of the language `name` names: an ISO 639-1 or 639-3 code or an
+/// English name (`de`, `deu`, `German`); `None` for a language the text analysis does
+/// not know.
+pub fn language_code(name: &str) -> Option<&'static str> {
+    excerpt_analysis::Language::parse(name).map(|l| l.code())
+}
 pub use error::IngestError;
 pub use formats::docx::{MAX_DOCX_DEPTH, MAX_DOCX_UNPACKED_BYTES};
 pub use formats::html::MAX_HTML_DEPTH;

@@ -310,6 +310,13 @@ pub struct IngestArgs {
     /// that exists but cannot be read this time is kept.
     #[arg(long)]
     pub prune: bool,
+    /// The language of the documents whose metadata names none (a JSONL line's
+    /// `metadata.language` or Markdown front matter's `language` wins): an ISO 639-1 or
+    /// 639-3 code or an English name (`de`, `deu`, `German`). It decides how their words
+    /// are split and stemmed for BM25 and the sentence route. Default: detected per
+    /// document (whatlang), and recorded in its metadata either way.
+    #[arg(long, env = "EXCERPT_LANGUAGE", value_name = "LANG")]
+    pub language: Option<String>,
     #[command(flatten)]
     pub output: FormatArgs,
     #[command(flatten)]

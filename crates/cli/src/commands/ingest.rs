@@ -35,6 +35,7 @@ pub(super) fn ingest(g: &Global, a: IngestArgs) -> Result<ExitCode> {
         sentence_vectors: a.sentence_vectors || a.late_chunking,
         late_chunking: a.late_chunking,
         prune: a.prune,
+        language: a.language,
         cancel: Some(interrupt_flag()),
         ..IngestOptions::default()
     };

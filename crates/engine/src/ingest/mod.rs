@@ -63,6 +63,12 @@ pub struct IngestOptions {
     /// removed in the same commit, and listed in [`IngestReport::pruned`]. A file that
     /// still exists but could not be read this time is kept.
     pub prune: bool,
+    /// The language of every document of this ingest whose metadata names none (an ISO
+    /// 639-1 or 639-3 code or an English name: `de`, `deu`, `German`), recorded as its
+    /// ISO 639-3 code under [`excerpt_ingest::LANGUAGE_KEY`] instead of the detected one;
+    /// it chooses how BM25 and the sentence route split and stem its words. `None`:
+    /// detected per document. A name the analysis does not know is an error.
+    pub language: Option<String>,
 }
 
 impl Default for IngestOptions {
@@ -77,6 +83,7 @@ impl Default for IngestOptions {
             sentence_vectors: false,
             late_chunking: false,
             prune: false,
+            language: None,
         }
     }
 }
@@ -172,6 +179,14 @@ impl Engine {
         progress: &'a dyn IngestProgress,
     ) -> Result<Pipeline<'a>, EngineError> {
         let started = Instant::now();
+        let language = match opts.language.as_deref() {
+            Some(name) => Some(excerpt_ingest::language_code(name).ok_or_else(|| {
+                EngineError::BadRequest(format!(
+                    "unknown language {name:?}: give an ISO 639-1 or 639-3 code or an English name (de, deu, German)"
+                ))
+            })?),
+            None => None,
+        };
         let embedder = self.embedder()?;
         let (config, sentence_vectors) = self.ingest_config(embedder.as_ref(), opts)?;
         // An index this run creates (and whether its directory was there): removed
@@ -197,6 +212,7 @@ impl Engine {
             progress,
             started,
             new_index,
+            language,
         })
     }
 

@@ -27,6 +27,8 @@ pub(super) struct Pipeline<'a> {
     pub(super) started: Instant,
     /// `Some(whether the directory existed)` when this run created the index.
     pub(super) new_index: Option<bool>,
+    /// The ISO 639-3 code given to documents whose metadata names no language.
+    pub(super) language: Option<&'static str>,
 }
 
 impl Pipeline<'_> {
@@ -84,7 +86,17 @@ impl Pipeline<'_> {
     /// Chunks one loaded document and queues it unless its content hash is unchanged;
     /// commits when the batch is full. Per-document problems go to the report under
     /// `shown`.
-    pub(super) fn add(&mut self, parsed: ParsedDocument, shown: &str) -> Result<(), EngineError> {
+    pub(super) fn add(
+        &mut self,
+        mut parsed: ParsedDocument,
+        shown: &str,
+    ) -> Result<(), EngineError> {
+        if let Some(code) = self.language {
+            parsed
+                .metadata
+                .entry(excerpt_ingest::LANGUAGE_KEY.to_string())
+                .or_insert_with(|| code.into());
+        }
         if let Err(reason) = excerpt_core::check_document_id(&parsed.id) {
             self.report.failed.push(Problem {
                 path: shown.escape_debug().to_string(),
