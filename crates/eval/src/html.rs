@@ -165,45 +165,36 @@ td.s,th.s{text-align:left}.t{unicode-bidi:isolate;white-space:pre-wrap;\
 overflow-wrap:anywhere}mark{background:#ffe066}.piece{border-left:3px solid #bbb;\
 margin:.4em 0;padding:.2em .6em}.piece.ev{border-left-color:#e0a800}.meta{color:#666;\
 font-size:.9em}.q{border-top:2px solid #999;margin-top:1.5em}.q:target{background:#f6fbff}\
-.lost{color:#b00}details{margin:.3em 0}summary{cursor:pointer}code{unicode-bidi:isolate}";
+.lost{color:#b00}details{margin:.3em 0}summary{cursor:pointer}code{unicode-bidi:isolate}\
+.wide{overflow-x:auto}img{max-width:100%;height:auto}";
 
-/// The figures shown per strategy and budget: a header and how to read it off
-/// [`Metrics`] (`None`: not measured; a column nobody has is left out).
-type Column = (&'static str, fn(&Metrics) -> Option<f64>);
+/// The figures shown per strategy and budget: a header, the decimals shown, and how to
+/// read it off [`Metrics`] (`None`: not measured; a column nobody has is left out).
+type Column = (&'static str, usize, fn(&Metrics) -> Option<f64>);
 
 const COLUMNS: [Column; 21] = [
-    ("recall", |m| Some(m.recall)),
-    ("recall @chars", |m| m.recall_at_chars),
-    ("capped recall", |m| m.capped_recall),
-    ("K", |m| m.max_pieces.map(|k| k as f64)),
-    ("text recall", |m| m.text_recall),
-    ("page hit", |m| m.page_hit),
-    ("capped text recall", |m| m.capped_text_recall),
-    ("capped page hit", |m| m.capped_page_hit),
-    ("hit", |m| Some(m.hit)),
-    ("full", |m| Some(m.full)),
-    ("precision", |m| Some(m.precision)),
-    ("tokens", |m| Some(m.tokens)),
-    ("pieces", |m| Some(m.pieces)),
-    ("piece_chars", |m| m.piece_chars),
-    ("whole", |m| m.whole),
-    ("tiny", |m| m.tiny),
-    ("in_order", |m| m.in_order),
-    ("grouped", |m| m.grouped),
-    ("intra coherence", |m| m.intra_coherence),
-    ("boundary coherence", |m| m.boundary_coherence),
-    ("p50 ms", |m| Some(m.p50_ms)),
+    ("recall", 3, |m| Some(m.recall)),
+    ("recall @chars", 3, |m| m.recall_at_chars),
+    ("capped recall", 3, |m| m.capped_recall),
+    ("K", 0, |m| m.max_pieces.map(|k| k as f64)),
+    ("text recall", 3, |m| m.text_recall),
+    ("page hit", 3, |m| m.page_hit),
+    ("capped text recall", 3, |m| m.capped_text_recall),
+    ("capped page hit", 3, |m| m.capped_page_hit),
+    ("hit", 3, |m| Some(m.hit)),
+    ("full", 3, |m| Some(m.full)),
+    ("precision", 3, |m| Some(m.precision)),
+    ("tokens", 1, |m| Some(m.tokens)),
+    ("pieces", 2, |m| Some(m.pieces)),
+    ("piece_chars", 1, |m| m.piece_chars),
+    ("whole", 3, |m| m.whole),
+    ("tiny", 3, |m| m.tiny),
+    ("in_order", 3, |m| m.in_order),
+    ("grouped", 3, |m| m.grouped),
+    ("intra coherence", 3, |m| m.intra_coherence),
+    ("boundary coherence", 3, |m| m.boundary_coherence),
+    ("p50 ms", 1, |m| Some(m.p50_ms)),
 ];
-
-fn number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e9 {
-        format!("{x:.0}")
-    } else if x.abs() >= 100.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
-    }
-}
 
 /// The run's settings and the figures table.
 fn summary(report: &EvalReport, out: &mut String) {
@@ -223,11 +214,11 @@ fn summary(report: &EvalReport, out: &mut String) {
     );
     let shown: Vec<&Column> = COLUMNS
         .iter()
-        .filter(|(_, get)| report.results.iter().any(|s| get(&s.metrics).is_some()))
+        .filter(|(_, _, get)| report.results.iter().any(|s| get(&s.metrics).is_some()))
         .collect();
     let answers = report.results.iter().any(|s| s.answer.is_some());
-    out.push_str("<table><tr><th class=\"s\">strategy</th><th>budget</th>");
-    for (h, _) in &shown {
+    out.push_str("<div class=\"wide\"><table><tr><th class=\"s\">strategy</th><th>budget</th>");
+    for (h, _, _) in &shown {
         let _ = write!(out, "<th>{h}</th>");
     }
     if answers {
@@ -241,19 +232,19 @@ fn summary(report: &EvalReport, out: &mut String) {
             escape_html(&s.strategy),
             s.budget
         );
-        for (_, get) in &shown {
-            let cell = get(&s.metrics).map_or_else(|| "–".to_string(), number);
+        for (_, digits, get) in &shown {
+            let cell = get(&s.metrics).map_or_else(|| "–".to_string(), |x| format!("{x:.digits$}"));
             let _ = write!(out, "<td>{cell}</td>");
         }
         if answers {
             let (f1, em) = s.answer.as_ref().map_or(("–".into(), "–".into()), |a| {
-                (number(a.f1), number(a.em))
+                (format!("{:.3}", a.f1), format!("{:.3}", a.em))
             });
             let _ = write!(out, "<td>{f1}</td><td>{em}</td>");
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
 }
 
 /// `svg` as an `<img>` source: a `data:` URI, every byte but letters, digits and a few
@@ -340,10 +331,10 @@ fn question(report: &EvalReport, i: usize, q: &HtmlQuestion, out: &mut String) {
             (None, Some(p)) => format!("page {p}"),
             (None, None) => String::new(),
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<li><span class=\"meta\"><code>{}</code> {place}</span> \
-             <span class=\"t ev\"><mark>{}</mark></span></li>\n",
+             <span class=\"t ev\"><mark>{}</mark></span></li>",
             escape_html(&e.doc_id),
             escape_html(&e.text)
         );
@@ -367,17 +358,19 @@ fn question(report: &EvalReport, i: usize, q: &HtmlQuestion, out: &mut String) {
     }
     out.push_str("</table>\n");
     let smallest = report.run.budgets.iter().min().copied();
-    for r in &q.runs {
-        contexts(q, r, Some(r.budget) == smallest, out);
+    for &b in &report.run.budgets {
+        for r in q.runs.iter().filter(|r| r.budget == b) {
+            contexts(q, r, Some(b) == smallest, out);
+        }
     }
     out.push_str("</section>\n");
 }
 
 /// One context of a question in a `<details>` element (open at the smallest budget).
 fn contexts(q: &HtmlQuestion, r: &HtmlRun, open: bool, out: &mut String) {
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<details{}><summary><b>{}</b> at {}: recall {:.3}, {} pieces, {} tokens</summary>\n",
+        "<details{}><summary><b>{}</b> at {}: recall {:.3}, {} pieces, {} tokens</summary>",
         if open { " open" } else { "" },
         escape_html(&r.strategy),
         r.budget,
@@ -387,10 +380,10 @@ fn contexts(q: &HtmlQuestion, r: &HtmlRun, open: bool, out: &mut String) {
     );
     for p in &r.pieces {
         let marks = evidence_marks(p, &q.evidence);
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<div class=\"piece{}\"><div class=\"meta\"><code>{}</code> {}..{}</div>\
-             <div class=\"t\">{}</div></div>\n",
+             <div class=\"t\">{}</div></div>",
             if marks.is_empty() { "" } else { " ev" },
             escape_html(&p.doc_id),
             p.start,
@@ -418,18 +411,18 @@ pub fn render_html(report: &EvalReport, questions: &[HtmlQuestion], svg: Option<
     );
     summary(report, &mut out);
     if let Some(svg) = svg {
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<p><img alt=\"recall against budget, one line per strategy\" width=\"800\" \
-             height=\"500\" src=\"{}\"></p>\n",
+             height=\"500\" src=\"{}\"></p>",
             svg_data_uri(svg)
         );
     }
     if !report.failures.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<p class=\"lost\">{} query run(s) failed (counted as missing; see \
-             report.json).</p>\n",
+             report.json).</p>",
             report.failures.len()
         );
     }
