@@ -698,6 +698,87 @@ fn eval_scores_answers_from_a_chat_endpoint() {
     assert_eq!(line("q2")["f1"].as_f64(), Some(1.0));
 }
 
+/// `excerpt eval --html OUT.html` with the real model: one self-contained page that
+/// holds every question and every strategy, the evidence highlighted inside the pieces,
+/// a hostile query shown as text, and nothing that loads from outside.
+#[test]
+fn eval_writes_a_self_contained_html_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let corpus = [
+        (
+            "rail",
+            "The railway reached Millbrook in 1872. Goods came by canal before.",
+        ),
+        (
+            "cafe",
+            "Zoé roasts the coffee beans herself on Tuesdays. The café opens at seven.",
+        ),
+    ]
+    .map(|(id, text)| serde_json::json!({"id": id, "title": id, "text": text}).to_string());
+    write_file(dir, "corpus.jsonl", corpus.join("\n").as_bytes());
+    let queries = [
+        r#"{"id":"q-rail","query":"When did the railway reach Millbrook?","evidence":[{"doc_id":"rail","start":0,"end":38}]}"#,
+        r#"{"id":"q-beans","query":"<script>alert(1)</script> Who roasts the beans?","evidence":[{"doc_id":"cafe","start":0,"end":48}]}"#,
+    ];
+    write_file(dir, "queries.jsonl", queries.join("\n").as_bytes());
+    let page = dir.join("report.html");
+    let out = bin()
+        .arg("--index")
+        .arg(dir.join("idx"))
+        .args([
+            "eval",
+            "--budget",
+            "200,500",
+            "--strategies",
+            "adjacent,rse",
+        ])
+        .arg("--corpus")
+        .arg(dir.join("corpus.jsonl"))
+        .arg("--queries")
+        .arg(dir.join("queries.jsonl"))
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for id in ["q-rail", "q-beans"] {
+        assert!(html.contains(&format!("<h3>{id}</h3>")), "{id}");
+    }
+    for s in ["topk", "adjacent", "rse"] {
+        assert!(html.contains(&format!("<b>{s}</b> at 200:")), "{s}");
+        assert!(
+            html.contains(&format!("<td class=\"s\">{s}</td><td>500</td>")),
+            "{s}"
+        );
+    }
+    // The evidence, highlighted where a piece returned it (every strategy finds these).
+    let piece = "<div class=\"t\"><mark>The railway reached Millbrook in 1872.</mark>";
+    assert!(html.contains(piece), "{html}");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.to_ascii_lowercase().contains("<script"));
+    // Nothing loaded from outside: no address in any src or href, none at all in fact.
+    for attr in ["src=\"", "href=\""] {
+        for (i, _) in html.match_indices(attr) {
+            let value = &html[i + attr.len()..];
+            let value = &value[..value.find('"').unwrap()];
+            assert!(
+                value.starts_with('#') || value.starts_with("data:image/svg+xml"),
+                "{attr}{value}"
+            );
+        }
+    }
+    assert!(!html.contains("http://") && !html.contains("https://"));
+}
+
 /// `excerpt bench` on a tiny generated collection: the JSON report's shape and sizes,
 /// and the text table's first line.
 #[test]

@@ -40,12 +40,16 @@
 //!   `answer` from each strategy's context; the answers are scored by SQuAD-style token
 //!   F1 and exact match. Never part of a default run.
 //! - [`report`], [`plot`]: `report.json`, `report.md`, `recall-vs-budget.svg`.
+//! - [`html`](mod@html): `--html OUT.html`, the report as one self-contained page: the
+//!   figures, the chart, the misses between strategies, and per question the evidence and
+//!   every strategy's pieces with the evidence highlighted in them.
 
 #![forbid(unsafe_code)]
 
 pub mod answer;
 mod error;
 pub mod format;
+pub mod html;
 pub mod metrics;
 pub mod pages;
 pub mod plot;
@@ -58,6 +62,7 @@ pub use excerpt_embed::{ChatConfig, EndpointConfig};
 pub use format::{
     CorpusDoc, Evidence, PageEvidence, PageQueryLine, QueryLine, QuerySet, ResultLine, ResultPiece,
 };
+pub use html::{escape_html, render_html, HtmlEvidence, HtmlPiece, HtmlQuestion, HtmlRun};
 pub use metrics::{
     boundary_coherence, clean_end, clean_start, intra_coherence, latency, mean, overlap,
     percentile, piece_coherence, score_query, score_query_limited, score_results,

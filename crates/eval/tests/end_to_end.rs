@@ -271,6 +271,7 @@ fn export_agrees_with_the_results_files_and_the_scorer() {
     let (corpus, queries, engine, mut opts) = setup(data);
     let out = data.join("out");
     opts.export = true;
+    opts.html = Some(data.join("report.html"));
     let report = run_eval(&engine, &opts, &NoProgress).unwrap();
 
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("export.jsonl"))
@@ -330,4 +331,31 @@ fn export_agrees_with_the_results_files_and_the_scorer() {
         assert!(md.contains(&format!("## {}\n", q.id)), "{}", q.id);
     }
     assert!(md.contains("| adjacent | 400 |"));
+
+    // The HTML report shows the same contexts: every piece that touches the evidence in
+    // the export is highlighted there, and no other.
+    let html = std::fs::read_to_string(data.join("report.html")).unwrap();
+    for q in &queries {
+        let id = excerpt_eval::escape_html(&q.id);
+        assert!(html.contains(&format!("<h3>{id}</h3>")), "{}", q.id);
+    }
+    let touching: Vec<&serde_json::Value> = lines
+        .iter()
+        .flat_map(|l| l["pieces"].as_array().unwrap())
+        .filter(|p| p["evidence_chars"].as_i64().unwrap() > 0)
+        .collect();
+    assert!(!touching.is_empty());
+    assert_eq!(
+        html.matches("<div class=\"piece ev\">").count(),
+        touching.len()
+    );
+    for p in touching {
+        let meta = format!(
+            "<div class=\"piece ev\"><div class=\"meta\"><code>{}</code> {}..{}</div>",
+            excerpt_eval::escape_html(p["doc_id"].as_str().unwrap()),
+            p["start"],
+            p["end"]
+        );
+        assert!(html.contains(&meta), "{meta}");
+    }
 }

@@ -201,6 +201,12 @@ pub struct EvalArgs {
     /// so you can read why a strategy lost on a question.
     #[arg(long)]
     pub export: bool,
+    /// Also write the report as one self-contained HTML page (no script, no network):
+    /// the figures per strategy and budget, the recall chart, the questions each strategy
+    /// lost to another by more than 0.1 recall, and per question the gold evidence and
+    /// every strategy's pieces with the evidence highlighted in them.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
     /// No chunk headers in a new index.
     #[arg(long)]
     pub no_headers: bool,

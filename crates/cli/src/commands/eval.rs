@@ -34,6 +34,7 @@ pub(super) fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
     opts.sentence_vectors = a.sentence_vectors || a.late_chunking;
     opts.late_chunking = a.late_chunking;
     opts.export = a.export;
+    opts.html = a.html.clone();
     let json = a.output.is_json()?;
     let bar = progress(g, excerpt::IngestOptions::default().commit_every_chunks);
     let result = excerpt_eval::run_eval(&engine, &opts, &bar);
@@ -53,6 +54,9 @@ pub(super) fn eval(g: &Global, a: EvalArgs) -> Result<ExitCode> {
             "wrote {} (results-*.jsonl, {answers}report.json, report.md, recall-vs-budget.svg)",
             a.out.display()
         );
+        if let Some(html) = &a.html {
+            eprintln!("wrote {}", html.display());
+        }
     }
     if !report.failures.is_empty() && !g.quiet {
         eprintln!(

@@ -9,6 +9,9 @@
 //!   and at the smallest budget each strategy's pieces, marked by whether they touch the
 //!   evidence (texts shortened).
 //!
+//! The same contexts feed `--html OUT.html` ([`html_question`], [`html_run`]; rendered by
+//! [`crate::html`]).
+//!
 //! Part of the runner's bottom layer with the accumulators: it imports none of the
 //! stages.
 
@@ -19,7 +22,8 @@ use std::path::{Path, PathBuf};
 use excerpt::Context;
 use serde::Serialize;
 
-use crate::format::{write_jsonl_line, Evidence, QueryLine, ResultPiece};
+use crate::format::{write_jsonl_line, Evidence, PageQueryLine, QueryLine, ResultPiece};
+use crate::html::{HtmlEvidence, HtmlPiece, HtmlQuestion, HtmlRun};
 use crate::metrics::{piece_coherence, round_to, score_query, PieceSpan, QueryScore};
 use crate::EvalError;
 
@@ -112,6 +116,97 @@ fn evidence_overlap(q: &QueryLine, doc: &str, start: usize, end: usize) -> i64 {
         .sum()
 }
 
+/// The recall of `context` for `q`: of the whole context, and of its first `budget` ×
+/// [`CHARS_PER_TOKEN`] characters in piece order.
+fn recalls(q: &QueryLine, budget: usize, context: &Context, scoring: &Scoring<'_>) -> (f64, f64) {
+    let result: Vec<ResultPiece> = context
+        .pieces
+        .iter()
+        .map(|p| ResultPiece {
+            doc_id: p.doc_id.clone(),
+            start: p.start as i64,
+            end: p.end as i64,
+            text: None,
+            score: None,
+            page_start: None,
+            page_end: None,
+        })
+        .collect();
+    let whole = score_query(q, Some(&result), scoring.texts, None);
+    let cut = score_query(
+        q,
+        Some(&result),
+        scoring.texts,
+        Some(budget * CHARS_PER_TOKEN),
+    );
+    (share(&whole), share(&cut))
+}
+
+/// Question `q` as the HTML report shows it, before any context: its span evidence with
+/// the corpus slices, or for a page-format query (`page`) the annotators' extracts.
+pub(super) fn html_question(
+    q: &QueryLine,
+    page: Option<&PageQueryLine>,
+    scoring: &Scoring<'_>,
+) -> HtmlQuestion {
+    let mut evidence: Vec<HtmlEvidence> = q
+        .evidence
+        .iter()
+        .map(|e| HtmlEvidence {
+            doc_id: e.doc_id.clone(),
+            span: Some((e.start, e.end)),
+            page: None,
+            text: scoring
+                .texts
+                .slice(&e.doc_id, e.start.max(0) as usize, e.end.max(0) as usize)
+                .unwrap_or_default()
+                .to_string(),
+        })
+        .collect();
+    if let Some(p) = page {
+        evidence.extend(p.evidence.iter().map(|e| HtmlEvidence {
+            doc_id: p.doc.clone(),
+            span: None,
+            page: Some(e.page),
+            text: e.text.clone(),
+        }));
+    }
+    HtmlQuestion {
+        id: q.id.clone(),
+        query: q.query.clone(),
+        evidence,
+        runs: Vec::new(),
+    }
+}
+
+/// The context `strategy` at `budget` gave for `q`, as the HTML report shows it.
+pub(super) fn html_run(
+    q: &QueryLine,
+    strategy: &str,
+    budget: usize,
+    context: &Context,
+    scoring: &Scoring<'_>,
+) -> HtmlRun {
+    let (recall, recall_at_chars) = recalls(q, budget, context, scoring);
+    HtmlRun {
+        strategy: strategy.to_string(),
+        budget,
+        recall,
+        recall_at_chars,
+        tokens: context.pieces.iter().map(|p| p.tokens).sum(),
+        pieces: context
+            .pieces
+            .iter()
+            .map(|p| HtmlPiece {
+                doc_id: p.doc_id.clone(),
+                start: p.start,
+                end: p.end,
+                text: p.text.clone(),
+            })
+            .collect(),
+    }
+}
+
 impl Exporter {
     /// Creates (truncates) `export.jsonl` and `export.md` in `out`.
     pub(super) fn create(out: &Path) -> Result<Exporter, EvalError> {
@@ -148,26 +243,7 @@ impl Exporter {
         context: &Context,
         scoring: &Scoring<'_>,
     ) -> Result<(), EvalError> {
-        let result: Vec<ResultPiece> = context
-            .pieces
-            .iter()
-            .map(|p| ResultPiece {
-                doc_id: p.doc_id.clone(),
-                start: p.start as i64,
-                end: p.end as i64,
-                text: None,
-                score: None,
-                page_start: None,
-                page_end: None,
-            })
-            .collect();
-        let whole = score_query(q, Some(&result), scoring.texts, None);
-        let cut = score_query(
-            q,
-            Some(&result),
-            scoring.texts,
-            Some(budget * CHARS_PER_TOKEN),
-        );
+        let (recall, recall_at_chars) = recalls(q, budget, context, scoring);
         let coherences: Vec<f64> = context
             .pieces
             .iter()
@@ -191,8 +267,8 @@ impl Exporter {
             budget,
             tokens: context.pieces.iter().map(|p| p.tokens).sum(),
             chars: context.pieces.iter().map(|p| p.end - p.start).sum(),
-            recall: share(&whole),
-            recall_at_chars: share(&cut),
+            recall,
+            recall_at_chars,
             coherence,
             notes: &context.notes,
             evidence: &q.evidence,

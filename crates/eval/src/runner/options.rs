@@ -68,6 +68,10 @@ pub struct EvalOptions {
     /// Also write `export.jsonl` and `export.md`: per question, strategy and budget, the
     /// context with its tokens, coherence and recall (default false).
     pub export: bool,
+    /// Also write the report as one self-contained HTML page to this file
+    /// ([`crate::html`]): the figures, the chart, the misses between strategies, and per
+    /// question the evidence and every context with the evidence highlighted.
+    pub html: Option<PathBuf>,
 }
 
 impl EvalOptions {
@@ -93,6 +97,7 @@ impl EvalOptions {
             sentence_vectors: false,
             late_chunking: false,
             export: false,
+            html: None,
         }
     }
 

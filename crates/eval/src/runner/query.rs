@@ -11,12 +11,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::accumulate::{Acc, AnswerAcc, IndexVectors, Scoring};
 use super::answerer::{has_reference, AnswerJob, Answerer};
-use super::export::Exporter;
+use super::export::{html_question, html_run, Exporter};
 use super::ingest::Indexed;
 use super::options::EvalOptions;
 use super::validate::{Plan, RunSpec};
 use crate::answer::answer_prompt;
 use crate::format::{PageQueryLine, QueryLine};
+use crate::html::HtmlQuestion;
 use crate::report::QueryFailure;
 use crate::EvalError;
 
@@ -28,6 +29,8 @@ pub(super) struct Queried {
     pub(super) failures: Vec<QueryFailure>,
     /// The answer client and its totals, with answer-level evaluation.
     pub(super) answerer: Option<Answerer>,
+    /// Every query with its contexts, for the HTML report (`--html`).
+    pub(super) html: Option<Vec<HtmlQuestion>>,
 }
 
 /// Query stage: creates (truncates) every results and answers file, then runs each
@@ -49,16 +52,19 @@ pub(super) fn query(
         boundaries: &indexed.boundaries,
     };
     let bar = query_bar(opts.quiet, queries.len());
-    let mut exporter = if opts.export {
-        Some(Exporter::create(&opts.out)?)
-    } else {
-        None
-    };
+    let mut exporter = opts
+        .export
+        .then(|| Exporter::create(&opts.out))
+        .transpose()?;
+    let mut html: Option<Vec<HtmlQuestion>> = opts.html.is_some().then(Vec::new);
 
     let mut failures: Vec<QueryFailure> = Vec::new();
     let mut retrieved_ok = 0usize;
     for (qi, q) in queries.iter().enumerate() {
         let page = plan.pages.as_ref().and_then(|p| p.get(qi));
+        if let Some(h) = html.as_mut() {
+            h.push(html_question(q, page, &scoring));
+        }
         let req = query_request(opts, q);
         let t = Instant::now();
         let retrieved = engine.retrieve(&req);
@@ -88,6 +94,7 @@ pub(super) fn query(
         };
         let sinks = Sinks {
             exporter: exporter.as_mut(),
+            html: html.as_mut().and_then(|h| h.last_mut()),
             answerer: answerer.as_mut(),
             failures: &mut failures,
         };
@@ -124,6 +131,7 @@ pub(super) fn query(
         accs,
         failures,
         answerer,
+        html,
     })
 }
 
@@ -136,10 +144,11 @@ struct OneQuery<'a> {
     retrieve_ms: f64,
 }
 
-/// Where a query's contexts go besides the accumulators: the export, the answer jobs,
-/// and the failures.
+/// Where a query's contexts go besides the accumulators: the export, the HTML report's
+/// question, the answer jobs, and the failures.
 struct Sinks<'a> {
     exporter: Option<&'a mut Exporter>,
+    html: Option<&'a mut HtmlQuestion>,
     answerer: Option<&'a mut Answerer>,
     failures: &'a mut Vec<QueryFailure>,
 }
@@ -176,6 +185,10 @@ fn assemble_runs(
         acc.record(q, page, &context, ms, scoring)?;
         if let Some(x) = sinks.exporter.as_deref_mut() {
             x.record(q, &acc.label, acc.budget, &context, scoring)?;
+        }
+        if let Some(h) = sinks.html.as_deref_mut() {
+            h.runs
+                .push(html_run(q, &acc.label, acc.budget, &context, scoring));
         }
         if let Some(a) = sinks.answerer.as_deref_mut().filter(|_| has_reference(q)) {
             a.pending.push(AnswerJob {

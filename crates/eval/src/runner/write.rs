@@ -1,5 +1,5 @@
 //! The write stage: every run's metrics, and `report.json`, `report.md` and
-//! `recall-vs-budget.svg` in the output directory.
+//! `recall-vs-budget.svg` in the output directory (and the HTML report, with `--html`).
 
 use std::time::Instant;
 
@@ -10,13 +10,15 @@ use super::options::EvalOptions;
 use super::query::Queried;
 use super::validate::Plan;
 use crate::answer::PROMPT_VERSION;
+use crate::html::render_html;
 use crate::metrics::round_to;
-use crate::plot::write_recall_vs_budget;
+use crate::plot::recall_vs_budget_svg;
 use crate::report::{AnswerRunInfo, EvalReport, RunInfo, StrategyResult};
 use crate::EvalError;
 
 /// Write stage: computes every run's metrics and writes `report.json`, `report.md` and
-/// `recall-vs-budget.svg` to the output directory. `started` is when the run began.
+/// `recall-vs-budget.svg` to the output directory, and the HTML report to
+/// [`EvalOptions::html`] when set. `started` is when the run began.
 pub(super) fn write(
     engine: &Engine,
     opts: &EvalOptions,
@@ -29,6 +31,7 @@ pub(super) fn write(
         accs,
         failures,
         answerer,
+        html,
     } = queried;
     let with_reference = plan.with_reference;
     let results: Vec<StrategyResult> = accs
@@ -88,6 +91,12 @@ pub(super) fn write(
     };
     report.write_json(&opts.out.join("report.json"))?;
     report.write_markdown(&opts.out.join("report.md"))?;
-    write_recall_vs_budget(&report.results, &opts.out.join("recall-vs-budget.svg"))?;
+    let svg = recall_vs_budget_svg(&report.results)?;
+    let svg_path = opts.out.join("recall-vs-budget.svg");
+    std::fs::write(&svg_path, &svg).map_err(|e| EvalError::io(&svg_path, e))?;
+    if let (Some(path), Some(questions)) = (&opts.html, html) {
+        let page = render_html(&report, &questions, Some(&svg));
+        std::fs::write(path, page).map_err(|e| EvalError::io(path, e))?;
+    }
     Ok(report)
 }
