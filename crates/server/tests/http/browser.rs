@@ -757,11 +757,7 @@ fn an_evaluation_report_opens_with_its_evidence_highlighted() {
     assert_eq!(b.count("script"), 0, "the report has no script");
     // Each question's evidence is highlighted inside a returned piece, as the corpus
     // has it.
-    for (i, evidence) in [&zoo[..], garden]
-        .iter()
-        .zip([(z0, z1), (g0, g1)])
-        .enumerate()
-    {
+    for (i, evidence) in [zoo, garden].iter().zip([(z0, z1), (g0, g1)]).enumerate() {
         let (text, (a, c)) = evidence;
         let want = chars(text, a, c);
         let marks = b.js_with(
