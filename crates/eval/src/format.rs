@@ -168,6 +168,22 @@ pub struct ResultPiece {
     pub page_end: Option<u32>,
 }
 
+impl ResultPiece {
+    /// A piece known by its place alone: document and character offsets, with no text,
+    /// score or pages.
+    pub fn place(doc_id: &str, start: usize, end: usize) -> ResultPiece {
+        ResultPiece {
+            doc_id: doc_id.to_string(),
+            start: start as i64,
+            end: end as i64,
+            text: None,
+            score: None,
+            page_start: None,
+            page_end: None,
+        }
+    }
+}
+
 /// One line of `results.jsonl`: the context returned for one query, pieces in the order
 /// they would be handed to an LLM.
 ///

@@ -122,15 +122,7 @@ fn recalls(q: &QueryLine, budget: usize, context: &Context, scoring: &Scoring<'_
     let result: Vec<ResultPiece> = context
         .pieces
         .iter()
-        .map(|p| ResultPiece {
-            doc_id: p.doc_id.clone(),
-            start: p.start as i64,
-            end: p.end as i64,
-            text: None,
-            score: None,
-            page_start: None,
-            page_end: None,
-        })
+        .map(|p| ResultPiece::place(&p.doc_id, p.start, p.end))
         .collect();
     let whole = score_query(q, Some(&result), scoring.texts, None);
     let cut = score_query(
