@@ -25,8 +25,9 @@ pub const MAX_BUDGET: usize = 1_000_000;
 /// - `Σ piece.tokens ≤ budget`, where `piece.tokens` is the
 ///   [`LlmTokens`](crate::LlmTokens) count of the piece's exact text (counted on the
 ///   merged text, not summed per chunk). With
-///   [`AssembleRequest::count_headers`], each piece's header (title and section path,
-///   cut to a bound, as every rendering shows them) is counted too:
+///   [`AssembleRequest::count_headers`], the headers are counted too (each document's
+///   title once, each piece's section path, cut to a bound as every rendering shows
+///   them):
 ///   `Σ piece.tokens + headers = Context::tokens ≤ budget`. Without it the budget covers
 ///   piece texts only, and a renderer's headers come on top.
 /// - Titles and section paths of pieces are cut (with `…`) at

@@ -37,11 +37,10 @@ pub struct AssembleRequest<'a> {
     /// [`crate::feedback_terms`]), which the sentence route matches besides the query's
     /// own words; empty: none.
     pub feedback: &'a [(String, f32)],
-    /// Count each piece's header inside the budget and in [`Context::tokens`]: its
-    /// document's title and section path, cut as every rendering shows them
-    /// ([`excerpt_core::shown_title`], [`excerpt_core::shown_section`]), written as the
-    /// chunk header ([`excerpt_core::header_text`]). Off: the budget covers piece texts
-    /// only.
+    /// Count the pieces' headers inside the budget and in [`Context::tokens`], as the
+    /// rendered text shows them: each document's title once and each piece's section
+    /// path, cut as every rendering shows them ([`excerpt_core::shown_title`],
+    /// [`excerpt_core::shown_section`]). Off: the budget covers piece texts only.
     pub count_headers: bool,
 }
 

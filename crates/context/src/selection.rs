@@ -143,7 +143,8 @@ struct Run {
     relevance: f32,
     hits: BTreeSet<u32>,
     tokens: usize,
-    /// Tokens of the header the run's piece is shown with ([`header_cost`]).
+    /// Tokens of the section line the run's piece is shown with
+    /// ([`HeaderCount::section_cost`]).
     header: usize,
 }
 

@@ -2315,3 +2315,32 @@ fn a_sentence_longer_than_half_the_budget_is_read_by_its_clauses() {
         "{cut:?}"
     );
 }
+
+#[test]
+fn a_continuation_reads_a_long_line_only_so_far() {
+    // A document on one line: a retrieved chunk, then an unretrieved one of 80 sentences
+    // (about 3,600 characters) that goes on in the same line.
+    let rest: Vec<String> = (0..80)
+        .map(|i| format!("Filler sentence number {i:02} of the line. "))
+        .collect();
+    let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let c = TestCorpus::new(vec![build_doc(
+        "one-line.txt",
+        "One line",
+        &[chunk(&["Alpha beta open the line here. "]), chunk(&rest)],
+    )]);
+    let hits = vec![hit(0, 0, 0.9)];
+    let budget = 5000;
+    let r = req(&c, &hits, budget, None, None);
+    let cfg: StrategyConfig =
+        "topk:unit=sentence,passages=true,continuation=300,tokens_per_piece=0"
+            .parse()
+            .unwrap();
+    let ctx = assemble(&cfg, &r).unwrap();
+    check_invariants(&ctx, &c, &hits, budget, &WordTokens, true).unwrap();
+    let second = c.docs[0].chunks[1].range.char_start;
+    let end = ctx.pieces.iter().map(|p| p.end).max().unwrap();
+    // Into the next chunk, as far as the line's bound and the sentence it cuts.
+    assert!(end > second, "{:?}", ctx.pieces);
+    assert!(end <= second + 2000 + 60, "{end}: {:?}", ctx.notes);
+}

@@ -310,11 +310,12 @@ fn figure_table_lines(text: &str, lines: &[(usize, usize)]) -> Vec<std::ops::Ran
 /// Runs of sentences that are one sentence hard-wrapped over several lines (Markdown and
 /// plain text wrapped at a fixed width, which the sentence splitter breaks at every line
 /// end), as a map from a run's first sentence to its last. A line continues into the
-/// next when it ends without a full stop, question or exclamation mark (or with a colon
-/// or semicolon only when the next line starts in lower case), is not a heading, is followed by no blank line, and the next line starts
-/// with a lower-case letter, or is itself at least 50 characters long (a wrapped line,
-/// not a title); and when the next line opens no list item, heading, quote, table or
-/// code fence. Runs stop at [`MAX_BLOCK_CHARS`].
+/// next when it ends without a full stop, question or exclamation mark (and without a
+/// colon or semicolon unless the next line starts in lower case), is not a heading, is
+/// followed by no blank line, and the next line starts with a lower-case letter, or is
+/// itself at least 50 characters long (a wrapped line, not a title); and when the next
+/// line opens no list item, heading, quote, table or code fence. Runs stop at
+/// [`MAX_BLOCK_CHARS`].
 fn wrapped_runs(doc: &Document) -> BTreeMap<usize, usize> {
     let text = doc.text.as_str();
     let s = &doc.sentences;
