@@ -370,9 +370,9 @@ const FIRST_LINE_CHARS: usize = 2000;
 
 /// The rest of the paragraph of each pooled chunk of document `d` (position) that ends
 /// inside one, when the next chunk is not pooled: from the chunk's end to the end of its
-/// line (at most [`FIRST_LINE_CHARS`]), then further lines up to the first blank line,
-/// heading or list item while under `max_chars` characters in all (none when 0), with
-/// the chunk's relevance. A chunk cut by the chunker's length mid-paragraph leaves the end
+/// line (at most [`FIRST_LINE_CHARS`]), then further whole lines up to the first blank
+/// line, heading or list item while under `max_chars` characters in all (none when 0),
+/// with the chunk's relevance. A chunk cut by the chunker's length mid-paragraph leaves the end
 /// of what it began to say to the next chunk, which retrieval may rank far lower.
 fn continuations(
     doc: &Document,
@@ -411,13 +411,13 @@ fn continuations(
                 break;
             }
             // The line the chunk ends in goes on to its end (a paragraph on one line),
-            // up to FIRST_LINE_CHARS; the lines after it while under `max_chars` in
-            // all. A line is cut there (a unit that starts before the cut is still
-            // read whole), so a document on one line never becomes candidates whole.
+            // cut at FIRST_LINE_CHARS (a unit that starts before the cut is still read
+            // whole), so a document on one line never becomes candidates whole; the
+            // lines after it, whole, while under `max_chars` in all.
             let room = if end == at {
                 FIRST_LINE_CHARS.max(max_chars)
             } else {
-                max_chars - chars
+                usize::MAX
             };
             let take = line.char_indices().nth(room).map_or(line.len(), |(b, _)| b);
             end += take;
