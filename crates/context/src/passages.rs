@@ -22,6 +22,12 @@
 //! When the plan has more pieces than [`PassagePlan::tokens_per_piece`] allows, `λ` is
 //! doubled until it does not.
 //!
+//! Anchors ([`PassagePlan::anchor_chars`]): the best few units, each far enough from
+//! a better one to be another place, are worth a fixed bonus more. Weighted by
+//! characters alone, a long run of middling sentences outweighs the one short sentence
+//! that answers; with the bonus the best places are taken first and the budget left
+//! grows passages around them.
+//!
 //! A unit that is a label ([`Unit::label`]: a heading, or a line ending with a colon)
 //! may open a run or sit inside one but never end it, so a heading always leads its
 //! body and a lead-in what it introduces, or neither is taken.
@@ -42,6 +48,8 @@ pub(crate) struct Unit {
     pub gap_tokens: Option<usize>,
     /// A heading or a lead-in: a run may not end on it.
     pub label: bool,
+    /// Its document and first character there: where it sits, for anchors' spread.
+    pub place: (u32, usize),
 }
 
 /// The planner's parameters.
@@ -56,6 +64,16 @@ pub(crate) struct PassagePlan {
     /// close together (a sentence that matches nothing keeps half its chunk's), and the
     /// power separates the sentences that answer from the ones that only sit near them.
     pub power: f32,
+    /// Each of the `max_pieces` best units (by value; ties in reading order) is worth
+    /// this many characters more, at the best unit's value: the few sentences that
+    /// match best are taken first, and the budget left grows passages around them
+    /// rather than buying a long run of middling ones in their place (0: no bonus).
+    pub anchor_chars: usize,
+    /// Anchors lie at least this many characters apart in a document: a better unit
+    /// nearer an anchor than this is no anchor (0: the best units, wherever they are).
+    pub anchor_spread: usize,
+    /// At most this many anchors (fewer when fewer pieces are allowed); 0: none.
+    pub anchors: usize,
 }
 
 /// A chosen run: units `first..=last` of the slice given to [`plan`].
@@ -86,13 +104,19 @@ pub(crate) fn plan(
     let top = units.iter().map(|u| u.value).fold(0.0f32, f32::max);
     // Values relative to the best, raised to the power: the best unit is worth 1 a
     // character, and a piece costs `piece_chars` of its characters.
-    let weights: Vec<f64> = units
+    let mut weights: Vec<f64> = units
         .iter()
         .map(|u| {
             let v = if top > 0.0 { u.value / top } else { 0.0 };
             f64::from(v.max(0.0)).powf(f64::from(params.power)) * u.chars as f64
         })
         .collect();
+    if params.anchor_chars > 0 && max_pieces < usize::MAX {
+        let n = max_pieces.min(params.anchors);
+        for i in anchors(units, n, params.anchor_spread) {
+            weights[i] += params.anchor_chars as f64;
+        }
+    }
     let lambda = params.piece_chars as f64;
     let first = solve(units, &weights, cap, step, lambda);
     if first.is_empty() {
@@ -138,6 +162,28 @@ pub(crate) fn plan(
     } else {
         over
     }
+}
+
+/// The `n` best units (by value, ties in reading order), each at least `spread`
+/// characters from every better one of its document.
+fn anchors(units: &[Unit], n: usize, spread: usize) -> Vec<usize> {
+    let mut best: Vec<usize> = (0..units.len()).collect();
+    best.sort_by(|&a, &b| units[b].value.total_cmp(&units[a].value).then(a.cmp(&b)));
+    let mut chosen: Vec<usize> = Vec::with_capacity(n);
+    for i in best {
+        if chosen.len() >= n {
+            break;
+        }
+        let (doc, at) = units[i].place;
+        let near = chosen.iter().any(|&c| {
+            let (d, a) = units[c].place;
+            d == doc && a.abs_diff(at) < spread
+        });
+        if !near {
+            chosen.push(i);
+        }
+    }
+    chosen
 }
 
 /// The `n` runs of `runs` worth the most, in reading order.
@@ -251,6 +297,7 @@ mod tests {
             tokens,
             gap_tokens: gap,
             label: false,
+            place: (0, 0),
         }
     }
 
@@ -259,6 +306,9 @@ mod tests {
             piece_chars,
             tokens_per_piece: 0,
             power: 1.0,
+            anchor_chars: 0,
+            anchor_spread: 0,
+            anchors: 0,
         }
     }
 
@@ -401,6 +451,49 @@ mod tests {
         assert_eq!(free.len(), 10);
         let bounded = plan(&units, 100, params(0), 2);
         assert!(bounded.len() <= 2, "{bounded:?}");
+    }
+
+    #[test]
+    fn the_best_unit_is_anchored_before_a_long_middling_run() {
+        // Ten middling sentences in a row, then far away one short sentence that matches
+        // best: priced by weighted characters alone, the run fills the budget.
+        let mut units: Vec<Unit> = (0..10)
+            .map(|j| {
+                let mut u = unit(0, 0.6, 10, (j > 0).then_some(0));
+                u.place = (0, j * 40);
+                u
+            })
+            .collect();
+        let mut best = unit(0, 1.0, 5, None);
+        best.place = (0, 2000);
+        units.push(best);
+        let plain = plan(&units, 100, params(30), 2);
+        assert_eq!(plain, vec![Run { first: 0, last: 9 }]);
+        let anchored = PassagePlan {
+            anchor_chars: 150,
+            anchor_spread: 500,
+            anchors: 3,
+            ..params(30)
+        };
+        let runs = plan(&units, 100, anchored, 2);
+        assert!(runs.iter().any(|r| r.first == 10), "{runs:?}");
+        assert!(runs.len() <= 2, "{runs:?}");
+    }
+
+    #[test]
+    fn anchors_are_places_apart() {
+        let at = |value: f32, place: usize| {
+            let mut u = unit(0, value, 5, None);
+            u.place = (0, place);
+            u
+        };
+        let units = vec![at(1.0, 0), at(0.95, 100), at(0.7, 3000)];
+        assert_eq!(anchors(&units, 2, 0), vec![0, 1]);
+        assert_eq!(anchors(&units, 2, 500), vec![0, 2]);
+        // Another document is another place, however near its offsets.
+        let mut other = at(0.95, 100);
+        other.place.0 = 1;
+        assert_eq!(anchors(&[at(1.0, 0), other], 2, 500), vec![0, 1]);
     }
 
     #[test]

@@ -162,6 +162,20 @@ pub struct TopkParams {
     /// raised to this power, `> 0` (default 1.5; 0.5, 1, 2 and 4 measured in
     /// docs/EVAL.md; see the `passages` module).
     pub value_power: f32,
+    /// With `passages`: each anchor (the best sentences, `anchors` of them, at most one
+    /// per piece the budget allows, `anchor_spread` characters apart) is worth this many
+    /// characters more to the planner, at the best sentence's value, so that the
+    /// sentences that match best in different places are taken and the rest of the
+    /// budget grows passages around them, rather than one long run of middling
+    /// sentences buying their place (default 0: no anchors; `auto` 150, see
+    /// docs/EVAL.md).
+    pub anchor_chars: usize,
+    /// With `anchor_chars`: anchors lie at least this many characters apart in a
+    /// document, so that they are different places (default 0; `auto` 500).
+    pub anchor_spread: usize,
+    /// With `anchor_chars`: at most this many anchors (default `usize::MAX`: one per
+    /// piece allowed; `auto` 3).
+    pub anchors: usize,
 }
 
 impl Default for TopkParams {
@@ -193,6 +207,9 @@ impl Default for TopkParams {
             tokens_per_piece: 175,
             stop_share: 0.0,
             value_power: 1.5,
+            anchor_chars: 0,
+            anchor_spread: 0,
+            anchors: usize::MAX,
         }
     }
 }
@@ -206,6 +223,9 @@ impl TopkParams {
             order: PieceOrder::Document,
             passages: true,
             continuation: 300,
+            anchor_chars: 150,
+            anchor_spread: 500,
+            anchors: 3,
             ..TopkParams::default()
         }
     }
@@ -320,6 +340,9 @@ fn topk_sentences(
             piece_chars: p.piece_chars,
             tokens_per_piece: p.tokens_per_piece,
             power: p.value_power,
+            anchor_chars: p.anchor_chars,
+            anchor_spread: p.anchor_spread,
+            anchors: p.anchors,
         };
         // Sentences come best first: the least value taken is a share of the first's.
         let least = p.stop_share * sentences.first().map_or(0.0, |s| s.value);

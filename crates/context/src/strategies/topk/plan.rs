@@ -146,6 +146,7 @@ fn priced_units(kept: &[Candidate], req: &AssembleRequest<'_>, sel: &Selection<'
                 tokens: cost(req.tokens.count(text), c.range.char_len()),
                 gap_tokens,
                 label: doc.is_some_and(|d| is_label(d, c.range)),
+                place: (c.doc, c.range.char_start),
             }
         })
         .collect()
