@@ -174,7 +174,7 @@ pub struct TopkParams {
     /// document, so that they are different places (default 0; `auto` 500).
     pub anchor_spread: usize,
     /// With `anchor_chars`: at most this many anchors (default `usize::MAX`: one per
-    /// piece allowed; `auto` 3).
+    /// piece allowed; `auto` 2: a third costs XQuAD 0.8-1.0 points, docs/EVAL.md).
     pub anchors: usize,
 }
 
@@ -225,7 +225,7 @@ impl TopkParams {
             continuation: 300,
             anchor_chars: 150,
             anchor_spread: 500,
-            anchors: 3,
+            anchors: 2,
             ..TopkParams::default()
         }
     }
