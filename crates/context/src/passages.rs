@@ -64,10 +64,12 @@ pub(crate) struct PassagePlan {
     /// close together (a sentence that matches nothing keeps half its chunk's), and the
     /// power separates the sentences that answer from the ones that only sit near them.
     pub power: f32,
-    /// Each of the `max_pieces` best units (by value; ties in reading order) is worth
-    /// this many characters more, at the best unit's value: the few sentences that
-    /// match best are taken first, and the budget left grows passages around them
-    /// rather than buying a long run of middling ones in their place (0: no bonus).
+    /// Each anchor (the best units by value, ties in reading order, at most
+    /// [`PassagePlan::anchors`] and at most `max_pieces` of them, `anchor_spread` apart)
+    /// is worth this many characters more, at the best unit's value: the few sentences
+    /// that match best are taken first, and the budget left grows passages around them
+    /// rather than buying a long run of middling ones in their place (0: no bonus; no
+    /// anchors either when the pieces are not bounded).
     pub anchor_chars: usize,
     /// Anchors lie at least this many characters apart in a document: a better unit
     /// nearer an anchor than this is no anchor (0: the best units, wherever they are).
