@@ -76,6 +76,9 @@ pub(crate) struct PassagePlan {
     pub anchor_spread: usize,
     /// At most this many anchors (fewer when fewer pieces are allowed); 0: none.
     pub anchors: usize,
+    /// Every anchor after the first is valued at least this share of the best unit's
+    /// value, in [0, 1] (0: the best places, however far below the first).
+    pub anchor_floor: f32,
 }
 
 /// A chosen run: units `first..=last` of the slice given to [`plan`].
@@ -115,7 +118,8 @@ pub(crate) fn plan(
         .collect();
     if params.anchor_chars > 0 && max_pieces < usize::MAX {
         let n = max_pieces.min(params.anchors);
-        for i in anchors(units, n, params.anchor_spread) {
+        let floor = params.anchor_floor * top;
+        for i in anchors(units, n, params.anchor_spread, floor) {
             weights[i] += params.anchor_chars as f64;
         }
     }
@@ -167,13 +171,14 @@ pub(crate) fn plan(
 }
 
 /// The `n` best units (by value, ties in reading order), each at least `spread`
-/// characters from every better one of its document.
-fn anchors(units: &[Unit], n: usize, spread: usize) -> Vec<usize> {
+/// characters from every better one of its document, and each after the first valued
+/// at least `floor`.
+fn anchors(units: &[Unit], n: usize, spread: usize, floor: f32) -> Vec<usize> {
     let mut best: Vec<usize> = (0..units.len()).collect();
     best.sort_by(|&a, &b| units[b].value.total_cmp(&units[a].value).then(a.cmp(&b)));
     let mut chosen: Vec<usize> = Vec::with_capacity(n);
     for i in best {
-        if chosen.len() >= n {
+        if chosen.len() >= n || (!chosen.is_empty() && units[i].value < floor) {
             break;
         }
         let (doc, at) = units[i].place;
@@ -311,6 +316,7 @@ mod tests {
             anchor_chars: 0,
             anchor_spread: 0,
             anchors: 0,
+            anchor_floor: 0.0,
         }
     }
 
@@ -490,12 +496,16 @@ mod tests {
             u
         };
         let units = vec![at(1.0, 0), at(0.95, 100), at(0.7, 3000)];
-        assert_eq!(anchors(&units, 2, 0), vec![0, 1]);
-        assert_eq!(anchors(&units, 2, 500), vec![0, 2]);
+        assert_eq!(anchors(&units, 2, 0, 0.0), vec![0, 1]);
+        assert_eq!(anchors(&units, 2, 500, 0.0), vec![0, 2]);
+        // Below the floor a place is no anchor, however far from the first; the first
+        // is one whatever its value.
+        assert_eq!(anchors(&units, 2, 500, 0.8), vec![0]);
+        assert_eq!(anchors(&units, 2, 0, 0.9), vec![0, 1]);
         // Another document is another place, however near its offsets.
         let mut other = at(0.95, 100);
         other.place.0 = 1;
-        assert_eq!(anchors(&[at(1.0, 0), other], 2, 500), vec![0, 1]);
+        assert_eq!(anchors(&[at(1.0, 0), other], 2, 500, 0.0), vec![0, 1]);
     }
 
     #[test]

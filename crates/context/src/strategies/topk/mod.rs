@@ -176,6 +176,10 @@ pub struct TopkParams {
     /// With `anchor_chars`: at most this many anchors (default `usize::MAX`: one per
     /// piece allowed; `auto` 2: a third costs XQuAD 0.8-1.0 points, docs/EVAL.md).
     pub anchors: usize,
+    /// With `anchor_chars`: every anchor after the first is valued at least this share
+    /// of the best sentence's value, in [0, 1] (default 0: the best places, however far
+    /// below the first).
+    pub anchor_floor: f32,
 }
 
 impl Default for TopkParams {
@@ -210,6 +214,7 @@ impl Default for TopkParams {
             anchor_chars: 0,
             anchor_spread: 0,
             anchors: usize::MAX,
+            anchor_floor: 0.0,
         }
     }
 }
@@ -231,7 +236,8 @@ impl TopkParams {
     }
 
     /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `long_floor`, `dense_weight`,
-    /// `neighbours` and `feedback` in [0, 1], `rank_decay > 0`.
+    /// `neighbours`, `feedback`, `stop_share`, `long_clauses` and `anchor_floor` in
+    /// [0, 1], `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
         check_min("topk", "pool", self.pool, 1)?;
@@ -243,6 +249,7 @@ impl TopkParams {
         check_range("topk", "feedback", self.feedback, 0.0, 1.0)?;
         check_range("topk", "stop_share", self.stop_share, 0.0, 1.0)?;
         check_range("topk", "long_clauses", self.long_clauses, 0.0, 1.0)?;
+        check_range("topk", "anchor_floor", self.anchor_floor, 0.0, 1.0)?;
         check_range(
             "topk",
             "value_power",
@@ -343,6 +350,7 @@ fn topk_sentences(
             anchor_chars: p.anchor_chars,
             anchor_spread: p.anchor_spread,
             anchors: p.anchors,
+            anchor_floor: p.anchor_floor,
         };
         // Sentences come best first: the least value taken is a share of the first's.
         let least = p.stop_share * sentences.first().map_or(0.0, |s| s.value);
