@@ -129,17 +129,50 @@ $('auth').addEventListener('submit', (ev) => {
   say('');
   api.forgetDocuments();
   route();
+  checkReport();
 });
 $('token-forget').addEventListener('click', () => {
   api.token.set('');
   api.forgetDocuments();
   $('auth').hidden = true;
   say('The token is forgotten.');
+  checkReport();
 });
 $('token-button').addEventListener('click', () => {
   $('auth-message').textContent = api.token.get() ? 'A token is set for this tab.' : 'No token is set for this tab.';
   $('auth').hidden = !$('auth').hidden;
   if (!$('auth').hidden) $('token').focus();
+});
+
+// ---- the evaluation report (`excerpt serve --report`) ----
+
+/** Shows the report's link when the server has one this tab may read. */
+async function checkReport() {
+  const access = await api.reportAccess();
+  const link = $('report-link');
+  link.hidden = access === null;
+  link.dataset.access = access ?? '';
+  link.title = access === 'fetch'
+    ? 'Saves the report with this tab\'s token: a link cannot send it'
+    : 'The report of excerpt eval --html this server was started with';
+}
+
+$('report-link').addEventListener('click', async (ev) => {
+  if ($('report-link').dataset.access !== 'fetch') return; // a plain link opens it
+  // A link cannot carry the token: fetch the page with it and save it as a file, which
+  // opens offline like any report `excerpt eval --html` wrote.
+  ev.preventDefault();
+  try {
+    const url = URL.createObjectURL(await api.report());
+    const a = el('a', { href: url, download: 'excerpt-report.html' });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    say('The report is saved as excerpt-report.html (the server needs a token, which a link cannot send).');
+  } catch (e) {
+    failed(e);
+  }
 });
 
 // ---- the query view ----
@@ -331,3 +364,4 @@ document.addEventListener('keydown', (ev) => {
 window.addEventListener('popstate', route);
 
 route();
+checkReport();
