@@ -211,6 +211,7 @@ async function runQuery(s) {
     const box = $('results');
     box.classList.toggle('two', runs.length > 1);
     runs.forEach((r, k) => box.append(runPanel(r, runs[1 - k], openPiece)));
+    performance.mark('cards'); // for the load-time measurement (tests/http/browser/load.rs)
     say(`${runs.map((r) => `${r.side.toUpperCase()}: ${plural(r.ctx.pieces.length, 'piece')}`).join(' · ')} in ${Math.round(performance.now() - started)} ms`);
     // A link may name the piece whose document is open (`open=a3`).
     if (s.open) openPiece(s.open[0], Number(s.open.slice(1)));
@@ -254,11 +255,22 @@ async function openPiece(side, index) {
   }
 }
 
-function closeDocument() {
+/**
+ * Closes the document. With `refocus`, when the focus was in the document (or nowhere),
+ * it goes back to the card of the piece last shown, so a keyboard user is not sent back
+ * to the top of the page.
+ */
+function closeDocument(refocus = false) {
   if (opened && readUrl().open) history.replaceState(null, '', urlOf({ ...readUrl(), open: '' }));
+  const focus = opened?.focus;
+  const active = document.activeElement;
+  const inside = !active || active === document.body || $('doc-view').contains(active);
   opened = null;
   $('doc-view').hidden = true;
   $('main').classList.remove('doc-open');
+  if (refocus && inside && focus) {
+    document.querySelector(`.piece[data-side="${focus.side}"][data-index="${focus.index}"] button.open`)?.focus();
+  }
 }
 
 // ---- the documents view ----
@@ -355,11 +367,11 @@ $('tab-query').addEventListener('click', () => {
 });
 $('tab-docs').addEventListener('click', () => go({ ...readUrl(), view: 'docs', show: '' }));
 $('doc-close').addEventListener('click', () => {
-  closeDocument();
+  closeDocument(true);
   if (readUrl().show) go({ ...readUrl(), show: '' });
 });
 document.addEventListener('keydown', (ev) => {
-  if (ev.key === 'Escape' && !$('doc-view').hidden) closeDocument();
+  if (ev.key === 'Escape' && !$('doc-view').hidden) closeDocument(true);
 });
 window.addEventListener('popstate', route);
 

@@ -14,8 +14,10 @@
 //! keyboard alone, a phone's screen) and `load` (the page's load time, measured, not
 //! asserted: `#[ignore]`d).
 
+mod load;
 mod report;
 mod security;
+mod usability;
 mod views;
 
 use std::net::TcpListener;
@@ -26,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use excerpt::{Engine, EngineOptions};
 use excerpt_server::ServerOptions;
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
@@ -131,6 +135,11 @@ impl Browser {
     /// A browser at 1280×800, or with `phone` a phone's screen (390×844, emulated: a
     /// desktop window is not made narrower than 500 px).
     fn start(tools: &Tools, server: &TestServer, phone: bool) -> Browser {
+        Browser::start_at(tools, &server.base, phone)
+    }
+
+    /// [`Browser::start`] for the server at `base` (`http://127.0.0.1:PORT`).
+    fn start_at(tools: &Tools, base: &str, phone: bool) -> Browser {
         let port = free_port();
         let driver = Command::new(&tools.driver)
             .arg(format!("--port={port}"))
@@ -191,7 +200,7 @@ impl Browser {
             client: Some(client),
             driver,
             _profile: profile,
-            base: server.base.clone(),
+            base: base.to_string(),
         }
     }
 
@@ -260,6 +269,48 @@ impl Browser {
                     .await
             })
             .unwrap_or_else(|e| panic!("type into {css}: {e}"));
+    }
+
+    /// Presses the keys `keys` where the focus is, one after the other, as a person at
+    /// the keyboard does (letters, or [`Key`]s as `char`s).
+    fn keys(&self, keys: impl IntoIterator<Item = char>) {
+        let mut a = KeyActions::new("keyboard".into());
+        for k in keys {
+            a = a
+                .then(KeyAction::Down { value: k })
+                .then(KeyAction::Up { value: k });
+        }
+        self.rt
+            .block_on(self.c().perform_actions(a))
+            .unwrap_or_else(|e| panic!("keys: {e}"));
+    }
+
+    /// Presses `key` where the focus is.
+    fn press(&self, key: Key) {
+        self.keys([char::from(key)]);
+    }
+
+    /// Whether the focused element matches `css`.
+    fn focused(&self, css: &str) -> bool {
+        self.js_with(
+            "return !!document.activeElement && document.activeElement.matches(arguments[0]);",
+            vec![json!(css)],
+        ) == Value::Bool(true)
+    }
+
+    /// Presses Tab until the focused element matches `css`, at most `max` times;
+    /// answers how many presses it took.
+    fn tab_to(&self, css: &str, max: usize) -> usize {
+        for n in 1..=max {
+            self.press(Key::Tab);
+            if self.focused(css) {
+                return n;
+            }
+        }
+        self.shot("tab-timeout");
+        let at = self
+            .js("const e = document.activeElement; return e ? e.outerHTML.slice(0, 200) : null;");
+        panic!("{max} presses of Tab did not reach {css}; the focus is on {at}");
     }
 
     /// Accepts the dialog a click opened (`confirm`).
