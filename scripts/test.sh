@@ -22,7 +22,7 @@ scripts/postgres.sh start >/dev/null
 echo "postgres: started in $(( ($(date +%s%N) - pg_started) / 1000000 )) ms"
 export EXCERPT_REQUIRE_POSTGRES=1
 trap 'scripts/postgres.sh stop' EXIT
-# The inspector's browser tests (crates/server/tests/http/browser.rs) drive a real
+# The inspector's browser tests (crates/server/tests/http/browser/) drive a real
 # headless Chromium through chromedriver: Debian's packages, installed when missing; in CI
 # the tests must not skip.
 if ! command -v chromedriver >/dev/null || ! command -v chromium >/dev/null; then

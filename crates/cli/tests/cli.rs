@@ -347,15 +347,26 @@ fn check_bm25_complete(s: &Snapshot) {
 /// Starts `excerpt serve` on a free port; returns the child and its base URL. With
 /// `log`, its stderr (the request log) is piped for the caller to read; else discarded.
 fn spawn_server(index: &Path, log: bool) -> (std::process::Child, String) {
+    spawn_server_with(index, log, &[], &[])
+}
+
+/// [`spawn_server`] with more environment variables, and arguments after `serve`.
+fn spawn_server_with(
+    index: &Path,
+    log: bool,
+    env: &[(&str, &str)],
+    args: &[&std::ffi::OsStr],
+) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let mut cmd = bin();
-    cmd.arg("--index").arg(index);
+    cmd.envs(env.iter().copied()).arg("--index").arg(index);
     if !log {
         cmd.arg("--quiet");
     }
     let mut child = cmd
         .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(if log { Stdio::piped() } else { Stdio::null() })
         .spawn()
@@ -777,6 +788,62 @@ fn eval_writes_a_self_contained_html_report() {
         }
     }
     assert!(!html.contains("http://") && !html.contains("https://"));
+
+    // `excerpt serve --report` serves it at /v1/report, byte for byte, to the token
+    // holders only, with a policy that lets no script run.
+    let (mut child, base) = spawn_server_with(
+        &dir.join("idx"),
+        false,
+        &[("EXCERPT_TOKEN", "s3cret")],
+        &["--report".as_ref(), page.as_os_str()],
+    );
+    let report = |token: Option<&str>| {
+        let mut r = ureq::get(format!("{base}/v1/report"))
+            .config()
+            .http_status_as_error(false)
+            .build();
+        if let Some(t) = token {
+            r = r.header("Authorization", &format!("Bearer {t}"));
+        }
+        let mut r = r.call().expect("the server answers");
+        let csp = r
+            .headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_string());
+        (
+            r.status().as_u16(),
+            csp,
+            r.body_mut().read_to_string().unwrap(),
+        )
+    };
+    let (status, csp, body) = report(Some("s3cret"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body == html, "the report as eval wrote it");
+    let csp = csp.unwrap_or_default();
+    assert!(
+        csp.starts_with("default-src 'none';") && !csp.contains("script-src"),
+        "{csp}"
+    );
+    let (status, _, body) = report(None);
+    assert_eq!(status, 401, "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // A report it cannot read: the server says which and does not start.
+    let out = bin()
+        .arg("--index")
+        .arg(dir.join("idx"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--report"])
+        .arg(dir.join("no-such-report.html"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--report") && stderr.contains("no-such-report.html"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
 }
 
 /// `excerpt bench` on a tiny generated collection: the JSON report's shape and sizes,

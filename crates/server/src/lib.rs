@@ -14,6 +14,7 @@
 //! | `GET /healthz` | liveness | |
 //! | `GET /openapi.json` | this API's OpenAPI 3.1 document ([`openapi`]) | |
 //! | `GET /`, `GET /ui/{file}` | the inspector: a web page over this API, built into the binary (`ui.rs`) | |
+//! | `GET /v1/report` | the `excerpt eval --html` report given at startup ([`ServerOptions::report`]), with its own script-free policy | `excerpt eval --html` |
 //! | `POST /mcp` | the Model Context Protocol over streamable HTTP (stateless, JSON answers); `ingest` only for requests that may write | `excerpt mcp` |
 //!
 //! Engine work is blocking, so no handler runs it on the async threads: queries run on
@@ -65,7 +66,10 @@ use tower_http::trace::TraceLayer;
 pub use error::ApiError;
 pub use openapi::{document as openapi, document_json as openapi_json};
 use state::AppState;
-pub use state::{ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONCURRENT};
+pub use state::{
+    read_report, ServerOptions, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONCURRENT,
+    MAX_REPORT_BYTES,
+};
 
 /// The API as an axum [`Router`] (for embedding in another server or testing), with the
 /// guards of [`ServerOptions`]: host and origin checks, the token, the concurrency limit

@@ -120,7 +120,8 @@ pub(crate) fn routes() -> (
         .routes(routes!(handlers::ingest))
         .routes(routes!(handlers::list_documents))
         .routes(routes!(handlers::get_document, handlers::delete_document))
-        .routes(routes!(handlers::stats));
+        .routes(routes!(handlers::stats))
+        .routes(routes!(ui::report));
     let scraped = OpenApiRouter::with_openapi(utoipa::openapi::OpenApi::default())
         .routes(routes!(handlers::metrics));
     (open, api, scraped)
@@ -237,7 +238,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
                 .description(Some(
                     "The server's write token (`excerpt serve --token`), when it has one, \
 which allows everything; or its read token (`--read-token`), which allows reads only \
-(query, documents, stats, metrics; a write sent with it gets 403).",
+(query, documents, stats, metrics, the evaluation report; a write sent with it gets 403).",
                 ))
                 .build(),
         ),

@@ -1,5 +1,6 @@
 //! The server's options and the state every handler shares.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,6 +63,10 @@ pub struct ServerOptions {
     /// spends the endpoint's tokens, so with a token set it needs the token like a
     /// write, even with `public_reads`.
     pub ask: Option<ChatConfig>,
+    /// An `excerpt eval --html` report served at `GET /v1/report` (a read, behind the
+    /// token guard, with a Content-Security-Policy of its own); `None`: the route
+    /// answers 404. Read once, at startup, by [`read_report`].
+    pub report: Option<Arc<str>>,
 }
 
 impl Default for ServerOptions {
@@ -81,8 +86,50 @@ impl Default for ServerOptions {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             shutdown_timeout: Duration::from_secs(30),
             ask: None,
+            report: None,
         }
     }
+}
+
+/// Largest report [`read_report`] takes: 256 MiB (a report of every question of a large
+/// evaluation set is a few MiB).
+pub const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads the report `path` for [`ServerOptions::report`]: an HTML file of UTF-8 text, at
+/// most [`MAX_REPORT_BYTES`]. The error names the file and what is wrong with it (missing,
+/// unreadable, a directory, too large, not UTF-8), so that a server is not started
+/// without the report it was asked to serve.
+pub fn read_report(path: &Path) -> std::io::Result<Arc<str>> {
+    let named = |e: std::io::Error| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot read the report {}: {e}", path.display()),
+        )
+    };
+    let meta = std::fs::metadata(path).map_err(named)?;
+    let refused = |what: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("cannot serve the report {}: {what}", path.display()),
+        )
+    };
+    if !meta.is_file() {
+        return Err(refused("not a file".into()));
+    }
+    if meta.len() > MAX_REPORT_BYTES {
+        return Err(refused(format!(
+            "{} bytes, over the limit of {MAX_REPORT_BYTES}",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(named)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        refused(format!(
+            "not UTF-8 text (byte {}); `excerpt eval --html` writes UTF-8",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok(Arc::from(text))
 }
 
 /// What every handler shares.

@@ -11,12 +11,19 @@
 //! styles and requests from this origin only and no inline script or style, so that
 //! text from the index can never run even if it were parsed as markup (the page inserts
 //! it as text: `textContent`, never `innerHTML`).
+//!
+//! `GET /v1/report` serves the `excerpt eval --html` report the server was started
+//! with (`excerpt serve --report FILE`). It is data, so it sits behind the token guard
+//! like the other reads, and it has a policy of its own ([`REPORT_CSP`]): no script at
+//! all, no connection, images only from `data:` URIs, and a sandbox, so that even markup
+//! that got into the report could neither run nor reach the API.
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The Content-Security-Policy of the page and its assets: nothing but this origin's
 /// scripts, styles, images and API; no inline script or style, no `eval`, no frames, no
@@ -24,6 +31,14 @@ use crate::error::ApiError;
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; \
 frame-ancestors 'none'";
+
+/// The Content-Security-Policy of the evaluation report (`GET /v1/report`): its own
+/// inline style sheet and `data:` images (the chart), nothing else. No script runs
+/// (`script-src` falls back to `'none'`), nothing is fetched or sent, and `sandbox`
+/// gives the page an opaque origin, so it could not read this server's API even if a
+/// script got in.
+pub(crate) const REPORT_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox";
 
 /// One file of the page.
 struct Asset {
@@ -82,13 +97,17 @@ const ASSETS: &[Asset] = &[
     },
 ];
 
-/// An answer of the page: the body with its type and the security headers.
-fn file(content_type: &'static str, body: &'static str) -> Response {
-    let headers: [(HeaderName, HeaderValue); 7] = [
+/// The security headers of a page, with its type and policy, and its caching.
+fn headers(
+    content_type: &'static str,
+    csp: &'static str,
+    cache: &'static str,
+) -> [(HeaderName, HeaderValue); 7] {
+    [
         (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
         (
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CSP),
+            HeaderValue::from_static(csp),
         ),
         (
             header::X_CONTENT_TYPE_OPTIONS,
@@ -103,11 +122,16 @@ fn file(content_type: &'static str, body: &'static str) -> Response {
             HeaderName::from_static("cross-origin-opener-policy"),
             HeaderValue::from_static("same-origin"),
         ),
-        // The assets change with the binary: the browser asks again each time (a
-        // conditional request would save little on files this small).
-        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-    ];
-    (StatusCode::OK, headers, body).into_response()
+        (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
+    ]
+}
+
+/// An answer of the page: the body with its type and the security headers.
+fn file(content_type: &'static str, body: &'static str) -> Response {
+    // The assets change with the binary: the browser asks again each time (a
+    // conditional request would save little on files this small).
+    let h = headers(content_type, CSP, "no-cache");
+    (StatusCode::OK, h, body).into_response()
 }
 
 /// `GET /`: the inspector.
@@ -150,6 +174,39 @@ pub(crate) async fn asset(Path(name): Path<String>) -> Response {
             StatusCode::NOT_FOUND,
             "asset_not_found",
             format!("the inspector has no file {name:?}"),
+        )
+        .into_response(),
+    }
+}
+
+/// `GET /v1/report`: the evaluation report of `excerpt serve --report`.
+#[utoipa::path(
+    get,
+    path = "/v1/report",
+    tag = "inspector",
+    summary = "The evaluation report (a web page)",
+    description = "The self-contained page `excerpt eval --html` wrote, as the server read \
+it at startup (`excerpt serve --report FILE`): per question the gold evidence and the \
+returned pieces highlighted, the figures, the chart and the misses. A read: with a token \
+configured it needs the read or write token unless reads are public. Its \
+Content-Security-Policy allows its inline style and `data:` images only, no script and no \
+connection, in a sandbox. The inspector links to it when it is configured.",
+    responses(
+        (status = 200, description = "The report.", body = String, content_type = "text/html"),
+        (status = 404, description = "The server was started without a report (`no_report`).", body = crate::error::ErrorBody),
+    ),
+)]
+pub(crate) async fn report(State(state): State<AppState>) -> Response {
+    match &state.options.report {
+        // Data behind a token: never kept by the browser or a proxy.
+        Some(html) => {
+            let h = headers("text/html; charset=utf-8", REPORT_CSP, "no-store");
+            (StatusCode::OK, h, html.to_string()).into_response()
+        }
+        None => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_report",
+            "this server has no evaluation report: start it with `excerpt serve --report FILE` (a page `excerpt eval --html FILE` wrote)",
         )
         .into_response(),
     }

@@ -24,18 +24,24 @@ export function onUnauthorized(f) {
   unauthorized = f;
 }
 
+/** The options of a `fetch` to this server: the token as a bearer header, no cookies. */
+function init(method, accept, withToken = true) {
+  const headers = { Accept: accept };
+  const t = withToken ? token.get() : '';
+  if (t) headers.Authorization = `Bearer ${t}`;
+  return { method, headers, credentials: 'omit', cache: 'no-store', redirect: 'error' };
+}
+
 /** Sends a request to a path of this server; resolves to `{value, headers}`. */
 export async function call(method, path, body) {
   if (!path.startsWith('/') || path.startsWith('//')) throw new Error(`not a path of this server: ${path}`);
-  const headers = { Accept: 'application/json' };
-  const t = token.get();
-  if (t) headers.Authorization = `Bearer ${t}`;
-  const init = { method, headers, credentials: 'omit', cache: 'no-store', redirect: 'error' };
+  const init_ = init(method, 'application/json');
+  const { headers } = init_;
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
+    init_.body = JSON.stringify(body);
   }
-  const res = await fetch(path, init);
+  const res = await fetch(path, init_);
   const text = await res.text();
   let value = null;
   try {
@@ -87,4 +93,32 @@ export async function remove(id) {
   const r = await call('DELETE', documentPath(id));
   forgetDocuments();
   return r.value;
+}
+
+/**
+ * Whether the server has an evaluation report (`GET /v1/report`), and how the page can
+ * show it: `'link'` when it needs no token (a plain link opens it), `'fetch'` when only
+ * this tab's token lets it through (a link cannot send the header), `null` when there is
+ * none or this tab may not read it.
+ */
+export async function reportAccess() {
+  const head = async (withToken) => (await fetch('/v1/report', init('HEAD', 'text/html', withToken))).ok;
+  try {
+    if (await head(false)) return 'link';
+    if (token.get() && (await head(true))) return 'fetch';
+  } catch {
+    // No answer: no link.
+  }
+  return null;
+}
+
+/** The report fetched with this tab's token, as a Blob. */
+export async function report() {
+  const res = await fetch('/v1/report', init('GET', 'text/html'));
+  if (!res.ok) {
+    const e = new ApiError(res.status, `http_${res.status}`, `the report: ${res.status} ${res.statusText}`);
+    if (res.status === 401) unauthorized(e);
+    throw e;
+  }
+  return res.blob();
 }

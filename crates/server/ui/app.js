@@ -129,17 +129,50 @@ $('auth').addEventListener('submit', (ev) => {
   say('');
   api.forgetDocuments();
   route();
+  checkReport();
 });
 $('token-forget').addEventListener('click', () => {
   api.token.set('');
   api.forgetDocuments();
   $('auth').hidden = true;
   say('The token is forgotten.');
+  checkReport();
 });
 $('token-button').addEventListener('click', () => {
   $('auth-message').textContent = api.token.get() ? 'A token is set for this tab.' : 'No token is set for this tab.';
   $('auth').hidden = !$('auth').hidden;
   if (!$('auth').hidden) $('token').focus();
+});
+
+// ---- the evaluation report (`excerpt serve --report`) ----
+
+/** Shows the report's link when the server has one this tab may read. */
+async function checkReport() {
+  const access = await api.reportAccess();
+  const link = $('report-link');
+  link.hidden = access === null;
+  link.dataset.access = access ?? '';
+  link.title = access === 'fetch'
+    ? 'Saves the report with this tab\'s token: a link cannot send it'
+    : 'The report of excerpt eval --html this server was started with';
+}
+
+$('report-link').addEventListener('click', async (ev) => {
+  if ($('report-link').dataset.access !== 'fetch') return; // a plain link opens it
+  // A link cannot carry the token: fetch the page with it and save it as a file, which
+  // opens offline like any report `excerpt eval --html` wrote.
+  ev.preventDefault();
+  try {
+    const url = URL.createObjectURL(await api.report());
+    const a = el('a', { href: url, download: 'excerpt-report.html' });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    say('The report is saved as excerpt-report.html (the server needs a token, which a link cannot send).');
+  } catch (e) {
+    failed(e);
+  }
 });
 
 // ---- the query view ----
@@ -178,6 +211,7 @@ async function runQuery(s) {
     const box = $('results');
     box.classList.toggle('two', runs.length > 1);
     runs.forEach((r, k) => box.append(runPanel(r, runs[1 - k], openPiece)));
+    performance.mark('cards'); // for the load-time measurement (tests/http/browser/load.rs)
     say(`${runs.map((r) => `${r.side.toUpperCase()}: ${plural(r.ctx.pieces.length, 'piece')}`).join(' · ')} in ${Math.round(performance.now() - started)} ms`);
     // A link may name the piece whose document is open (`open=a3`).
     if (s.open) openPiece(s.open[0], Number(s.open.slice(1)));
@@ -221,11 +255,22 @@ async function openPiece(side, index) {
   }
 }
 
-function closeDocument() {
+/**
+ * Closes the document. With `refocus`, when the focus was in the document (or nowhere),
+ * it goes back to the card of the piece last shown, so a keyboard user is not sent back
+ * to the top of the page.
+ */
+function closeDocument(refocus = false) {
   if (opened && readUrl().open) history.replaceState(null, '', urlOf({ ...readUrl(), open: '' }));
+  const focus = opened?.focus;
+  const active = document.activeElement;
+  const inside = !active || active === document.body || $('doc-view').contains(active);
   opened = null;
   $('doc-view').hidden = true;
   $('main').classList.remove('doc-open');
+  if (refocus && inside && focus) {
+    document.querySelector(`.piece[data-side="${focus.side}"][data-index="${focus.index}"] button.open`)?.focus();
+  }
 }
 
 // ---- the documents view ----
@@ -322,12 +367,13 @@ $('tab-query').addEventListener('click', () => {
 });
 $('tab-docs').addEventListener('click', () => go({ ...readUrl(), view: 'docs', show: '' }));
 $('doc-close').addEventListener('click', () => {
-  closeDocument();
+  closeDocument(true);
   if (readUrl().show) go({ ...readUrl(), show: '' });
 });
 document.addEventListener('keydown', (ev) => {
-  if (ev.key === 'Escape' && !$('doc-view').hidden) closeDocument();
+  if (ev.key === 'Escape' && !$('doc-view').hidden) closeDocument(true);
 });
 window.addEventListener('popstate', route);
 
 route();
+checkReport();

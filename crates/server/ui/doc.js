@@ -78,6 +78,9 @@ export function showDocument(view, doc, runs, focus, onPiece) {
     starts.get(s.start).push(k);
   });
   const frag = document.createDocumentFragment();
+  // The first highlight of each piece is a stop of the Tab key: Enter or Space on it
+  // selects its piece, as a click does.
+  const reached = new Set();
   for (const seg of segments(chars, ranges, starts.keys())) {
     for (const k of starts.get(seg.start) ?? []) frag.append(el('span', { class: 'anchor', id: `sec-${k}` }));
     const text = chars.slice(seg.start, seg.end).join('');
@@ -93,6 +96,18 @@ export function showDocument(view, doc, runs, focus, onPiece) {
       onclick: () => onPiece?.(seg.in[0].side, seg.in[0].index),
     });
     for (const r of seg.in) m.classList.add(`p-${r.side}-${r.index}`);
+    const first = seg.in.find((r) => !reached.has(`${r.side}${r.index}`));
+    if (onPiece && first) {
+      for (const r of seg.in) reached.add(`${r.side}${r.index}`);
+      m.tabIndex = 0;
+      m.setAttribute('role', 'button');
+      m.setAttribute('aria-label', `Piece ${seg.in.map((r) => `${r.side.toUpperCase()}${r.index + 1}`).join(', ')}`);
+      m.addEventListener('keydown', (ev) => {
+        if (ev.key !== 'Enter' && ev.key !== ' ') return;
+        ev.preventDefault();
+        onPiece(first.side, first.index);
+      });
+    }
     m.textContent = text;
     frag.append(m);
   }

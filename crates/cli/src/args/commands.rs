@@ -121,6 +121,12 @@ pub struct ServeArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub pdf: PdfArgs,
+    /// A report `excerpt eval --html FILE` wrote, served at /v1/report and linked from
+    /// the inspector. It is a read: with --token it needs a token unless
+    /// --public-reads. Read once at startup: a missing or unreadable file stops the
+    /// server before it listens.
+    #[arg(long, env = "EXCERPT_REPORT", value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

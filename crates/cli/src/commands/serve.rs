@@ -8,6 +8,7 @@ use anyhow::Result;
 use excerpt::{IngestOptions, LoadOptions};
 
 use crate::args::{Global, McpArgs, ServeArgs};
+use crate::outcome::{Exit, EXIT_USAGE};
 
 use super::common::{engine, init_logging, llm_config, pdf_worker_of, shown_index};
 
@@ -22,6 +23,14 @@ fn warm_up(g: &Global, engine: &excerpt::Engine) -> Result<()> {
 }
 
 pub(super) fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
+    // Before the model loads: a report that cannot be served is a mistake to say at once.
+    let report = match &a.report {
+        Some(path) => Some(
+            excerpt_server::read_report(path)
+                .map_err(|e| Exit(EXIT_USAGE, format!("--report: {e}")))?,
+        ),
+        None => None,
+    };
     let engine = std::sync::Arc::new(engine(g, a.chunker, a.no_headers.then_some(false)));
     if !a.no_warmup {
         warm_up(g, &engine)?;
@@ -47,6 +56,7 @@ pub(super) fn serve(g: &Global, a: ServeArgs) -> Result<ExitCode> {
         request_timeout: Duration::from_secs(a.request_timeout),
         body_timeout: Duration::from_secs(a.body_timeout),
         ask: llm_config(g, &a.llm),
+        report,
         ..excerpt_server::ServerOptions::default()
     };
     let index = shown_index(&g.index);

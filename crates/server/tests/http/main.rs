@@ -19,12 +19,17 @@ mod guards;
 mod mcp;
 mod openapi;
 mod operations;
+mod report;
 
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.
 struct TestServer {
     base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// The engine, dropped after the server's thread has ended: a PostgreSQL index
+    /// closes its blocking connections on drop, which must not happen on a runtime
+    /// thread (as `excerpt_server::run_blocking` keeps it too).
+    _engine: Arc<Engine>,
 }
 
 impl Drop for TestServer {
@@ -52,6 +57,7 @@ fn start_with(index: &Path, options: ServerOptions) -> TestServer {
 /// A server over `engine`, its model loaded first.
 fn start_engine(engine: Arc<Engine>, options: ServerOptions) -> TestServer {
     excerpt_server::warm_up(&engine).expect("the model loads");
+    let keep = Arc::clone(&engine);
     let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
@@ -74,6 +80,7 @@ fn start_engine(engine: Arc<Engine>, options: ServerOptions) -> TestServer {
         base: format!("http://{addr}"),
         stop: Some(stop_tx),
         thread: Some(thread),
+        _engine: keep,
     }
 }
 
