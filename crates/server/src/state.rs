@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use excerpt::{ChatConfig, Engine, IngestOptions};
 
 use crate::metrics::Metrics;
@@ -65,8 +66,9 @@ pub struct ServerOptions {
     pub ask: Option<ChatConfig>,
     /// An `excerpt eval --html` report served at `GET /v1/report` (a read, behind the
     /// token guard, with a Content-Security-Policy of its own); `None`: the route
-    /// answers 404. Read once, at startup, by [`read_report`].
-    pub report: Option<Arc<str>>,
+    /// answers 404. Read once, at startup, by [`read_report`] (UTF-8 text; shared by
+    /// every answer, never copied).
+    pub report: Option<Bytes>,
 }
 
 impl Default for ServerOptions {
@@ -99,7 +101,7 @@ pub const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
 /// most [`MAX_REPORT_BYTES`]. The error names the file and what is wrong with it (missing,
 /// unreadable, a directory, too large, not UTF-8), so that a server is not started
 /// without the report it was asked to serve.
-pub fn read_report(path: &Path) -> std::io::Result<Arc<str>> {
+pub fn read_report(path: &Path) -> std::io::Result<Bytes> {
     let named = |e: std::io::Error| {
         std::io::Error::new(
             e.kind(),
@@ -123,13 +125,13 @@ pub fn read_report(path: &Path) -> std::io::Result<Arc<str>> {
         )));
     }
     let bytes = std::fs::read(path).map_err(named)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        refused(format!(
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Err(refused(format!(
             "not UTF-8 text (byte {}); `excerpt eval --html` writes UTF-8",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
-    Ok(Arc::from(text))
+            e.valid_up_to()
+        )));
+    }
+    Ok(Bytes::from(bytes))
 }
 
 /// What every handler shares.

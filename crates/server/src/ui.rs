@@ -201,7 +201,7 @@ pub(crate) async fn report(State(state): State<AppState>) -> Response {
         // Data behind a token: never kept by the browser or a proxy.
         Some(html) => {
             let h = headers("text/html; charset=utf-8", REPORT_CSP, "no-store");
-            (StatusCode::OK, h, html.to_string()).into_response()
+            (StatusCode::OK, h, html.clone()).into_response()
         }
         None => ApiError::new(
             StatusCode::NOT_FOUND,

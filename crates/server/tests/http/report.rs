@@ -4,7 +4,6 @@
 //! cannot serve.
 
 use std::io::ErrorKind;
-use std::sync::Arc;
 
 use super::*;
 
@@ -153,7 +152,7 @@ fn public_reads_open_the_report_to_anyone() {
             log_requests: false,
             token: Some("write-s3cret".into()),
             public_reads: true,
-            report: Some(Arc::from(REPORT)),
+            report: Some(axum::body::Bytes::from_static(REPORT.as_bytes())),
             ..ServerOptions::default()
         },
     );
