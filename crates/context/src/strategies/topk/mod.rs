@@ -12,7 +12,7 @@
 mod plan;
 mod sentences;
 
-use excerpt_core::ChunkKey;
+use excerpt_core::{ChunkKey, Document, TextRange};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{AssembleRequest, PieceOrder};
@@ -174,11 +174,12 @@ pub struct TopkParams {
     /// document, so that they are different places (default 0; `auto` 500).
     pub anchor_spread: usize,
     /// With `anchor_chars`: at most this many anchors (default `usize::MAX`: one per
-    /// piece allowed; `auto` 2: a third costs XQuAD 0.8-1.0 points, docs/EVAL.md).
+    /// piece allowed; `auto` 3, with `anchor_floor` 0.7: a third anchor of any value
+    /// costs XQuAD 0.8-1.0 points, docs/EVAL.md).
     pub anchors: usize,
     /// With `anchor_chars`: every anchor after the first is valued at least this share
     /// of the best sentence's value, in [0, 1] (default 0: the best places, however far
-    /// below the first).
+    /// below the first; `auto` 0.7, measured against 0, 0.6 and 0.8 in docs/EVAL.md).
     pub anchor_floor: f32,
 }
 
@@ -230,7 +231,8 @@ impl TopkParams {
             continuation: 300,
             anchor_chars: 150,
             anchor_spread: 500,
-            anchors: 2,
+            anchors: 3,
+            anchor_floor: 0.7,
             ..TopkParams::default()
         }
     }
@@ -441,14 +443,30 @@ fn topk(
             continue;
         };
         let o = h.key.ordinal as usize;
-        if !sel.try_add(
-            h.key.doc,
-            doc,
-            chunk_span(doc, o, o),
-            h.score,
-            h.relevance,
-            &[h.key.ordinal],
-        ) {
+        let span = chunk_span(doc, o, o);
+        if !sel.try_add(h.key.doc, doc, span, h.score, h.relevance, &[h.key.ordinal]) {
+            // The best chunk longer than the whole budget (in a script the model's
+            // tokenizer packs many characters into a token, one chunk can outgrow it):
+            // its first whole sentences, as many as fit, rather than nothing.
+            let kept = sel.is_empty().then(|| {
+                leading_sentences(doc, span).rev().find(|&(_, prefix)| {
+                    sel.try_add(
+                        h.key.doc,
+                        doc,
+                        prefix,
+                        h.score,
+                        h.relevance,
+                        &[h.key.ordinal],
+                    )
+                })
+            });
+            let kept = kept.flatten();
+            if let Some((n, _)) = kept {
+                notes.push(format!(
+                    "topk: the chunk at rank {} cut to its first {n} sentences to fit",
+                    h.rank + 1
+                ));
+            }
             notes.push(format!(
                 "topk: stopped at rank {} (chunk did not fit the remaining budget)",
                 h.rank + 1
@@ -456,4 +474,32 @@ fn topk(
             break;
         }
     }
+}
+
+/// The prefixes of `span` that end on one of its document's sentence ends, shortest
+/// first, each with the number of sentences it holds (the whole span, when it ends on a
+/// sentence end, is the last).
+fn leading_sentences(
+    doc: &Document,
+    span: TextRange,
+) -> impl DoubleEndedIterator<Item = (usize, TextRange)> + '_ {
+    let first = doc
+        .sentences
+        .partition_point(|s| s.byte_end <= span.byte_start);
+    let end = doc
+        .sentences
+        .partition_point(|s| s.byte_end <= span.byte_end);
+    doc.sentences[first..end.max(first)]
+        .iter()
+        .enumerate()
+        .map(move |(i, s)| {
+            (
+                i + 1,
+                TextRange {
+                    byte_end: s.byte_end,
+                    char_end: s.char_end,
+                    ..span
+                },
+            )
+        })
 }
