@@ -21,6 +21,14 @@ pub trait Embedder: Send + Sync {
         })
     }
 
+    /// The languages the model was trained to read, as codes (`en`), when it says so (a
+    /// local model's card: the `language` of its `README.md`); `None` when unknown or
+    /// multilingual. Hybrid retrieval weights the dense list down for a query in
+    /// another language (`excerpt-retrieve`'s stage).
+    fn languages(&self) -> Option<&[String]> {
+        None
+    }
+
     /// The model's tokenizer, when it is local: the chunker budgets chunks in its tokens.
     fn token_counter(&self) -> Option<&dyn TokenCounter> {
         None

@@ -118,6 +118,10 @@ impl Embedder for MemoEmbedder<'_> {
     fn token_counter(&self) -> Option<&dyn TokenCounter> {
         self.inner.token_counter()
     }
+
+    fn languages(&self) -> Option<&[String]> {
+        self.inner.languages()
+    }
 }
 
 #[cfg(test)]

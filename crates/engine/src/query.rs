@@ -31,6 +31,9 @@ pub struct Retrieved {
     /// How long the first stage's steps took (embedding, searches, fusion, reranking,
     /// feedback terms).
     pub timings: Timings,
+    /// What hybrid fusion multiplied the dense list's weight by: 1, or less for a query
+    /// in a language the model does not read ([`excerpt_retrieve::dense_scale`]).
+    pub dense_scale: f32,
 }
 
 impl std::fmt::Debug for Retrieved {
@@ -248,6 +251,7 @@ impl Engine {
             hits: found.hits,
             feedback,
             timings,
+            dense_scale: found.dense_scale,
         })
     }
 
@@ -282,6 +286,25 @@ impl Engine {
         };
         let mut ctx = assemble(strategy, &req)?;
         ctx.warnings = retrieved.warnings.clone();
+        if retrieved.dense_scale < 1.0 {
+            let reads = self
+                .embedder()
+                .ok()
+                .and_then(|e| e.languages().map(|l| l.join(", ")))
+                .unwrap_or_default();
+            let how = if retrieved.dense_scale == 0.0 {
+                "BM25 alone".to_string()
+            } else {
+                format!("the model's vectors weighted {}", retrieved.dense_scale)
+            };
+            ctx.notes.insert(
+                0,
+                format!(
+                    "hybrid: {how}: the query is not in a language the model's card lists \
+                     ({reads})"
+                ),
+            );
+        }
         Ok(ctx)
     }
 

@@ -1460,3 +1460,79 @@ fn an_ingest_language_is_recorded_where_a_document_names_none() {
     assert!(err.to_string().contains("unknown language"), "{err}");
     assert!(!tmp.path().join("c").join("MANIFEST.json").exists());
 }
+
+/// Hybrid retrieval is BM25's alone, with no query vector, for a query in a language
+/// the model's card does not list (all-MiniLM-L6-v2's says `language: en`), and the
+/// context's notes say so: a Hindi question known by its script, a German one by its
+/// words, a short Latin-script one by the language of its best BM25 hit's document. An
+/// English question is fused as before; BM25 and dense mode are untouched.
+#[test]
+fn a_query_in_a_language_the_model_does_not_read_leans_on_bm25() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("en.md"),
+        "The lighthouse keeper climbed the stairs every evening to light the lamp. \
+         Ships passing the rocks at night steered by its beam.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("de.md"),
+        "Der Leuchtturmwärter stieg jeden Abend die Treppe hinauf, um die Lampe \
+         anzuzünden. Schiffe, die nachts an den Felsen vorbeifuhren, steuerten nach \
+         ihrem Licht.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        docs.join("hi.md"),
+        "प्रकाशस्तंभ का रखवाला हर शाम दीपक जलाने के लिए सीढ़ियाँ चढ़ता था। रात में \
+         चट्टानों के पास से गुजरने वाले जहाज उसकी रोशनी से रास्ता पाते थे।\n",
+    )
+    .unwrap();
+    let engine = Engine::new(EngineOptions::new(tmp.path().join("index")));
+    engine
+        .ingest(
+            std::slice::from_ref(&docs),
+            &IngestOptions::default(),
+            &NoProgress,
+        )
+        .unwrap();
+    let scale = |text: &str, mode: Mode| -> (f32, Vec<String>) {
+        let mut req = QueryRequest::new(text);
+        req.mode = mode;
+        let retrieved = engine.retrieve(&req).unwrap();
+        let foreign = retrieved.dense_scale < 1.0;
+        assert_eq!(
+            retrieved.query_vector.is_none(),
+            mode == Mode::Bm25 || foreign,
+            "{text} {mode:?}"
+        );
+        let ctx = engine
+            .assemble(&req.text, &retrieved, &req.strategy, req.budget)
+            .unwrap();
+        (retrieved.dense_scale, ctx.notes)
+    };
+    let weighted = |notes: &[String]| notes.iter().any(|n| n.contains("hybrid: BM25 alone"));
+
+    let (s, notes) = scale(
+        "Who climbed the stairs to light the lamp every evening?",
+        Mode::Hybrid,
+    );
+    assert_eq!(s, 1.0);
+    assert!(!weighted(&notes), "{notes:#?}");
+    for question in [
+        "रखवाला हर शाम सीढ़ियाँ क्यों चढ़ता था?",
+        "Warum stieg der Leuchtturmwärter jeden Abend die Treppe hinauf?",
+        // Two words may not tell their language: then the best BM25 hit's document does.
+        "Leuchtturmwärter Treppe",
+    ] {
+        let (s, notes) = scale(question, Mode::Hybrid);
+        assert_eq!(s, excerpt_retrieve::FOREIGN_DENSE_SCALE, "{question}");
+        assert!(weighted(&notes), "{question}: {notes:#?}");
+        assert!(notes[0].contains("(en)"), "{notes:#?}");
+        for mode in [Mode::Bm25, Mode::Dense] {
+            assert_eq!(scale(question, mode).0, 1.0, "{question} {mode:?}");
+        }
+    }
+}

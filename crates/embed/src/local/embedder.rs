@@ -11,7 +11,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::BertEncoder;
 use super::config::{BertConfig, ModelFamily};
-use super::files::{load_error, model_id, read_json_opt, require_file, ModelKind};
+use super::files::{card_languages, load_error, model_id, read_json_opt, require_file, ModelKind};
 use super::inference_error;
 use super::sgemm::{KernelChoice, Precision};
 use super::tokenize::{batch_longest_padding, encode_unpadded, encode_with_offsets};
@@ -57,6 +57,8 @@ pub struct LocalEmbedder {
     dimension: usize,
     batch_size: usize,
     model_id: String,
+    /// What the model card says the model reads ([`Embedder::languages`]).
+    languages: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -230,6 +232,7 @@ impl LocalEmbedder {
             dimension: config.hidden_size,
             batch_size: DEFAULT_BATCH_SIZE,
             model_id,
+            languages: card_languages(dir),
         })
     }
 
@@ -413,6 +416,12 @@ impl Embedder for LocalEmbedder {
 
     fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    /// The `language` of the model directory's `README.md` (its model card), unless
+    /// it says `multilingual`.
+    fn languages(&self) -> Option<&[String]> {
+        self.languages.as_deref()
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

@@ -82,6 +82,59 @@ pub(crate) fn read_json_opt<T: serde::de::DeserializeOwned>(
         .map_err(|e| load_error(path, format!("malformed JSON: {e}")))
 }
 
+/// The languages a model card (`README.md` of a Hugging Face model directory) declares in
+/// its front matter's `language` field, a code or a list of them (`language: en`, or
+/// `language:` then `- de` lines), lower-cased; `None` when the card is missing or
+/// unreadable, declares none, or declares `multilingual` (a list that long is as good as
+/// none to act on).
+pub(crate) fn card_languages(dir: &Path) -> Option<Vec<String>> {
+    let card = std::fs::read_to_string(dir.join("README.md")).ok()?;
+    front_matter_languages(&card)
+}
+
+/// [`card_languages`] of a card's text.
+fn front_matter_languages(card: &str) -> Option<Vec<String>> {
+    let mut lines = card.lines();
+    if lines.next()?.trim_end() != "---" {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in lines {
+        if line.trim_end() == "---" {
+            break;
+        }
+        if in_list {
+            match line.trim_start().strip_prefix("- ") {
+                Some(item) if line.starts_with([' ', '-']) => {
+                    out.push(item.trim().trim_matches(['"', '\'']).to_lowercase());
+                    continue;
+                }
+                _ => in_list = false,
+            }
+        }
+        if let Some(value) = line.strip_prefix("language:") {
+            let value = value.trim();
+            if value.is_empty() {
+                in_list = true;
+            } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+                out.extend(
+                    inner
+                        .split(',')
+                        .map(|v| v.trim().trim_matches(['"', '\'']).to_lowercase()),
+                );
+            } else {
+                out.push(value.trim_matches(['"', '\'']).to_lowercase());
+            }
+        }
+    }
+    out.retain(|l| !l.is_empty());
+    if out.is_empty() || out.iter().any(|l| l == "multilingual") {
+        return None;
+    }
+    Some(out)
+}
+
 /// `<directory name>@<first 12 hex digits of hash>`: the directory's own name (after
 /// resolving links) so a model keeps its id wherever it is referred to from.
 pub(crate) fn model_id(dir: &Path, hash: &blake3::Hash, kind: ModelKind) -> String {
@@ -96,7 +149,29 @@ pub(crate) fn model_id(dir: &Path, hash: &blake3::Hash, kind: ModelKind) -> Stri
 
 #[cfg(test)]
 mod tests {
-    use super::{model_id, require_file, ModelKind};
+    use super::{front_matter_languages, model_id, require_file, ModelKind};
+
+    #[test]
+    fn model_cards_declare_their_languages() {
+        let langs = |card: &str| front_matter_languages(card);
+        assert_eq!(
+            langs("---\nlanguage: en\nlicense: apache-2.0\n---\n# all-MiniLM-L6-v2"),
+            Some(vec!["en".to_string()])
+        );
+        assert_eq!(
+            langs("---\nlicense: mit\nlanguage:\n- de\n  - \"FR\"\ntags:\n- x\n---\n"),
+            Some(vec!["de".to_string(), "fr".to_string()])
+        );
+        assert_eq!(
+            langs("---\nlanguage: [en, 'zh']\n---\n"),
+            Some(vec!["en".to_string(), "zh".to_string()])
+        );
+        // Multilingual, none, no front matter, or `language` outside it: nothing to act on.
+        assert_eq!(langs("---\nlanguage:\n- multilingual\n- af\n---\n"), None);
+        assert_eq!(langs("---\nlicense: mit\n---\nlanguage: en\n"), None);
+        assert_eq!(langs("# A model\nlanguage: en\n"), None);
+        assert_eq!(langs(""), None);
+    }
 
     #[test]
     fn missing_files_name_the_file_and_the_expected_model() {
