@@ -5,14 +5,15 @@
 //!
 //! - `local`: models run on the CPU by our own BERT forward pass (candle is not
 //!   used; the weights are read from `model.safetensors` directly).
-//!   - [`LocalEmbedder`]: any BERT-family sentence-transformers model directory
+//!   - [`LocalEmbedder`]: a BERT or XLM-RoBERTa sentence-transformers model directory
 //!     (`config.json`, `model.safetensors`, `tokenizer.json`, optionally
-//!     `1_Pooling/config.json` and `sentence_bert_config.json`). Mean or CLS pooling
+//!     `1_Pooling/config.json`, `sentence_bert_config.json` and the query and
+//!     passage prompts of `config_sentence_transformers.json`). Mean or CLS pooling
 //!     over each text's own tokens, batched, sorted by length, no padding computed.
 //!     It also exposes its tokenizer as an [`excerpt_core::TokenCounter`]
 //!     ([`LocalTokenCounter`]) so chunks can be budgeted in the model's own tokens.
-//!   - [`CrossEncoderReranker`]: a BERT sequence-classification model scoring
-//!     (query, passage) pairs.
+//!   - [`CrossEncoderReranker`]: a BERT or XLM-RoBERTa sequence-classification
+//!     model scoring (query, passage) pairs.
 //!   - Model location: [`default_home`] is `$EXCERPT_HOME` or the user's cache
 //!     directory plus `excerpt`; [`resolve_model`] maps an optional `--model` value to
 //!     a directory under `<home>/models/` (the default model is

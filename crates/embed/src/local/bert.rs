@@ -1,4 +1,6 @@
-//! Our own BERT encoder forward pass for CPU inference.
+//! Our own BERT encoder forward pass for CPU inference; it also runs the RoBERTa family
+//! (XLM-RoBERTa), whose encoder differs only in how tokens are numbered into the
+//! position table ([`Family`]).
 //!
 //! Compared with a general tensor-library model it
 //! - runs on unpadded sequences: the tokens of a batch are packed into one
@@ -22,7 +24,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::config::{BertConfig, HiddenAct};
+use super::config::{BertConfig, Family, HiddenAct};
 use super::math::{has_avx512, with_simd, Activation};
 use super::sgemm::{matmul, matmul_to, Epilogue, Kernel, Packed, Precision, SendPtr};
 use super::weights::Weights;
@@ -49,7 +51,61 @@ struct Layer {
     out_ln_b: Vec<f32>,
 }
 
-/// A BERT encoder (embeddings + transformer layers), producing token vectors.
+impl Layer {
+    /// Reads layer `i` through `get` (tensor name without the model's prefix, and the
+    /// expected shape), packing its weights for `kernel`.
+    fn load(
+        get: &impl Fn(&str, &[usize]) -> Result<Vec<f32>, String>,
+        i: usize,
+        hidden: usize,
+        head_dim: usize,
+        inter: usize,
+        kernel: Kernel,
+    ) -> Result<Self, String> {
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        let p = format!("encoder.layer.{i}.");
+        let mut qkv_w = get(
+            &format!("{p}attention.self.query.weight"),
+            &[hidden, hidden],
+        )?;
+        let mut qkv_b = get(&format!("{p}attention.self.query.bias"), &[hidden])?;
+        qkv_w.iter_mut().for_each(|w| *w *= scale);
+        qkv_b.iter_mut().for_each(|b| *b *= scale);
+        for part in ["key", "value"] {
+            qkv_w.extend(get(
+                &format!("{p}attention.self.{part}.weight"),
+                &[hidden, hidden],
+            )?);
+            qkv_b.extend(get(&format!("{p}attention.self.{part}.bias"), &[hidden])?);
+        }
+        let linear = |name: &str, n: usize, k: usize| -> Result<Packed, String> {
+            Ok(Packed::from_rows(
+                kernel,
+                &get(&format!("{p}{name}"), &[n, k])?,
+                k,
+                n,
+                k,
+            ))
+        };
+        Ok(Layer {
+            qkv_w: Packed::from_rows(kernel, &qkv_w, hidden, 3 * hidden, hidden),
+            qkv_b,
+            attn_out_w: linear("attention.output.dense.weight", hidden, hidden)?,
+            attn_out_b: get(&format!("{p}attention.output.dense.bias"), &[hidden])?,
+            attn_ln_g: get(&format!("{p}attention.output.LayerNorm.weight"), &[hidden])?,
+            attn_ln_b: get(&format!("{p}attention.output.LayerNorm.bias"), &[hidden])?,
+            inter_w: linear("intermediate.dense.weight", inter, hidden)?,
+            inter_b: get(&format!("{p}intermediate.dense.bias"), &[inter])?,
+            out_w: linear("output.dense.weight", hidden, inter)?,
+            out_b: get(&format!("{p}output.dense.bias"), &[hidden])?,
+            out_ln_g: get(&format!("{p}output.LayerNorm.weight"), &[hidden])?,
+            out_ln_b: get(&format!("{p}output.LayerNorm.bias"), &[hidden])?,
+        })
+    }
+}
+
+/// A BERT or RoBERTa-family encoder (embeddings + transformer layers), producing token
+/// vectors.
 pub(crate) struct BertEncoder {
     word: Vec<f32>,
     position: Vec<f32>,
@@ -62,7 +118,15 @@ pub(crate) struct BertEncoder {
     head_dim: usize,
     intermediate: usize,
     vocab: usize,
-    max_positions: usize,
+    /// Longest sequence: the position rows from `position_offset` on.
+    max_tokens: usize,
+    /// Row of the position table of a sequence's first token (0 for BERT,
+    /// `pad_token_id + 1` for the RoBERTa family).
+    position_offset: usize,
+    /// The padding token: the RoBERTa family gives it the position row below the
+    /// first (`position_offset - 1`) wherever it occurs.
+    pad_id: u32,
+    family: Family,
     type_vocab: usize,
     eps: f32,
     activation: Activation,
@@ -82,9 +146,10 @@ struct Scratch {
 }
 
 impl BertEncoder {
-    /// Builds the encoder from safetensors tensors named as in Hugging Face BERT
-    /// checkpoints (`embeddings.*`, `encoder.layer.N.*`, optionally under `bert.`),
-    /// with the weights packed for `kernel`.
+    /// Builds the encoder from safetensors tensors named as in Hugging Face BERT and
+    /// (XLM-)RoBERTa checkpoints (`embeddings.*`, `encoder.layer.N.*`, optionally under
+    /// `bert.` or `roberta.` as the family's task models put them), with the weights
+    /// packed for `kernel`.
     pub(crate) fn load(
         tensors: &Weights<'_>,
         config: &BertConfig,
@@ -99,10 +164,15 @@ impl BertEncoder {
         }
         let head_dim = hidden / heads;
         let inter = config.intermediate_size;
+        let family = config.family()?;
+        let position_offset = config.position_offset()?;
+        let max_tokens = config.max_tokens()?;
+        let pad_id = u32::try_from(config.pad_token_id)
+            .map_err(|_| format!("pad_token_id {} is out of range", config.pad_token_id))?;
         let prefix = if tensors.contains("embeddings.word_embeddings.weight") {
             ""
         } else {
-            "bert."
+            family.task_prefix()
         };
         let get = |name: &str, shape: &[usize]| tensors.f32(&format!("{prefix}{name}"), shape);
         let activation = match config.hidden_act {
@@ -110,47 +180,9 @@ impl BertEncoder {
             HiddenAct::GeluApproximate => Activation::GeluTanh,
             HiddenAct::Relu => Activation::Relu,
         };
-        let scale = 1.0 / (head_dim as f32).sqrt();
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
-            let p = format!("encoder.layer.{i}.");
-            let mut qkv_w = get(
-                &format!("{p}attention.self.query.weight"),
-                &[hidden, hidden],
-            )?;
-            let mut qkv_b = get(&format!("{p}attention.self.query.bias"), &[hidden])?;
-            qkv_w.iter_mut().for_each(|w| *w *= scale);
-            qkv_b.iter_mut().for_each(|b| *b *= scale);
-            for part in ["key", "value"] {
-                qkv_w.extend(get(
-                    &format!("{p}attention.self.{part}.weight"),
-                    &[hidden, hidden],
-                )?);
-                qkv_b.extend(get(&format!("{p}attention.self.{part}.bias"), &[hidden])?);
-            }
-            let linear = |name: &str, n: usize, k: usize| -> Result<Packed, String> {
-                Ok(Packed::from_rows(
-                    kernel,
-                    &get(&format!("{p}{name}"), &[n, k])?,
-                    k,
-                    n,
-                    k,
-                ))
-            };
-            layers.push(Layer {
-                qkv_w: Packed::from_rows(kernel, &qkv_w, hidden, 3 * hidden, hidden),
-                qkv_b,
-                attn_out_w: linear("attention.output.dense.weight", hidden, hidden)?,
-                attn_out_b: get(&format!("{p}attention.output.dense.bias"), &[hidden])?,
-                attn_ln_g: get(&format!("{p}attention.output.LayerNorm.weight"), &[hidden])?,
-                attn_ln_b: get(&format!("{p}attention.output.LayerNorm.bias"), &[hidden])?,
-                inter_w: linear("intermediate.dense.weight", inter, hidden)?,
-                inter_b: get(&format!("{p}intermediate.dense.bias"), &[inter])?,
-                out_w: linear("output.dense.weight", hidden, inter)?,
-                out_b: get(&format!("{p}output.dense.bias"), &[hidden])?,
-                out_ln_g: get(&format!("{p}output.LayerNorm.weight"), &[hidden])?,
-                out_ln_b: get(&format!("{p}output.LayerNorm.bias"), &[hidden])?,
-            });
+            layers.push(Layer::load(&get, i, hidden, head_dim, inter, kernel)?);
         }
         Ok(Self {
             word: get(
@@ -173,7 +205,10 @@ impl BertEncoder {
             head_dim,
             intermediate: inter,
             vocab: config.vocab_size,
-            max_positions: config.max_position_embeddings,
+            max_tokens,
+            position_offset,
+            pad_id,
+            family,
             type_vocab: config.type_vocab_size,
             eps: config.layer_norm_eps as f32,
             activation,
@@ -250,11 +285,11 @@ impl BertEncoder {
             if ids.len() != types.len() {
                 return Err("token ids and type ids differ in length".into());
             }
-            if ids.len() > self.max_positions {
+            if ids.len() > self.max_tokens {
                 return Err(format!(
-                    "sequence of {} tokens exceeds max_position_embeddings {}",
+                    "sequence of {} tokens exceeds the {} positions of the model",
                     ids.len(),
-                    self.max_positions
+                    self.max_tokens
                 ));
             }
             offsets.push(offsets[offsets.len() - 1] + ids.len());
@@ -263,6 +298,12 @@ impl BertEncoder {
     }
 
     /// The input rows: word + position + token type embeddings of every token.
+    ///
+    /// BERT numbers the tokens 0, 1, 2, ...; the RoBERTa family numbers them as
+    /// `transformers`' `create_position_ids_from_input_ids` does: the padding token
+    /// gets row `pad_token_id`, every other token `pad_token_id` plus its count among
+    /// the non-padding tokens so far (the sequences here carry no padding, so that is
+    /// `pad_token_id + 1 + index`). The RoBERTa family's segment is 0 for every token.
     fn embeddings(
         &self,
         seqs: &[(&[u32], &[u32])],
@@ -271,14 +312,27 @@ impl BertEncoder {
     ) -> Result<(), String> {
         let h = self.hidden;
         for (s, (ids, types)) in seqs.iter().enumerate() {
+            let mut real = 0usize;
             for (p, (&id, &tt)) in ids.iter().zip(types.iter()).enumerate() {
-                let (id, tt) = (id as usize, tt as usize);
+                let position = match self.family {
+                    Family::Bert => p,
+                    Family::Roberta if id == self.pad_id => self.position_offset - 1,
+                    Family::Roberta => {
+                        real += 1;
+                        self.position_offset - 1 + real
+                    }
+                };
+                let tt = match self.family {
+                    Family::Bert => tt as usize,
+                    Family::Roberta => 0,
+                };
+                let id = id as usize;
                 if id >= self.vocab || tt >= self.type_vocab {
                     return Err(format!("token id {id} or type id {tt} out of range"));
                 }
                 let row = &mut x[(offsets[s] + p) * h..][..h];
                 let w = &self.word[id * h..][..h];
-                let pos = &self.position[p * h..][..h];
+                let pos = &self.position[position * h..][..h];
                 let ty = &self.token_type[tt * h..][..h];
                 for i in 0..h {
                     row[i] = w[i] + pos[i] + ty[i];

@@ -1,5 +1,5 @@
-//! A local cross-encoder reranker: a BERT sequence-classification model scoring
-//! (query, passage) pairs on the CPU by our own forward pass.
+//! A local cross-encoder reranker: a BERT or XLM-RoBERTa sequence-classification model
+//! scoring (query, passage) pairs on the CPU by our own forward pass.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 use super::bert::BertEncoder;
-use super::config::BertConfig;
+use super::config::{BertConfig, Family};
 use super::files::{load_error, model_id, require_file, ModelKind};
 use super::inference_error;
 use super::sgemm::{KernelChoice, Precision};
@@ -23,8 +23,11 @@ pub const DEFAULT_CROSS_ENCODER_BATCH_SIZE: usize = 16;
 /// Longest pair a cross-encoder sees unless the model allows fewer positions.
 const DEFAULT_MAX_LENGTH: usize = 512;
 
-/// Fewest tokens a pair may be truncated to: `[CLS] q [SEP] p [SEP]`.
+/// Fewest tokens a pair may be truncated to: `[CLS] q [SEP] p [SEP]` for BERT.
 const MIN_MAX_LENGTH: usize = 5;
+
+/// The same for the RoBERTa family: `<s> q </s></s> p </s>`.
+const MIN_MAX_LENGTH_ROBERTA: usize = 6;
 
 /// What [`CrossEncoderReranker::load`] expects to find, for its error messages.
 const KIND: ModelKind = ModelKind::CrossEncoder;
@@ -38,25 +41,31 @@ struct HeadConfig {
     model_type: Option<String>,
 }
 
-/// A local cross-encoder: a BERT sequence-classification model scoring (query,
-/// passage) pairs on the CPU, e.g. `cross-encoder/ms-marco-MiniLM-L-6-v2`.
+/// A local cross-encoder: a BERT or XLM-RoBERTa sequence-classification model scoring
+/// (query, passage) pairs on the CPU, e.g. `cross-encoder/ms-marco-MiniLM-L-6-v2` or
+/// `BAAI/bge-reranker-v2-m3`.
 ///
 /// Load a Hugging Face model directory with [`CrossEncoderReranker::load`]
-/// (`config.json` with `architectures: ["BertForSequenceClassification"]`,
-/// `model.safetensors`, `tokenizer.json`). Each pair is tokenized as
-/// `[CLS] query [SEP] passage [SEP]` with segment ids 0 and 1 and truncated
-/// longest-first to 512 tokens (or the model's `max_position_embeddings` when fewer).
-/// A batch of pairs runs through our own BERT forward pass (the one the embedder
-/// uses), each pair at its own length (no padding). The `[CLS]` hidden state goes
-/// through the pooler (`bert.pooler.dense` and tanh) and the `classifier` linear
-/// layer; one label is turned into a score by the sigmoid, two labels by the softmax
-/// probability of label 1 (as sentence-transformers' `CrossEncoder` does). Passages
-/// are sorted by length into batches; scores come back in input order.
+/// (`config.json` with `architectures: ["BertForSequenceClassification"]` or
+/// `["XLMRobertaForSequenceClassification"]`, `model.safetensors`, `tokenizer.json`).
+/// Each pair is tokenized by the model's tokenizer (`[CLS] query [SEP] passage [SEP]`
+/// with segment ids 0 and 1 for BERT, `<s> query </s></s> passage </s>` for
+/// XLM-RoBERTa) and truncated longest-first to 512 tokens (or the model's positions
+/// when fewer). A batch of pairs runs through our own encoder forward pass (the one
+/// the embedder uses), each pair at its own length (no padding). The first token's
+/// hidden state goes through a dense layer and tanh, then a linear layer to the
+/// labels: for BERT the pooler (`bert.pooler.dense`) and `classifier`, for
+/// XLM-RoBERTa `classifier.dense` and `classifier.out_proj`. One label is turned into
+/// a score by the sigmoid, two labels by the softmax probability of label 1 (as
+/// sentence-transformers' `CrossEncoder` does). Passages are sorted by length into
+/// batches; scores come back in input order.
 pub struct CrossEncoderReranker {
     encoder: BertEncoder,
-    /// Pooler `hidden x hidden` weights, row per output (as stored), and biases.
+    /// The `hidden x hidden` layer before the tanh (BERT's pooler, XLM-RoBERTa's
+    /// `classifier.dense`), row per output (as stored), and biases.
     pooler: Dense,
-    /// Classifier `num_labels x hidden` weights and biases.
+    /// The `num_labels x hidden` output layer (BERT's `classifier`, XLM-RoBERTa's
+    /// `classifier.out_proj`) and biases.
     classifier: Dense,
     num_labels: usize,
     /// Truncates pairs to `max_length`; pads to the longest pair of a batch (the
@@ -122,14 +131,16 @@ impl std::fmt::Debug for CrossEncoderReranker {
 }
 
 impl CrossEncoderReranker {
-    /// Loads a BERT sequence-classification model directory.
+    /// Loads a BERT or XLM-RoBERTa sequence-classification model directory.
     ///
-    /// Accepts weights with or without the `bert.` prefix of Hugging Face's
+    /// Accepts encoder weights with or without the `bert.` prefix of Hugging Face's
     /// `BertForSequenceClassification` (`bert.embeddings.*`, `bert.encoder.*`,
-    /// `bert.pooler.dense.*`, `classifier.*`). Fails with [`EmbedError::ModelLoad`]
-    /// naming the file when a file is missing or malformed, the architecture is not
-    /// BERT, or the pooler or classifier weights are absent (an embedding model is not
-    /// a cross-encoder) or the classifier has more than two labels.
+    /// `bert.pooler.dense.*`, `classifier.*`) or the `roberta.` prefix of
+    /// `XLMRobertaForSequenceClassification` (`roberta.embeddings.*`,
+    /// `roberta.encoder.*`, `classifier.dense.*`, `classifier.out_proj.*`). Fails with
+    /// [`EmbedError::ModelLoad`] naming the file when a file is missing or malformed,
+    /// the architecture is neither, or the head's weights are absent (an embedding
+    /// model is not a cross-encoder) or the classifier has more than two labels.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         if !dir.is_dir() {
             return Err(load_error(dir, "model directory does not exist"));
@@ -141,7 +152,7 @@ impl CrossEncoderReranker {
             .and_then(KernelChoice::resolve)
             .map_err(|e| load_error(dir, e))?;
 
-        let (config, max_length) = read_config(&config_path)?;
+        let (config, family, max_length) = read_config(&config_path)?;
 
         let tokenizer = pair_tokenizer(&tokenizer_path, max_length, &config)?;
 
@@ -151,13 +162,17 @@ impl CrossEncoderReranker {
         let tensors = Weights::parse(&bytes)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
 
-        // Hugging Face nests the encoder under `bert.`; bare BertModel exports do not.
-        let prefix = if tensors.contains("bert.embeddings.word_embeddings.weight") {
-            "bert."
+        // Hugging Face nests the encoder under `bert.` or `roberta.`; bare encoder
+        // exports do not.
+        let task_prefix = family.task_prefix();
+        let prefix = if tensors.contains(&format!("{task_prefix}embeddings.word_embeddings.weight"))
+        {
+            task_prefix
         } else {
             ""
         };
-        let num_labels = classifier_labels(&tensors, prefix, config.hidden_size, &weights_path)?;
+        let names = HeadNames::of(family, prefix);
+        let num_labels = classifier_labels(&tensors, &names, config.hidden_size, &weights_path)?;
 
         let weights_err = |what: &str, e: String| {
             load_error(
@@ -168,9 +183,9 @@ impl CrossEncoderReranker {
         let hidden = config.hidden_size;
         let encoder =
             BertEncoder::load(&tensors, &config, kernel).map_err(|e| weights_err("encoder", e))?;
-        let pooler = Dense::load(&tensors, &format!("{prefix}pooler.dense"), hidden, hidden)
-            .map_err(|e| weights_err("pooler", e))?;
-        let classifier = Dense::load(&tensors, "classifier", num_labels, hidden)
+        let pooler = Dense::load(&tensors, &names.dense, hidden, hidden)
+            .map_err(|e| weights_err(names.dense_role, e))?;
+        let classifier = Dense::load(&tensors, &names.out, num_labels, hidden)
             .map_err(|e| weights_err("classifier", e))?;
 
         Ok(Self {
@@ -221,7 +236,7 @@ impl CrossEncoderReranker {
             .map(|(ids, types)| (ids.as_slice(), types.as_slice()))
             .collect();
         let h = self.encoder.hidden_size();
-        // Pooler and classifier on each pair's first ([CLS]) row.
+        // Pooler and classifier on each pair's first (`[CLS]` or `<s>`) row.
         let head = |hidden: &[f32]| -> Vec<Vec<f32>> {
             let mut start = 0;
             let mut logits = Vec::with_capacity(n);
@@ -263,69 +278,123 @@ impl CrossEncoderReranker {
     }
 }
 
-/// The BERT config of a cross-encoder at `config_path` (refused when it names another
-/// model type or architecture) and the longest pair it reads.
-fn read_config(config_path: &Path) -> Result<(BertConfig, usize), EmbedError> {
+/// The config of a cross-encoder at `config_path` (refused when it names another
+/// model type or architecture), its family and the longest pair it reads.
+fn read_config(config_path: &Path) -> Result<(BertConfig, Family, usize), EmbedError> {
     let config_text = std::fs::read_to_string(config_path)
         .map_err(|e| load_error(config_path, format!("cannot read: {e}")))?;
     let head: HeadConfig = serde_json::from_str(&config_text)
         .map_err(|e| load_error(config_path, format!("malformed JSON: {e}")))?;
-    if let Some(model_type) = head.model_type.as_deref() {
-        if model_type != "bert" {
-            return Err(load_error(
-                config_path,
-                format!("model_type `{model_type}` is not supported (only BERT cross-encoders)"),
-            ));
-        }
-    }
+    let Some(family) = Family::of(head.model_type.as_deref()) else {
+        return Err(load_error(
+            config_path,
+            format!(
+                "model_type `{}` is not supported (only BERT and XLM-RoBERTa \
+                 cross-encoders: model_type `bert`, `xlm-roberta`, `roberta`)",
+                head.model_type.as_deref().unwrap_or_default()
+            ),
+        ));
+    };
     if let Some(archs) = &head.architectures {
-        if !archs.is_empty() && !archs.iter().any(|a| a.starts_with("Bert")) {
+        let known = |a: &String| match family {
+            Family::Bert => a.starts_with("Bert"),
+            Family::Roberta => a.starts_with("XLMRoberta") || a.starts_with("Roberta"),
+        };
+        if !archs.is_empty() && !archs.iter().any(known) {
             return Err(load_error(
                 config_path,
                 format!(
                     "architecture {archs:?} is not supported (expected \
-                     BertForSequenceClassification)"
+                     BertForSequenceClassification or XLMRobertaForSequenceClassification)"
                 ),
             ));
         }
     }
-    let config: BertConfig = serde_json::from_str(&config_text)
-        .map_err(|e| load_error(config_path, format!("not a BERT config: {e}")))?;
-    let max_length = DEFAULT_MAX_LENGTH.min(config.max_position_embeddings);
-    if max_length < MIN_MAX_LENGTH {
+    let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
+        load_error(
+            config_path,
+            format!("not a BERT or XLM-RoBERTa config: {e}"),
+        )
+    })?;
+    let positions = config
+        .max_tokens()
+        .map_err(|e| load_error(config_path, e))?;
+    let max_length = DEFAULT_MAX_LENGTH.min(positions);
+    let least = match family {
+        Family::Bert => MIN_MAX_LENGTH,
+        Family::Roberta => MIN_MAX_LENGTH_ROBERTA,
+    };
+    if max_length < least {
         return Err(load_error(
             config_path,
-            format!("max_position_embeddings must be at least {MIN_MAX_LENGTH}"),
-        ));
-    }
-    Ok((config, max_length))
-}
-
-/// The number of labels of the classifier in `tensors` (1 or 2), after checking the
-/// pooler is there: an embedding model has neither.
-fn classifier_labels(
-    tensors: &Weights<'_>,
-    prefix: &str,
-    hidden_size: usize,
-    weights_path: &Path,
-) -> Result<usize, EmbedError> {
-    let pooler_name = format!("{prefix}pooler.dense.weight");
-    if !tensors.contains(&pooler_name) {
-        return Err(load_error(
-            weights_path,
             format!(
-                "missing pooler weights `{pooler_name}`: not a \
-                 BertForSequenceClassification (cross-encoder) model"
+                "the model has {positions} positions (max_position_embeddings {}); a pair \
+                 needs at least {least}",
+                config.max_position_embeddings
             ),
         ));
     }
-    let num_labels = match tensors.shape("classifier.weight") {
+    Ok((config, family, max_length))
+}
+
+/// The tensor names of a family's classification head.
+struct HeadNames {
+    /// The dense layer before the tanh (without `.weight`).
+    dense: String,
+    /// What that layer is called in messages.
+    dense_role: &'static str,
+    /// The output layer (without `.weight`).
+    out: String,
+    /// The architecture, for messages.
+    architecture: &'static str,
+}
+
+impl HeadNames {
+    /// The names in a `family` model whose encoder tensors start with `prefix`.
+    fn of(family: Family, prefix: &str) -> Self {
+        match family {
+            Family::Bert => Self {
+                dense: format!("{prefix}pooler.dense"),
+                dense_role: "pooler",
+                out: "classifier".into(),
+                architecture: "BertForSequenceClassification",
+            },
+            Family::Roberta => Self {
+                dense: "classifier.dense".into(),
+                dense_role: "classifier.dense",
+                out: "classifier.out_proj".into(),
+                architecture: "XLMRobertaForSequenceClassification",
+            },
+        }
+    }
+}
+
+/// The number of labels of the classifier in `tensors` (1 or 2), after checking the
+/// dense layer before it is there: an embedding model has neither.
+fn classifier_labels(
+    tensors: &Weights<'_>,
+    names: &HeadNames,
+    hidden_size: usize,
+    weights_path: &Path,
+) -> Result<usize, EmbedError> {
+    let dense_name = format!("{}.weight", names.dense);
+    if !tensors.contains(&dense_name) {
+        return Err(load_error(
+            weights_path,
+            format!(
+                "missing {} weights `{dense_name}`: not a {} (cross-encoder) model",
+                names.dense_role, names.architecture
+            ),
+        ));
+    }
+    let out_name = format!("{}.weight", names.out);
+    let num_labels = match tensors.shape(&out_name) {
         Some(dims) if dims.len() == 2 && dims[1] == hidden_size => dims[0],
         Some(dims) => {
             return Err(load_error(
                 weights_path,
                 format!(
-                    "classifier.weight has shape {dims:?}, expected [num_labels, {}]",
+                    "{out_name} has shape {dims:?}, expected [num_labels, {}]",
                     hidden_size
                 ),
             ))
@@ -333,8 +402,10 @@ fn classifier_labels(
         None => {
             return Err(load_error(
                 weights_path,
-                "missing classifier weights `classifier.weight`: not a sequence-\
-                 classification (cross-encoder) model; an embedding model cannot rerank",
+                format!(
+                    "missing classifier weights `{out_name}`: not a sequence-\
+                     classification (cross-encoder) model; an embedding model cannot rerank"
+                ),
             ))
         }
     };
@@ -359,8 +430,8 @@ fn pair_tokenizer(
     if tokenizer.get_post_processor().is_none() {
         return Err(load_error(
             path,
-            "the tokenizer has no post-processor, so it cannot add [CLS] and [SEP] to \
-             sentence pairs",
+            "the tokenizer has no post-processor, so it cannot add its special tokens \
+             ([CLS] and [SEP], or <s> and </s>) to sentence pairs",
         ));
     }
     let padding = batch_longest_padding(&tokenizer, config.pad_token_id);

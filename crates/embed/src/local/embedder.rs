@@ -1,6 +1,7 @@
-//! The local embedder: a BERT-family sentence-transformers model run on the CPU by our
-//! own forward pass, and its tokenizer as a [`TokenCounter`].
+//! The local embedder: a BERT or XLM-RoBERTa sentence-transformers model run on the
+//! CPU by our own forward pass, and its tokenizer as a [`TokenCounter`].
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -54,6 +55,8 @@ pub struct LocalEmbedder {
     tokenizer: Tokenizer,
     counter: LocalTokenCounter,
     pooling: Pooling,
+    /// Put before queries and passages (e5's `query: ` and `passage: `).
+    prompts: Prompts,
     dimension: usize,
     batch_size: usize,
     model_id: String,
@@ -90,6 +93,68 @@ struct PoolingConfig {
 #[derive(Debug, Deserialize)]
 struct SentenceBertConfig {
     max_seq_length: Option<usize>,
+}
+
+/// `config_sentence_transformers.json`; only the prompts.
+#[derive(Debug, Deserialize)]
+struct SentenceTransformersConfig {
+    /// Prompt name to the text put before an input: e5 models name `query` and
+    /// `passage` (others `document`).
+    #[serde(default)]
+    prompts: std::collections::BTreeMap<String, String>,
+}
+
+/// The texts put before queries and passages, as the model directory's
+/// `config_sentence_transformers.json` names them (none when it names none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Prompts {
+    /// The `query` prompt.
+    query: Option<String>,
+    /// The `passage` prompt, else the `document` one.
+    passage: Option<String>,
+}
+
+impl Prompts {
+    /// Reads the prompts of `config_sentence_transformers.json` in `dir`; empty
+    /// prompts count as none.
+    fn read(dir: &Path) -> Result<Self, EmbedError> {
+        let path = dir.join("config_sentence_transformers.json");
+        let Some(config) = read_json_opt::<SentenceTransformersConfig>(&path)? else {
+            return Ok(Self::default());
+        };
+        let prompt = |name: &str| config.prompts.get(name).filter(|p| !p.is_empty()).cloned();
+        Ok(Self {
+            query: prompt("query"),
+            passage: prompt("passage").or_else(|| prompt("document")),
+        })
+    }
+
+    /// Whether there is any prompt to apply.
+    fn is_empty(&self) -> bool {
+        self.query.is_none() && self.passage.is_none()
+    }
+
+    /// What goes into the model id: the prompts change every vector.
+    fn fingerprint(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in [&self.query, &self.passage] {
+            let p = p.as_deref().unwrap_or_default();
+            out.extend_from_slice(&(p.len() as u64).to_le_bytes());
+            out.extend_from_slice(p.as_bytes());
+        }
+        out
+    }
+}
+
+/// `texts` with `prompt` put before each (borrowed as they are without one).
+fn prompted<'a>(prompt: Option<&str>, texts: &[&'a str]) -> Vec<Cow<'a, str>> {
+    texts
+        .iter()
+        .map(|&t| match prompt {
+            Some(p) => Cow::Owned(format!("{p}{t}")),
+            None => Cow::Borrowed(t),
+        })
+        .collect()
 }
 
 /// One entry of `modules.json`.
@@ -135,9 +200,14 @@ fn read_pooling(dir: &Path) -> Result<Pooling, EmbedError> {
     }
 }
 
-/// `<dir name>@<12 hex digits>`: blake3 of the file size and its first and last MiB.
-/// Cheap (2 MiB read) and changes whenever the weights file is replaced in practice.
-fn weights_fingerprint(dir: &Path, weights: &Path) -> Result<String, EmbedError> {
+/// `<dir name>@<12 hex digits>`: blake3 of the file size and its first and last MiB,
+/// and of the prompts when the model has any. Cheap (2 MiB read) and changes whenever
+/// the weights file is replaced in practice.
+fn weights_fingerprint(
+    dir: &Path,
+    weights: &Path,
+    prompts: &Prompts,
+) -> Result<String, EmbedError> {
     let io_err = |e: std::io::Error| load_error(weights, format!("cannot read: {e}"));
     let mut file = File::open(weights).map_err(io_err)?;
     let size = file.metadata().map_err(io_err)?.len();
@@ -156,23 +226,31 @@ fn weights_fingerprint(dir: &Path, weights: &Path) -> Result<String, EmbedError>
         file.read_to_end(&mut buf).map_err(io_err)?;
         hasher.update(&buf);
     }
+    if !prompts.is_empty() {
+        hasher.update(b"prompts");
+        hasher.update(&prompts.fingerprint());
+    }
     Ok(model_id(dir, &hasher.finalize(), KIND))
 }
 
 impl LocalEmbedder {
     /// Loads a sentence-transformers model directory.
     ///
-    /// Reads `config.json` (a BERT config), `model.safetensors`, `tokenizer.json`, the
-    /// pooling module's `config.json` (mean pooling if absent) and
-    /// `sentence_bert_config.json` (`max_seq_length`, 512 if absent, capped by
-    /// `max_position_embeddings`). The tokenizer's own truncation and padding settings
-    /// are replaced: truncation to `max_seq_length`, padding to the longest text of a
-    /// batch.
+    /// Reads `config.json` (a BERT or XLM-RoBERTa config), `model.safetensors`,
+    /// `tokenizer.json`, the pooling module's `config.json` (mean pooling if absent),
+    /// `sentence_bert_config.json` (`max_seq_length`, 512 if absent, capped by the
+    /// positions of the model: `max_position_embeddings`, less `pad_token_id + 1` for
+    /// XLM-RoBERTa) and `config_sentence_transformers.json` when present (its `query`
+    /// prompt is put before queries, its `passage` or `document` prompt before
+    /// passages, as e5 models want `query: ` and `passage: `). The tokenizer's own
+    /// truncation and padding settings are replaced: truncation to `max_seq_length`
+    /// (prompt included), padding to the longest text of a batch.
     ///
     /// The matrix kernel is chosen by `EXCERPT_KERNEL` ([`KernelChoice::from_env`]).
     ///
     /// Fails with [`EmbedError::ModelLoad`] naming the missing or malformed file, or
-    /// when `config.json` names a model family other than BERT (`model_type`), or
+    /// when `config.json` names a model family other than BERT or XLM-RoBERTa
+    /// (`model_type`), or
     /// `EXCERPT_KERNEL` holds an unknown or unusable kernel.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let choice = KernelChoice::from_env().map_err(|e| load_error(dir, e))?;
@@ -199,20 +277,23 @@ impl LocalEmbedder {
             .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
         let pooling = read_pooling(dir)?;
         let sbert_path = dir.join("sentence_bert_config.json");
-        let max_seq_length = read_json_opt::<SentenceBertConfig>(&sbert_path)?
-            .and_then(|c| c.max_seq_length)
-            .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
-            .min(config.max_position_embeddings);
+        let max_seq_length = read_max_seq_length(dir, &config, &config_path)?;
         if max_seq_length < 2 {
             return Err(load_error(&sbert_path, "max_seq_length must be at least 2"));
         }
+        let prompts = Prompts::read(dir)?;
 
         let base = Tokenizer::from_file(&tokenizer_path)
             .map_err(|e| load_error(&tokenizer_path, format!("cannot parse tokenizer: {e}")))?;
-        let counter = LocalTokenCounter::new(base.clone(), max_seq_length, &tokenizer_path)?;
+        let counter = LocalTokenCounter::new(
+            base.clone(),
+            max_seq_length,
+            prompts.passage.as_deref(),
+            &tokenizer_path,
+        )?;
         let tokenizer = embedding_tokenizer(base, max_seq_length, &config, &tokenizer_path)?;
 
-        let model_id = weights_fingerprint(dir, &weights_path)?;
+        let model_id = weights_fingerprint(dir, &weights_path, &prompts)?;
         let bytes = std::fs::read(&weights_path)
             .map_err(|e| load_error(&weights_path, format!("cannot read weights: {e}")))?;
         let tensors = Weights::parse(&bytes)
@@ -220,7 +301,7 @@ impl LocalEmbedder {
         let encoder = BertEncoder::load(&tensors, &config, kernel).map_err(|e| {
             load_error(
                 &weights_path,
-                format!("weights do not match a BERT model with config.json: {e}"),
+                format!("weights do not match the model config.json describes: {e}"),
             )
         })?;
 
@@ -229,6 +310,7 @@ impl LocalEmbedder {
             tokenizer,
             counter,
             pooling,
+            prompts,
             dimension: config.hidden_size,
             batch_size: DEFAULT_BATCH_SIZE,
             model_id,
@@ -276,6 +358,17 @@ impl LocalEmbedder {
         self.counter.max_seq_length
     }
 
+    /// The prompt put before every query (`config_sentence_transformers.json`'s
+    /// `query` prompt), if the model has one.
+    pub fn query_prompt(&self) -> Option<&str> {
+        self.prompts.query.as_deref()
+    }
+
+    /// The prompt put before every passage (its `passage` or `document` prompt).
+    pub fn passage_prompt(&self) -> Option<&str> {
+        self.prompts.passage.as_deref()
+    }
+
     /// The tokenizer without truncation or padding, as a [`TokenCounter`].
     pub fn tokens(&self) -> &LocalTokenCounter {
         &self.counter
@@ -292,22 +385,26 @@ impl LocalEmbedder {
         // steps, and a caller outside the pool would hand each one to a worker and sleep
         // until it is done; inside, the steps are shared out among the workers directly
         // (19-word questions embedded over HTTP, p50 8.3-8.5 -> 7.0-7.1 ms).
-        let mut vectors = rayon::scope(|_| self.embed_batch(vec![query], weights.precision()))?;
+        let prompt = self.prompts.query.as_deref();
+        let mut vectors =
+            rayon::scope(|_| self.embed_batch(&[query], prompt, weights.precision()))?;
         vectors
             .pop()
             .ok_or_else(|| inference_error("model forward pass failed", "wrong number of vectors"))
     }
 
-    /// Embeds one batch (already ordered), returning normalised vectors in its order.
-    /// Padding added by the tokenizer is dropped: each text runs at its own length.
-    /// The weights are read in `weights` ([`BertEncoder::forward`]).
+    /// Embeds one batch (already ordered), `prompt` put before each text, returning
+    /// normalised vectors in its order. Padding added by the tokenizer is dropped:
+    /// each text runs at its own length. The weights are read in `weights`
+    /// ([`BertEncoder::forward`]).
     fn embed_batch(
         &self,
-        texts: Vec<&str>,
+        texts: &[&str],
+        prompt: Option<&str>,
         weights: Precision,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let n = texts.len();
-        let unpadded = encode_unpadded(&self.tokenizer, texts)?;
+        let unpadded = encode_unpadded(&self.tokenizer, prompted(prompt, texts))?;
         let seqs: Vec<(&[u32], &[u32])> = unpadded
             .iter()
             .map(|(ids, types)| (ids.as_slice(), types.as_slice()))
@@ -431,7 +528,8 @@ impl Embedder for LocalEmbedder {
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
         for chunk in order.chunks(self.batch_size) {
             let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
-            let vectors = self.embed_batch(batch, Precision::F32)?;
+            let vectors =
+                self.embed_batch(&batch, self.prompts.passage.as_deref(), Precision::F32)?;
             if vectors.len() != chunk.len() {
                 return Err(inference_error(
                     "model forward pass failed",
@@ -455,8 +553,8 @@ impl Embedder for LocalEmbedder {
         Some(&self.counter)
     }
 
-    /// Token vectors in f32, as [`Embedder::embed`] computes them, `batch_size` texts
-    /// per forward pass.
+    /// Token vectors in f32, as [`Embedder::embed`] computes them (the passage prompt
+    /// before each text, its tokens in no span), `batch_size` texts per forward pass.
     fn pool_spans(
         &self,
         texts: &[&str],
@@ -475,7 +573,14 @@ impl Embedder for LocalEmbedder {
             .chunks(self.batch_size.max(1))
             .zip(spans.chunks(self.batch_size.max(1)))
         {
-            let encoded = encode_with_offsets(&self.tokenizer, group.to_vec())?;
+            let prompt = self.prompts.passage.as_deref();
+            let encoded = encode_with_offsets(&self.tokenizer, prompted(prompt, group))?;
+            // The spans are byte ranges of the text: after the prompt in the input.
+            let shift = prompt.map_or(0, str::len);
+            let group_spans: Vec<Vec<(usize, usize)>> = group_spans
+                .iter()
+                .map(|sp| sp.iter().map(|&(a, b)| (a + shift, b + shift)).collect())
+                .collect();
             let seqs: Vec<(&[u32], &[u32])> = encoded
                 .iter()
                 .map(|e| (e.ids.as_slice(), e.types.as_slice()))
@@ -485,7 +590,7 @@ impl Embedder for LocalEmbedder {
                 .forward(&seqs, Precision::F32, |hidden| {
                     let mut start = 0;
                     let mut pools = Vec::with_capacity(encoded.len());
-                    for (e, sp) in encoded.iter().zip(group_spans) {
+                    for (e, sp) in encoded.iter().zip(&group_spans) {
                         let rows = &hidden[start * h..(start + e.ids.len()) * h];
                         start += e.ids.len();
                         pools.push(Pooled {
@@ -508,48 +613,83 @@ impl Embedder for LocalEmbedder {
 pub struct LocalTokenCounter {
     tokenizer: Tokenizer,
     max_seq_length: usize,
+    /// Tokens of the passage prompt, which every passage's sequence also holds.
+    prompt_tokens: usize,
 }
 
 impl std::fmt::Debug for LocalTokenCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalTokenCounter")
             .field("max_seq_length", &self.max_seq_length)
+            .field("prompt_tokens", &self.prompt_tokens)
             .finish_non_exhaustive()
     }
 }
 
 impl LocalTokenCounter {
+    /// The counter of `tokenizer` (its truncation and padding removed), for sequences
+    /// of `max_seq_length` tokens that start with `passage_prompt`.
     fn new(
         mut tokenizer: Tokenizer,
         max_seq_length: usize,
+        passage_prompt: Option<&str>,
         path: &Path,
     ) -> Result<Self, EmbedError> {
         tokenizer
             .with_truncation(None)
             .map_err(|e| load_error(path, format!("cannot disable truncation: {e}")))?;
         tokenizer.with_padding(None);
+        let prompt_tokens = match passage_prompt {
+            Some(p) => tokenizer
+                .encode_fast(p, false)
+                .map_err(|e| load_error(path, format!("cannot tokenize the prompt: {e}")))?
+                .len(),
+            None => 0,
+        };
         Ok(Self {
             tokenizer,
             max_seq_length,
+            prompt_tokens,
         })
     }
 
     /// Loads just the tokenizer of a model directory (`tokenizer.json`, and
-    /// `max_seq_length` as [`LocalEmbedder::load`] reads it), without the weights.
+    /// `max_seq_length` and the passage prompt as [`LocalEmbedder::load`] reads them),
+    /// without the weights.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let config_path = require_file(dir, "config.json", KIND)?;
         let tokenizer_path = require_file(dir, "tokenizer.json", KIND)?;
         let config: BertConfig = read_json_opt(&config_path)?
             .ok_or_else(|| load_error(&config_path, "missing file `config.json`"))?;
-        let max_seq_length =
-            read_json_opt::<SentenceBertConfig>(&dir.join("sentence_bert_config.json"))?
-                .and_then(|c| c.max_seq_length)
-                .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
-                .min(config.max_position_embeddings);
+        let max_seq_length = read_max_seq_length(dir, &config, &config_path)?;
+        let prompts = Prompts::read(dir)?;
         let tokenizer = Tokenizer::from_file(&tokenizer_path)
             .map_err(|e| load_error(&tokenizer_path, format!("cannot parse tokenizer: {e}")))?;
-        Self::new(tokenizer, max_seq_length, &tokenizer_path)
+        Self::new(
+            tokenizer,
+            max_seq_length,
+            prompts.passage.as_deref(),
+            &tokenizer_path,
+        )
     }
+}
+
+/// `max_seq_length` of `sentence_bert_config.json` in `dir` (512 if absent), capped by
+/// the positions of the model `config` (read from `config_path`) describes.
+fn read_max_seq_length(
+    dir: &Path,
+    config: &BertConfig,
+    config_path: &Path,
+) -> Result<usize, EmbedError> {
+    let positions = config
+        .max_tokens()
+        .map_err(|e| load_error(config_path, e))?;
+    Ok(
+        read_json_opt::<SentenceBertConfig>(&dir.join("sentence_bert_config.json"))?
+            .and_then(|c| c.max_seq_length)
+            .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
+            .min(positions),
+    )
 }
 
 impl TokenCounter for LocalTokenCounter {
@@ -572,6 +712,12 @@ impl TokenCounter for LocalTokenCounter {
 
     fn max_sequence_tokens(&self) -> usize {
         self.max_seq_length
+    }
+
+    /// `<s>`/`[CLS]` and `</s>`/`[SEP]`, and the tokens of the passage prompt that
+    /// [`LocalEmbedder`] puts before every passage (none for most models).
+    fn special_tokens(&self) -> usize {
+        2 + self.prompt_tokens
     }
 
     fn count(&self, text: &str) -> usize {

@@ -10,7 +10,8 @@ use excerpt_core::EmbedError;
 pub(crate) enum ModelKind {
     /// A sentence-transformers embedding model.
     SentenceTransformer,
-    /// A BERT sequence-classification model scoring (query, passage) pairs.
+    /// A BERT or XLM-RoBERTa sequence-classification model scoring (query, passage)
+    /// pairs.
     CrossEncoder,
 }
 
@@ -27,7 +28,9 @@ impl ModelKind {
     fn expected(self) -> &'static str {
         match self {
             Self::SentenceTransformer => "a sentence-transformers model",
-            Self::CrossEncoder => "a BertForSequenceClassification model",
+            Self::CrossEncoder => {
+                "a BertForSequenceClassification or XLMRobertaForSequenceClassification model"
+            }
         }
     }
 
@@ -186,7 +189,10 @@ mod tests {
         assert!(st.contains("(expected a sentence-transformers model with config.json"));
         let ce = message(ModelKind::CrossEncoder);
         assert!(ce.contains("in cross-encoder directory"));
-        assert!(ce.contains("(expected a BertForSequenceClassification model with"));
+        assert!(ce.contains(
+            "(expected a BertForSequenceClassification or \
+             XLMRobertaForSequenceClassification model with"
+        ));
     }
 
     #[test]

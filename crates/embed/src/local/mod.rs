@@ -1,9 +1,10 @@
-//! Models run on this machine, by our own BERT forward pass.
+//! Models run on this machine, by our own BERT forward pass (which also runs the
+//! XLM-RoBERTa family).
 //!
 //! - [`LocalEmbedder`] (`embedder.rs`): a sentence-transformers embedding model, and
 //!   its tokenizer as a token counter ([`LocalTokenCounter`]);
-//! - [`CrossEncoderReranker`] (`cross_encoder.rs`): a BERT sequence-classification
-//!   model scoring (query, passage) pairs;
+//! - [`CrossEncoderReranker`] (`cross_encoder.rs`): a BERT or XLM-RoBERTa
+//!   sequence-classification model scoring (query, passage) pairs;
 //! - where models live on disk (`location.rs`).
 //!
 //! Below them, in layers: the model directory's files (`files.rs`), its

@@ -60,10 +60,13 @@ pub(crate) struct WithOffsets {
 
 /// As [`encode_unpadded`], keeping where each token came from (byte offsets), for
 /// pooling token vectors over spans of the input.
-pub(crate) fn encode_with_offsets(
+pub(crate) fn encode_with_offsets<'s, E>(
     tokenizer: &Tokenizer,
-    inputs: Vec<&str>,
-) -> Result<Vec<WithOffsets>, EmbedError> {
+    inputs: Vec<E>,
+) -> Result<Vec<WithOffsets>, EmbedError>
+where
+    E: Into<tokenizers::EncodeInput<'s>> + Send,
+{
     Ok(encode_checked(tokenizer, inputs, true)?
         .iter()
         .map(|e| {

@@ -457,14 +457,36 @@ fn missing_or_wrong_weights_are_clear_load_errors() {
     assert!(load_error(dir.path()).contains("tokenizer.json"));
     assert!(load_error(&dir.path().join("nope")).contains("does not exist"));
 
-    // Not a BERT architecture.
+    // Neither a BERT nor an XLM-RoBERTa model.
     let dir = tempfile::tempdir().expect("tempdir");
     write_model(dir.path(), &weights(vocab().len(), 1), 1);
     let path = dir.path().join("config.json");
     let text = std::fs::read_to_string(&path).expect("read");
-    let text = text.replace("\"model_type\":\"bert\"", "\"model_type\":\"xlm-roberta\"");
+    let text = text.replace("\"model_type\":\"bert\"", "\"model_type\":\"mpnet\"");
     std::fs::write(&path, text).expect("write");
-    assert!(load_error(dir.path()).contains("xlm-roberta"));
+    let message = load_error(dir.path());
+    assert!(
+        message.contains("model_type `mpnet` is not supported"),
+        "{message}"
+    );
+
+    // An XLM-RoBERTa config over BERT weights: the `classifier.dense` head is missing.
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_model(dir.path(), &weights(vocab().len(), 1), 1);
+    let path = dir.path().join("config.json");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let text = text
+        .replace("\"model_type\":\"bert\"", "\"model_type\":\"xlm-roberta\"")
+        .replace(
+            "BertForSequenceClassification",
+            "XLMRobertaForSequenceClassification",
+        );
+    std::fs::write(&path, text).expect("write");
+    let message = load_error(dir.path());
+    assert!(
+        message.contains("missing classifier.dense weights `classifier.dense.weight`"),
+        "{message}"
+    );
 }
 
 /// Scores computed with candle's `BertModel`, the pooler (`Linear` + tanh) and the

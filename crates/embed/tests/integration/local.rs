@@ -174,17 +174,17 @@ fn models_of_other_families_are_refused_by_name() {
     let path = dir.path().join("config.json");
     let mut config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
-    config["model_type"] = "xlm-roberta".into();
+    config["model_type"] = "mpnet".into();
     std::fs::write(&path, config.to_string()).expect("write");
     match LocalEmbedder::load(dir.path()) {
         Err(EmbedError::ModelLoad { path, message }) => {
             assert!(path.ends_with("config.json"), "{path}");
             assert!(
-                message.contains("model_type `xlm-roberta` is not supported"),
+                message.contains("model_type `mpnet` is not supported"),
                 "{message}"
             );
             assert!(
-                message.contains("BERT models only (model_type `bert`"),
+                message.contains("(model_type `bert`, `xlm-roberta`, `roberta`"),
                 "{message}"
             );
         }

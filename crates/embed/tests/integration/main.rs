@@ -1,5 +1,6 @@
 //! Integration tests of excerpt-embed: the local model against reference embeddings,
-//! its tokenizer, model location, and the remote client against a real local server.
+//! its tokenizer, tiny XLM-RoBERTa models against PyTorch's outputs, model location,
+//! and the remote client against a real local server.
 
 mod chat;
 mod cross_encoder;
@@ -7,3 +8,4 @@ mod local;
 mod location;
 mod remote;
 mod rerank_http;
+mod xlmr;
