@@ -187,8 +187,8 @@ export function focusPiece(view, focus) {
   if (!focus) return;
   // A PDF's page: that of the piece's start.
   const shown = pageOf.get(view);
-  const r = shown?.ranges.find((x) => x.side === focus.side && x.index === focus.index);
-  if (r && shown.doc.pages?.length) showPage(view, pageAt(shown.doc, r.start));
+  const hit = shown?.ranges.find((x) => x.side === focus.side && x.index === focus.index);
+  if (hit && shown.doc.pages?.length) showPage(view, pageAt(shown.doc, hit.start));
   const marks = view.querySelectorAll(`mark.p-${focus.side}-${focus.index}`);
   for (const m of marks) m.classList.add('current');
   const first = marks[0];
