@@ -155,7 +155,13 @@ async function showPage(view, page) {
   const on = [...new Set(ranges
     .filter((r) => r.start < p.end && r.end > p.start)
     .map((r) => `${r.start}-${r.end}`))];
-  const img = fig.querySelector('img');
+  // Made here, not in the page: no image is on the page until a PDF's page is shown.
+  let img = fig.querySelector('img');
+  if (!img) {
+    img = el('img', { alt: '' });
+    img.hidden = true;
+    fig.prepend(img);
+  }
   const caption = fig.querySelector('figcaption');
   const what = `Page ${page} of ${doc.pages.length}`;
   caption.textContent = `${what} · loading…`;
