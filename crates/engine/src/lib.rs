@@ -78,8 +78,9 @@ pub use excerpt_index::{
     VerifyReport,
 };
 pub use excerpt_ingest::{
-    load_str, pdfium_library_path, run_pdf_worker, DocFormat, LoadOptions, ParsedDocument,
-    PdfLimits, PdfWorker, WalkOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES,
+    load_str, pdfium_library_path, render_pdf_page, run_pdf_page_worker, run_pdf_worker, DocFormat,
+    LoadOptions, PageError, PageImage, PageRequest, ParsedDocument, PdfLimits, PdfWorker, PixelBox,
+    WalkOptions, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PDF_PAGES, DEFAULT_PAGE_WIDTH,
     DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_SECS,
 };
 pub use excerpt_retrieve::{

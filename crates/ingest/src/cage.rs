@@ -15,6 +15,11 @@
 //! JSON reply on its standard output, then exits with status 0. [`run_pdf_worker`]
 //! implements the worker's side: a program only has to parse those two options and call
 //! it (the `excerpt` binary does it in its hidden `pdf-worker` subcommand).
+//!
+//! A page image for the inspector ([`crate::render_pdf_page`]) is a second kind of
+//! request, under the same limits: the same options and `--page`, one line of JSON (a
+//! [`PageRequest`]) then the PDF's bytes on standard input, and one JSON reply, the
+//! page or why not; [`run_pdf_page_worker`] is the worker's side.
 
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -26,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::formats::pdf;
+use crate::formats::pdf::{self, PageError, PageImage, PageRequest};
 use crate::parsed::ParsedDocument;
 use crate::IngestError;
 
@@ -209,11 +214,27 @@ pub(crate) fn load(
     warnings: &mut Vec<String>,
     pages_read: &dyn Fn(usize, usize),
 ) -> Result<ParsedDocument, IngestError> {
+    let reply = exchange(worker, path, max_pages, &[], &[bytes], pages_read)?;
+    read_document(&reply, path, doc, warnings)
+}
+
+/// Runs `worker` on one PDF with the protocol's options and `extra` ones, writes `input`
+/// to its standard input, and answers its reply (the bytes of its standard output);
+/// a worker that cannot be started is [`IngestError::PdfEngine`], one that dies,
+/// overruns a limit or exits with a failure [`IngestError::Pdf`] with the reason.
+fn exchange(
+    worker: &PdfWorker,
+    path: &Path,
+    max_pages: usize,
+    extra: &[&str],
+    input: &[&[u8]],
+    pages_read: &dyn Fn(usize, usize),
+) -> Result<Vec<u8>, IngestError> {
     let fail = |reason: String| IngestError::Pdf {
         path: path.to_path_buf(),
         reason,
     };
-    let mut child = spawn_worker(worker, path, max_pages)?;
+    let mut child = spawn_worker(worker, path, max_pages, extra)?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -225,7 +246,11 @@ pub(crate) fn load(
     let (status, stopped, reply, tail) = std::thread::scope(|s| {
         // A worker that dies early closes its end: the write then fails, which is fine.
         s.spawn(move || {
-            let _ = stdin.write_all(bytes);
+            for part in input {
+                if stdin.write_all(part).is_err() {
+                    break;
+                }
+            }
         });
         let tx_out = tx.clone();
         let reply = s.spawn(move || read_reply(stdout, &tx_out));
@@ -252,18 +277,120 @@ pub(crate) fn load(
     if !status.success() {
         return Err(fail(death_reason(status, &tail, worker.limits)));
     }
-    read_document(&reply, path, doc, warnings)
+    Ok(reply)
+}
+
+/// What a worker answers to a page request on its standard output.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum PageReply {
+    /// The rendered page.
+    Page(PageImage),
+    /// Why it cannot be.
+    Refused(PageError),
+}
+
+/// The worker's side of a page request (the protocol's `--page` option): `input` is one
+/// line of JSON, a [`PageRequest`], then the PDF's bytes; the page is rendered with
+/// PDFium in this process and the JSON reply written to `out`. A page that cannot be
+/// rendered is a reply too: only a failure to write is an error.
+///
+/// Like [`run_pdf_worker`], meant for the program a [`PdfWorker`] names.
+pub fn run_pdf_page_worker(input: &[u8], out: &mut dyn Write) -> std::io::Result<()> {
+    let reply = match input.iter().position(|&b| b == b'\n') {
+        None => PageReply::Refused(PageError::Pdf {
+            reason: "the page request has no line of JSON before the PDF".into(),
+        }),
+        Some(at) => match serde_json::from_slice::<PageRequest>(&input[..at]) {
+            Err(e) => PageReply::Refused(PageError::Pdf {
+                reason: format!("the page request is not valid ({e})"),
+            }),
+            Ok(req) => match pdf::render_page(&input[at + 1..], &req) {
+                Ok(page) => PageReply::Page(page),
+                Err(e) => PageReply::Refused(e),
+            },
+        },
+    };
+    serde_json::to_writer(&mut *out, &reply)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Renders the page `req` asks for from the PDF `bytes` (named `path` in messages)
+/// through `worker`, under its limits: the parent's side of a page request. The reply
+/// is checked: a PNG, as many lists of boxes as ranges asked for, every box inside the
+/// image.
+pub(crate) fn render_page(
+    worker: &PdfWorker,
+    path: &Path,
+    bytes: &[u8],
+    req: &PageRequest,
+) -> Result<PageImage, PageError> {
+    let mut line = serde_json::to_vec(req).map_err(|e| PageError::Pdf {
+        reason: format!("the page request does not serialize ({e})"),
+    })?;
+    line.push(b'\n');
+    let reply = match exchange(
+        worker,
+        path,
+        req.max_pages,
+        &["--page"],
+        &[&line, bytes],
+        &|_, _| {},
+    ) {
+        Ok(reply) => reply,
+        Err(IngestError::PdfEngine { reason, .. }) => return Err(PageError::Engine { reason }),
+        Err(IngestError::Pdf { reason, .. }) => return Err(PageError::Pdf { reason }),
+        Err(other) => {
+            return Err(PageError::Pdf {
+                reason: other.to_string(),
+            })
+        }
+    };
+    let invalid = |why: String| PageError::Pdf {
+        reason: format!("the PDF worker's reply is not valid ({why})"),
+    };
+    match serde_json::from_slice::<PageReply>(&reply).map_err(|e| invalid(e.to_string()))? {
+        PageReply::Refused(e) => Err(match e {
+            PageError::Engine { reason } => PageError::Engine {
+                reason: one_line(&reason),
+            },
+            PageError::Pdf { reason } => PageError::Pdf {
+                reason: one_line(&reason),
+            },
+            other => other,
+        }),
+        PageReply::Page(page) => {
+            let inside = page.boxes.iter().flatten().all(|b| {
+                b.x.checked_add(b.width).is_some_and(|r| r <= page.width)
+                    && b.y.checked_add(b.height).is_some_and(|r| r <= page.height)
+            });
+            if !page.png.starts_with(b"\x89PNG\r\n\x1a\n") {
+                Err(invalid("not a PNG".into()))
+            } else if page.boxes.len() != req.highlights.len() || !inside {
+                Err(invalid("boxes that do not fit the request".into()))
+            } else {
+                Ok(page)
+            }
+        }
+    }
 }
 
 /// Starts `worker` on one PDF, named `path` to it and read from its standard input,
 /// confined by its limits.
-fn spawn_worker(worker: &PdfWorker, path: &Path, max_pages: usize) -> Result<Child, IngestError> {
+fn spawn_worker(
+    worker: &PdfWorker,
+    path: &Path,
+    max_pages: usize,
+    extra: &[&str],
+) -> Result<Child, IngestError> {
     let mut cmd = Command::new(&worker.program);
     cmd.args(&worker.args)
         .arg("--max-pages")
         .arg(max_pages.to_string())
         .arg("--name")
         .arg(path)
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

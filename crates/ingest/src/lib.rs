@@ -60,8 +60,8 @@ mod sentences;
 mod walk;
 
 pub use cage::{
-    run_pdf_worker, PdfLimits, PdfWorker, DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_SECS,
-    MAX_WORKER_REPLY_BYTES,
+    run_pdf_page_worker, run_pdf_worker, PdfLimits, PdfWorker, DEFAULT_PDF_MEMORY_BYTES,
+    DEFAULT_PDF_TIMEOUT_SECS, MAX_WORKER_REPLY_BYTES,
 };
 pub use chunk::{chunk, ChunkOptions, CHARS_PER_TOKEN_ESTIMATE};
 
@@ -78,10 +78,13 @@ pub fn language_code(name: &str) -> Option<&'static str> {
 pub use error::IngestError;
 pub use formats::docx::{MAX_DOCX_DEPTH, MAX_DOCX_UNPACKED_BYTES};
 pub use formats::html::MAX_HTML_DEPTH;
-pub use formats::pdf::PDFIUM_ENV;
+pub use formats::pdf::{
+    PageError, PageImage, PageRequest, PixelBox, DEFAULT_PAGE_WIDTH, MAX_PAGE_WIDTH,
+    MIN_PAGE_WIDTH, PDFIUM_ENV,
+};
 pub use load::{
     is_supported, load_bytes, load_bytes_with, load_file, load_file_with_progress, load_path,
-    load_str, pdfium_library_path, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
+    load_str, pdfium_library_path, render_pdf_page, DocFormat, LoadOptions, DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_PDF_PAGES,
 };
 pub use parsed::{relative_id, Loaded, ParsedDocument};

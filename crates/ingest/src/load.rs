@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cage::{self, PdfWorker};
+use crate::formats::pdf::{PageError, PageImage, PageRequest};
 use crate::formats::{docx, html, jsonl, markdown, pdf, text};
 use crate::parsed::{relative_id, Loaded, ParsedDocument};
 use crate::IngestError;
@@ -238,6 +239,22 @@ fn load_pdf(
         warnings,
         ..Loaded::default()
     })
+}
+
+/// Renders a page of an indexed PDF, `bytes` its file (named `name` in messages), with
+/// the ranges of `req` outlined: in a worker process under its limits when
+/// `opts.pdf_worker` is set, as a PDF is loaded, else in this process. The PDF's text
+/// must be the indexed one ([`PageError::Changed`] otherwise).
+pub fn render_pdf_page(
+    name: &str,
+    bytes: &[u8],
+    req: &PageRequest,
+    opts: &LoadOptions,
+) -> Result<PageImage, PageError> {
+    match &opts.pdf_worker {
+        Some(worker) => cage::render_page(worker, Path::new(name), bytes, req),
+        None => pdf::render_page(bytes, req),
+    }
 }
 
 fn load_docx(

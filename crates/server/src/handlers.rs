@@ -407,9 +407,22 @@ pub(crate) struct DocumentView {
     metadata: Map<String, Value>,
     /// The sections, in reading order.
     sections: Vec<SectionView>,
+    /// The pages of a document read from a PDF, in order, as character ranges of the
+    /// text (they partition it); empty otherwise. `GET /v1/pages/{page}/{id}` renders
+    /// one.
+    pages: Vec<PageView>,
     /// The text (unless `text=false`); offsets index it in characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
+}
+
+/// One page of `GET /v1/documents/{id}`, with character offsets.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PageView {
+    /// Start of the page's text, in characters.
+    start: usize,
+    /// End of the page's text, in characters (exclusive).
+    end: usize,
 }
 
 /// Query string of `GET /v1/documents/{id}`.
@@ -484,6 +497,14 @@ pub(crate) async fn get_document(
                     start: s.range.char_start,
                     end: s.range.char_end,
                     parent: s.parent,
+                })
+                .collect(),
+            pages: d
+                .pages
+                .iter()
+                .map(|p| PageView {
+                    start: p.char_start,
+                    end: p.char_end,
                 })
                 .collect(),
             text: with_text.then(|| d.text.to_string()),
@@ -603,6 +624,193 @@ pub(crate) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiE
         StatusCode::OK,
         [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
         page,
+    )
+        .into_response())
+}
+
+/// Most ranges `GET /v1/pages/{page}/{id}` outlines at once.
+pub(crate) const MAX_HIGHLIGHTS: usize = 256;
+
+/// The header of `GET /v1/pages/{page}/{id}` that counts the boxes drawn for each range
+/// of `highlight`, in its order (`3,0,1`): 0 for a range off the page, or whose
+/// characters could not be placed.
+pub(crate) const HIGHLIGHT_BOXES: &str = "x-highlight-boxes";
+
+/// Query string of `GET /v1/pages/{page}/{id}`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// Ranges of the document text to outline on the page, in characters as pieces'
+    /// `start` and `end` count them: `START-END` pairs separated by commas
+    /// (`120-310,500-620`), at most 256. The parts of a range off this page are left
+    /// out.
+    highlight: Option<String>,
+    /// Width of the image in pixels, 200 to 2000 (default 1000); the height follows
+    /// the page's shape.
+    #[param(value_type = Option<u32>, minimum = 200, maximum = 2000)]
+    width: Option<String>,
+}
+
+/// The ranges of `?highlight=`: `START-END` pairs separated by commas.
+fn highlight_ranges(s: Option<&str>) -> Result<Vec<(usize, usize)>, ApiError> {
+    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let range = part.trim().split_once('-').and_then(|(a, b)| {
+            let (a, b) = (
+                a.trim().parse::<usize>().ok()?,
+                b.trim().parse::<usize>().ok()?,
+            );
+            (a <= b).then_some((a, b))
+        });
+        let Some(range) = range else {
+            return Err(ApiError::bad_request(format!(
+                "highlight takes START-END character ranges separated by commas, START at most END, not {part:?}"
+            )));
+        };
+        out.push(range);
+    }
+    if out.len() > MAX_HIGHLIGHTS {
+        return Err(ApiError::bad_request(format!(
+            "highlight has {} ranges; at most {MAX_HIGHLIGHTS} are drawn at once",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// A page error as an answer: 404 no such page, 409 the source changed, 422 not a PDF
+/// or a PDF that cannot be rendered, 503 PDFium missing.
+fn page_error(e: excerpt::PageError) -> ApiError {
+    use excerpt::PageError as E;
+    let (status, code) = match &e {
+        E::NotPaged => (StatusCode::UNPROCESSABLE_ENTITY, "not_a_pdf"),
+        E::NoPage { .. } => (StatusCode::NOT_FOUND, "page_not_found"),
+        E::Engine { .. } => (StatusCode::SERVICE_UNAVAILABLE, "pdfium_unavailable"),
+        E::Changed => (StatusCode::CONFLICT, "source_changed"),
+        E::Pdf { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "pdf_unreadable"),
+    };
+    ApiError::new(status, code, e.to_string())
+}
+
+/// 409 `no_source`: the PDF a document was read from cannot be read again.
+fn no_source(message: String) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "no_source", message)
+}
+
+/// Reads a document's source file again: a regular file, at most `max` bytes.
+fn read_source(source: Option<&str>, max: u64) -> Result<Vec<u8>, ApiError> {
+    let Some(path) = source.filter(|s| !s.is_empty()) else {
+        return Err(no_source(
+            "the document records no source file to render its pages from (it was not ingested from a file)".into(),
+        ));
+    };
+    let cannot = |why: String| no_source(format!("the source file {path:?} cannot be read: {why}"));
+    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(cannot("not a regular file".into()));
+    }
+    if meta.len() > max {
+        return Err(cannot(format!(
+            "{} bytes, over the file size limit of {max}",
+            meta.len()
+        )));
+    }
+    std::fs::read(path).map_err(|e| cannot(e.to_string()))
+}
+
+/// `GET /v1/pages/{page}/{id}`: page `page` (from 1) of the PDF document `id`, as a PNG
+/// with the ranges of `?highlight=` outlined.
+#[utoipa::path(
+    get,
+    path = "/v1/pages/{page}/{*id}",
+    tag = "documents",
+    summary = "A page of a PDF, as an image",
+    description = "Renders page `page` (from 1, as pieces' `page_start` counts) of a \
+document read from a PDF, as a PNG, with the characters of the `highlight` ranges \
+outlined (one box per line a range runs over). The PDF is read again from the document's \
+`source` path (a relative path is taken from the server's working directory) and its text \
+extracted again: it must be the indexed text, else 409 `source_changed`. With PDF \
+workers (as `excerpt serve` runs), PDFium runs in a worker process under the PDF limits. \
+The id comes last since it may contain `/`, raw or percent-encoded.",
+    params(
+        ("page" = u32, Path, description = "The page, from 1.", minimum = 1),
+        ("id" = String, Path, description = "The document id."),
+        PageQuery,
+    ),
+    responses(
+        (status = 200, description = "The page.", body = Vec<u8>, content_type = "image/png",
+         headers(("X-Highlight-Boxes" = String, description = "How many boxes were drawn \
+for each range of `highlight`, in its order, separated by commas (0: off the page, or not \
+placed)."))),
+        (status = 400, description = "A bad page number, `highlight` or `width`.", body = ErrorBody),
+        (status = 404, description = "No such document or page, or no index yet.", body = ErrorBody),
+        (status = 409, description = "The source file is not recorded or cannot be read \
+(`no_source`), or its text is not the indexed text (`source_changed`).", body = ErrorBody),
+        (status = 422, description = "The document was not read from a PDF (`not_a_pdf`), \
+or the PDF cannot be rendered (`pdf_unreadable`).", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn page_image(
+    State(st): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    q: Result<Query<PageQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let (page, id) = p
+        .map(|Path(p)| p)
+        .map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let Query(q) = q.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} (GET /v1/pages/{{page}}/{{id}} takes highlight and width)",
+            e.body_text()
+        ))
+    })?;
+    let page = match page.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => n - 1,
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "the page is a whole number from 1, not {page:?}"
+            )))
+        }
+    };
+    let highlights = highlight_ranges(q.highlight.as_deref())?;
+    let width = match whole_number("width", q.width.as_deref())? {
+        None => excerpt::DEFAULT_PAGE_WIDTH,
+        Some(w) if (200..=2000).contains(&w) => w as u32,
+        Some(w) => {
+            return Err(ApiError::bad_request(format!(
+                "width must be 200 to 2000 pixels, not {w}"
+            )))
+        }
+    };
+    let engine = st.engine.clone();
+    let load = st.options.ingest.load.clone();
+    let image = blocking(move || {
+        let doc = engine
+            .document(&id)?
+            .ok_or_else(|| ApiError::document_not_found(&id))?;
+        let req = excerpt::PageRequest::new(&doc, page, highlights, width, load.max_pdf_pages)
+            .map_err(page_error)?;
+        let bytes = read_source(doc.source.as_deref(), load.max_file_bytes)?;
+        let name = doc.source.as_deref().unwrap_or(&id);
+        excerpt::render_pdf_page(name, &bytes, &req, &load).map_err(page_error)
+    })
+    .await?;
+    let counts: Vec<String> = image.boxes.iter().map(|b| b.len().to_string()).collect();
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "image/png".to_string()),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+            (
+                header::HeaderName::from_static(HIGHLIGHT_BOXES),
+                counts.join(","),
+            ),
+        ],
+        image.png,
     )
         .into_response())
 }

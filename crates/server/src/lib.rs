@@ -8,6 +8,7 @@
 //! | `POST /v1/ingest` | add or replace documents sent as JSON | `excerpt ingest --json` |
 //! | `GET /v1/documents` | list documents (`limit`, `offset`, `prefix`; the count in `X-Total-Count`) | `excerpt docs --json` |
 //! | `GET /v1/documents/{id}` | one document: summary, sections, text (the id's `/` raw or `%2F`) | |
+//! | `GET /v1/pages/{page}/{id}` | a page of a PDF document as a PNG, `?highlight=` ranges outlined (read again from its source file, in the PDF worker when there is one) | |
 //! | `DELETE /v1/documents/{id}` | remove a document | `excerpt rm` |
 //! | `GET /v1/stats` | index statistics | `excerpt stats --json` |
 //! | `GET /metrics` | Prometheus metrics: requests, latencies, index size, ingest counts (`metrics.rs`) | |

@@ -120,6 +120,7 @@ pub(crate) fn routes() -> (
         .routes(routes!(handlers::ingest))
         .routes(routes!(handlers::list_documents))
         .routes(routes!(handlers::get_document, handlers::delete_document))
+        .routes(routes!(handlers::page_image))
         .routes(routes!(handlers::stats))
         .routes(routes!(ui::report));
     let scraped = OpenApiRouter::with_openapi(utoipa::openapi::OpenApi::default())

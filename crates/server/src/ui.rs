@@ -29,7 +29,7 @@ use crate::state::AppState;
 /// scripts, styles, images and API; no inline script or style, no `eval`, no frames, no
 /// forms sent elsewhere.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; \
+img-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'self'; \
 frame-ancestors 'none'";
 
 /// The Content-Security-Policy of the evaluation report (`GET /v1/report`): its own

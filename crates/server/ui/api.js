@@ -79,6 +79,28 @@ export function getDocument(id) {
 }
 export const forgetDocuments = () => documents.clear();
 
+/**
+ * `GET /v1/pages/{page}/{id}?highlight=`: a page of a PDF as an image, the ranges
+ * outlined; `{blob, boxes}` with the boxes drawn for each range.
+ */
+export async function pageImage(id, page, highlight) {
+  const q = highlight ? `?${new URLSearchParams({ highlight })}` : '';
+  const res = await fetch(`/v1/pages/${page}/${encodeURIComponent(id)}${q}`, init('GET', 'image/png'));
+  if (!res.ok) {
+    let v = null;
+    try {
+      v = await res.json();
+    } catch {
+      v = null;
+    }
+    const e = new ApiError(res.status, v?.error?.code ?? `http_${res.status}`, v?.error?.message ?? res.statusText);
+    if (res.status === 401) unauthorized(e);
+    throw e;
+  }
+  const boxes = (res.headers.get('X-Highlight-Boxes') ?? '').split(',').filter(Boolean).map(Number);
+  return { blob: await res.blob(), boxes };
+}
+
 /** `GET /v1/documents?prefix=&offset=&limit=`: `{list, total}`. */
 export async function listDocuments(prefix, offset, limit) {
   const p = new URLSearchParams({ offset: String(offset), limit: String(limit) });

@@ -2,6 +2,7 @@
 // section outline beside it. Offsets are in characters (Unicode scalar values), as the
 // API counts them, so the text is cut by code points, never by UTF-16 units.
 
+import { pageImage } from './api.js';
 import { append, clear, el, label, num } from './dom.js';
 
 /**
@@ -113,14 +114,87 @@ export function showDocument(view, doc, runs, focus, onPiece) {
   }
   body.append(frag);
   body.scrollTop = 0;
+  pageOf.set(view, { doc, ranges });
+  const fig = view.querySelector('#doc-page');
+  if (fig) {
+    fig.hidden = true;
+    delete fig.dataset.key;
+  }
   focusPiece(view, focus);
   return { sides, pieces: ranges.length };
+}
+
+/** The document shown in each view and its highlighted ranges, for its page images. */
+const pageOf = new WeakMap();
+
+/** The page (from 1) of `doc` that character `at` is on, or 0. */
+export function pageAt(doc, at) {
+  const k = (doc.pages ?? []).findIndex((p) => p.start <= at && at < p.end);
+  return k + 1;
+}
+
+/**
+ * Shows page `page` of the view's document as an image, the pieces on it outlined
+ * (drawn by the server: `GET /v1/pages/{page}/{id}?highlight=`), fetched with the
+ * token and shown from a `blob:` URL. A document without pages hides it; a server
+ * that cannot render the page says why in its place.
+ */
+async function showPage(view, page) {
+  const fig = view.querySelector('#doc-page');
+  const shown = pageOf.get(view);
+  if (!fig || !shown) return;
+  const { doc, ranges } = shown;
+  const p = doc.pages?.[page - 1];
+  if (!p) {
+    fig.hidden = true;
+    return;
+  }
+  const key = `${doc.id}\n${page}`;
+  if (fig.dataset.key === key) return;
+  fig.dataset.key = key;
+  const on = [...new Set(ranges
+    .filter((r) => r.start < p.end && r.end > p.start)
+    .map((r) => `${r.start}-${r.end}`))];
+  // Made here, not in the page: no image is on the page until a PDF's page is shown.
+  let img = fig.querySelector('img');
+  if (!img) {
+    img = el('img', { alt: '' });
+    img.hidden = true;
+    fig.prepend(img);
+  }
+  const caption = fig.querySelector('figcaption');
+  const what = `Page ${page} of ${doc.pages.length}`;
+  caption.textContent = `${what} · loading…`;
+  fig.classList.remove('failed');
+  fig.hidden = false;
+  try {
+    const got = await pageImage(doc.id, page, on.join(','));
+    if (fig.dataset.key !== key) return;
+    const url = URL.createObjectURL(got.blob);
+    const old = img.src;
+    img.src = url;
+    if (old.startsWith('blob:')) URL.revokeObjectURL(old);
+    const boxes = got.boxes.reduce((a, b) => a + b, 0);
+    const outlined = on.length ? ` · ${on.length === 1 ? '1 piece' : `${on.length} pieces`} outlined` : '';
+    img.alt = `${what} of ${doc.title || doc.id}${outlined}`;
+    img.hidden = false;
+    caption.textContent = `${what}${outlined}${on.length && !boxes ? ' (their characters could not be placed on the page)' : ''}`;
+  } catch (e) {
+    if (fig.dataset.key !== key) return;
+    img.hidden = true;
+    fig.classList.add('failed');
+    caption.textContent = `${what}: the page image cannot be shown (${e.message})`;
+  }
 }
 
 /** Marks piece `focus` as the current one and scrolls it into view. */
 export function focusPiece(view, focus) {
   for (const m of view.querySelectorAll('mark.current')) m.classList.remove('current');
   if (!focus) return;
+  // A PDF's page: that of the piece's start.
+  const shown = pageOf.get(view);
+  const hit = shown?.ranges.find((x) => x.side === focus.side && x.index === focus.index);
+  if (hit && shown.doc.pages?.length) showPage(view, pageAt(shown.doc, hit.start));
   const marks = view.querySelectorAll(`mark.p-${focus.side}-${focus.index}`);
   for (const m of marks) m.classList.add('current');
   const first = marks[0];

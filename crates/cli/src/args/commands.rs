@@ -35,6 +35,10 @@ pub struct PdfWorkerArgs {
     /// The name of the file in warnings (default: the path, or `stdin`).
     #[arg(long)]
     pub name: Option<String>,
+    /// Render a page instead (the inspector's page images): standard input is one line
+    /// of JSON, the page request, then the PDF (`excerpt::run_pdf_page_worker`).
+    #[arg(long)]
+    pub page: bool,
 }
 
 /// Limits of the worker process each PDF is parsed in (`ingest` and `serve`).

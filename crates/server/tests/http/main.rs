@@ -19,6 +19,7 @@ mod guards;
 mod mcp;
 mod openapi;
 mod operations;
+mod pages;
 mod report;
 
 /// A server running on its own thread and runtime; stopped (gracefully) on drop.

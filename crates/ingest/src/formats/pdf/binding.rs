@@ -51,7 +51,7 @@ pub fn pdfium_library_path() -> PathBuf {
 }
 
 /// The process-wide PDFium instance, bound on first use; the reason when it cannot be.
-fn engine() -> Result<&'static Pdfium, String> {
+pub(super) fn engine() -> Result<&'static Pdfium, String> {
     static ENGINE: OnceLock<Result<Pdfium, String>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {
@@ -155,7 +155,7 @@ fn read_pages(
         let lines = pdf
             .pages()
             .get(i as _)
-            .and_then(|page| page.text().map(|t| page_lines(&t)));
+            .and_then(|page| page.text().map(|t| page_lines(&t, None)));
         pages.push(lines.unwrap_or_else(|_| {
             unreadable.push(i);
             Vec::new()
@@ -213,7 +213,7 @@ fn check_text_layer(
 }
 
 /// Why PDFium could not open a document, in words.
-fn open_reason(e: &PdfiumError) -> String {
+pub(super) fn open_reason(e: &PdfiumError) -> String {
     match e {
         PdfiumError::PdfiumLibraryInternalError(PdfiumInternalError::PasswordError) => {
             "encrypted (a password is needed to open it)".into()
@@ -254,18 +254,32 @@ pub(crate) fn page_list(pages: &[usize]) -> String {
 }
 
 /// The lines of one page from PDFium's characters (in its reading order; it ends lines
-/// with a generated CR LF).
-fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
+/// with a generated CR LF). With `glyphs`, the visible characters of each line are
+/// pushed there too, one list a line, each with its box on the page (in the order of
+/// the line's text, whitespace left out): what the page images of the inspector outline.
+pub(super) fn page_lines(
+    text: &pdfium_render::prelude::PdfPageText<'_>,
+    mut glyphs: Option<&mut Vec<Vec<Glyph>>>,
+) -> Vec<Line> {
+    let collect = glyphs.is_some();
     let mut lines = Vec::new();
     let mut cur = Line::default();
+    let mut cur_glyphs: Vec<Glyph> = Vec::new();
     let mut sizes: Vec<f32> = Vec::new();
-    let finish = |cur: &mut Line, sizes: &mut Vec<f32>, lines: &mut Vec<Line>| {
+    let mut finish = |cur: &mut Line,
+                      cur_glyphs: &mut Vec<Glyph>,
+                      sizes: &mut Vec<f32>,
+                      lines: &mut Vec<Line>| {
         if !cur.text.trim().is_empty() {
             cur.size = mode(sizes);
             lines.push(std::mem::take(cur));
+            if let Some(g) = glyphs.as_deref_mut() {
+                g.push(std::mem::take(cur_glyphs));
+            }
         } else {
             *cur = Line::default();
         }
+        cur_glyphs.clear();
         sizes.clear();
     };
     // The right edge of a line's last visible character, asked of PDFium once per line.
@@ -277,14 +291,15 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
         })
     };
     let mut last: Option<(PdfPageTextChar<'_>, f32, f32)> = None;
-    // Where the characters of the glyph last seen start in `cur.text`, and its origin.
-    let mut glyph: Option<(usize, f32, f32, char)> = None;
+    // Where the characters of the glyph last seen start in `cur.text` (and in
+    // `cur_glyphs`), and its origin.
+    let mut glyph: Option<(usize, usize, f32, f32, char)> = None;
     let chars = text.chars();
     for ch in chars.iter() {
         let c = match char::from_u32(ch.unicode_value()) {
             Some('\n') => {
                 cur.x_end = right_edge(last.take());
-                finish(&mut cur, &mut sizes, &mut lines);
+                finish(&mut cur, &mut cur_glyphs, &mut sizes, &mut lines);
                 glyph = None;
                 continue;
             }
@@ -329,8 +344,16 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
         // A glyph that stands for several characters of a right-to-left script (the
         // Arabic lam-alef ligature) comes out in visual order: put them back in logical
         // order by inserting each at the start of its glyph's characters.
+        let bounds = if collect { char_box(&ch) } else { None };
+        let boxed = |piece: &str| {
+            piece
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .map(|c| Glyph { c, bounds })
+                .collect::<Vec<_>>()
+        };
         match glyph {
-            Some((at, gx, gy, prev))
+            Some((at, at_glyph, gx, gy, prev))
                 if (gx - ox).abs() < 0.01
                     && (gy - oy).abs() < 0.01
                     && right_to_left(prev)
@@ -339,17 +362,46 @@ fn page_lines(text: &pdfium_render::prelude::PdfPageText<'_>) -> Vec<Line> {
                 let mut piece = String::new();
                 push_normalised(&mut piece, c);
                 cur.text.insert_str(at, &piece);
+                if collect {
+                    cur_glyphs.splice(at_glyph..at_glyph, boxed(&piece));
+                }
             }
             _ => {
-                glyph = Some((cur.text.len(), ox, oy, c));
+                glyph = Some((cur.text.len(), cur_glyphs.len(), ox, oy, c));
+                let from = cur.text.len();
                 push_normalised(&mut cur.text, c);
+                if collect {
+                    let piece = boxed(&cur.text[from..]);
+                    cur_glyphs.extend(piece);
+                }
             }
         }
         last = Some((ch, ox, size));
     }
     cur.x_end = right_edge(last.take());
-    finish(&mut cur, &mut sizes, &mut lines);
+    finish(&mut cur, &mut cur_glyphs, &mut sizes, &mut lines);
     lines
+}
+
+/// A visible character of a line (after the normalisation the text has) and the box of
+/// the PDF character it comes from, in page points: left, bottom, right, top.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Glyph {
+    pub c: char,
+    pub bounds: Option<[f32; 4]>,
+}
+
+/// The box of a character: its loose bounds (the line's height, as a text selection
+/// shows it), else its tight bounds.
+fn char_box(ch: &PdfPageTextChar<'_>) -> Option<[f32; 4]> {
+    let r = ch.loose_bounds().or_else(|_| ch.tight_bounds()).ok()?;
+    let b = [
+        r.left().value,
+        r.bottom().value,
+        r.right().value,
+        r.top().value,
+    ];
+    b.iter().all(|v| v.is_finite()).then_some(b)
 }
 
 /// A letter of a right-to-left script (Hebrew, Arabic and their supplements).
@@ -388,7 +440,7 @@ fn mode(values: &[f32]) -> f32 {
 }
 
 /// The outline in reading order (depth first), at most [`MAX_OUTLINE`] entries, depth 6.
-fn outline(pdf: &PdfDocument<'_>) -> Vec<OutlineEntry> {
+pub(super) fn outline(pdf: &PdfDocument<'_>) -> Vec<OutlineEntry> {
     let mut out = Vec::new();
     let mut stack: Vec<(PdfBookmark<'_>, u8)> = Vec::new();
     if let Some(root) = pdf.bookmarks().root() {

@@ -252,7 +252,7 @@ fn write_page(p: &[Line], page: &PageParts<'_>, text: &mut String, headings: &mu
 
 /// Running headers and footers: the first and last two lines of a page whose key is on
 /// at least a quarter of the pages (and three of them), as (page, line).
-fn running_furniture(pages: &[Vec<Line>]) -> HashSet<(usize, usize)> {
+pub(crate) fn running_furniture(pages: &[Vec<Line>]) -> HashSet<(usize, usize)> {
     let mut drop: HashSet<(usize, usize)> = HashSet::new();
     let with_text = pages.iter().filter(|p| !p.is_empty()).count();
     if with_text >= 3 {

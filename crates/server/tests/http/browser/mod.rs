@@ -11,10 +11,11 @@
 //! This file is the harness (a browser per test, helpers that read the page); the tests
 //! are in `views` (every view, on an index directory and on PostgreSQL), `security`
 //! (hostile titles, the token), `report` (the evaluation report), `usability` (the
-//! keyboard alone, a phone's screen) and `load` (the page's load time, measured, not
+//! keyboard alone, a phone's screen), `pages` (a PDF piece's page as an image) and `load` (the page's load time, measured, not
 //! asserted: `#[ignore]`d).
 
 mod load;
+mod pages;
 mod report;
 mod security;
 mod usability;
