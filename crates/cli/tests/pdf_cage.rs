@@ -565,3 +565,116 @@ fn mcp_stdio_cages_hostile_pdfs() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `excerpt serve` renders an indexed PDF's page in its caged worker (`pdf-worker
+/// --page`): a PNG with the requested range outlined. When the file on disk becomes a
+/// hostile PDF, the worker dies under its limits, the request is refused with the
+/// reason, and the server goes on answering.
+#[test]
+fn serve_renders_pages_in_the_caged_worker() {
+    pdfium_present();
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let file = docs.join("report.pdf");
+    std::fs::write(&file, excerpt_testkit::fixtures::report_pdf()).unwrap();
+    let index = tmp.path().join("idx");
+    let out = bin()
+        .arg("--index")
+        .arg(&index)
+        .args(["--quiet", "ingest"])
+        .arg(&docs)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut child = bin()
+        .arg("--index")
+        .arg(&index)
+        .args(["--quiet", "serve", "--addr", "127.0.0.1:0", "--no-warmup"])
+        .args([
+            "--pdf-memory-mb",
+            MEMORY_MIB,
+            "--pdf-timeout-secs",
+            TIMEOUT_SECS,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let doc: Value = agent
+        .get(format!("{base}/v1/documents/report.pdf"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap();
+    let text = doc["text"].as_str().unwrap();
+    let sentence = "The compressor engine must be started twenty minutes before use.";
+    let at = text.find(sentence).expect("the sentence is indexed");
+    let start = text[..at].chars().count();
+    let end = start + sentence.chars().count();
+    // The page holding the sentence, 1-based, from the document's page ranges.
+    let page = doc["pages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| {
+            p["start"].as_u64().unwrap() as usize <= start
+                && start < p["end"].as_u64().unwrap() as usize
+        })
+        .expect("a page holds it")
+        + 1;
+    let mut r = agent
+        .get(format!(
+            "{base}/v1/pages/{page}/report.pdf?highlight={start}-{end}"
+        ))
+        .call()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "image/png");
+    let boxes = r.headers()["x-highlight-boxes"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(boxes.parse::<u32>().unwrap() >= 1, "{boxes}");
+    let png = r.body_mut().read_to_vec().unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{} bytes", png.len());
+
+    // The file becomes a flate bomb: the worker dies, the server answers and lives.
+    let bomb = hostile()
+        .into_iter()
+        .find(|(name, _)| *name == "flate-bomb.pdf")
+        .unwrap()
+        .1;
+    std::fs::write(&file, bomb).unwrap();
+    let started = Instant::now();
+    let mut r = agent
+        .get(format!("{base}/v1/pages/{page}/report.pdf"))
+        .call()
+        .unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.body_mut().read_json().unwrap();
+    assert!(status == 409 || status == 422, "{status}: {body:#}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let health = agent.get(format!("{base}/healthz")).call().unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let _ = child.kill();
+    let _ = child.wait();
+}

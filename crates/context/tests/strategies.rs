@@ -77,25 +77,6 @@ fn budget_smaller_than_one_chunk_returns_nothing_with_a_note() {
             assert_eq!(texts, ["c2 one. "], "{ctx:?}");
             continue;
         }
-        if s == Strategy::Topk {
-            // topk cuts the chunk that does not fit to its first sentences that do.
-            let ctx = assemble(
-                &StrategyConfig::default_for(s),
-                &req(&c, &hits, 3, None, None),
-            )
-            .unwrap();
-            let texts: Vec<&str> = ctx.pieces.iter().map(|p| p.text.as_str()).collect();
-            assert_eq!(texts, ["c2 one. "], "{ctx:?}");
-            assert_eq!((ctx.pieces[0].start, ctx.pieces[0].end), (32, 40));
-            assert!(
-                ctx.notes
-                    .iter()
-                    .any(|n| n.contains("rank 1 cut to its first 1 sentences")),
-                "{:?}",
-                ctx.notes
-            );
-            continue;
-        }
         let ctx = assemble(
             &StrategyConfig::default_for(s),
             &req(&c, &hits, 3, None, None),

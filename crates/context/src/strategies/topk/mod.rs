@@ -12,7 +12,7 @@
 mod plan;
 mod sentences;
 
-use excerpt_core::{ChunkKey, Document, TextRange};
+use excerpt_core::ChunkKey;
 use serde::{Deserialize, Serialize};
 
 use crate::context::{AssembleRequest, PieceOrder};
@@ -443,30 +443,14 @@ fn topk(
             continue;
         };
         let o = h.key.ordinal as usize;
-        let span = chunk_span(doc, o, o);
-        if !sel.try_add(h.key.doc, doc, span, h.score, h.relevance, &[h.key.ordinal]) {
-            // The best chunk longer than the whole budget (in a script the model's
-            // tokenizer packs many characters into a token, one chunk can outgrow it):
-            // its first whole sentences, as many as fit, rather than nothing.
-            let kept = sel.is_empty().then(|| {
-                leading_sentences(doc, span).rev().find(|&(_, prefix)| {
-                    sel.try_add(
-                        h.key.doc,
-                        doc,
-                        prefix,
-                        h.score,
-                        h.relevance,
-                        &[h.key.ordinal],
-                    )
-                })
-            });
-            let kept = kept.flatten();
-            if let Some((n, _)) = kept {
-                notes.push(format!(
-                    "topk: the chunk at rank {} cut to its first {n} sentences to fit",
-                    h.rank + 1
-                ));
-            }
+        if !sel.try_add(
+            h.key.doc,
+            doc,
+            chunk_span(doc, o, o),
+            h.score,
+            h.relevance,
+            &[h.key.ordinal],
+        ) {
             notes.push(format!(
                 "topk: stopped at rank {} (chunk did not fit the remaining budget)",
                 h.rank + 1
@@ -474,32 +458,4 @@ fn topk(
             break;
         }
     }
-}
-
-/// The prefixes of `span` that end on one of its document's sentence ends, shortest
-/// first, each with the number of sentences it holds (the whole span, when it ends on a
-/// sentence end, is the last).
-fn leading_sentences(
-    doc: &Document,
-    span: TextRange,
-) -> impl DoubleEndedIterator<Item = (usize, TextRange)> + '_ {
-    let first = doc
-        .sentences
-        .partition_point(|s| s.byte_end <= span.byte_start);
-    let end = doc
-        .sentences
-        .partition_point(|s| s.byte_end <= span.byte_end);
-    doc.sentences[first..end.max(first)]
-        .iter()
-        .enumerate()
-        .map(move |(i, s)| {
-            (
-                i + 1,
-                TextRange {
-                    byte_end: s.byte_end,
-                    char_end: s.char_end,
-                    ..span
-                },
-            )
-        })
 }

@@ -4,31 +4,50 @@
 
 use std::sync::Arc;
 
-use excerpt::{Engine, IngestOptions, NoProgress};
+use excerpt::{Engine, EngineOptions, IngestOptions, NoProgress};
 use excerpt_server::ServerOptions;
 use serde_json::json;
 
 use super::super::{engine_options, start_engine};
-use super::{enc, tools, Browser};
+use super::{enc, tools, Browser, Tools};
 
 #[test]
 fn a_pdf_piece_shows_its_page_with_an_outline() {
     let Some(tools) = tools() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::new(engine_options(&tmp.path().join("idx"))));
+    page_view(&tools, engine, tmp.path(), "pdf-page");
+}
+
+/// The same on a PostgreSQL index (skipped without one unless
+/// `EXCERPT_REQUIRE_POSTGRES=1`, as the other PostgreSQL views).
+#[test]
+fn a_pdf_piece_shows_its_page_on_postgres() {
+    let Some(tools) = tools() else { return };
+    let Some(url) = excerpt_testkit::postgres::database("pdfpage") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::new(EngineOptions::new(url)));
+    page_view(&tools, engine, tmp.path(), "pdf-page-postgres");
+}
+
+/// Ingests the report PDF from a folder in `dir` into `engine`, serves it with a token,
+/// opens the compressor piece and checks its page image; the screenshot is `shot`.
+fn page_view(tools: &Tools, engine: Arc<Engine>, dir: &std::path::Path, shot: &str) {
     let lib = excerpt::pdfium_library_path();
     assert!(
         lib.is_file(),
         "PDFium is missing at {}: run scripts/fetch-pdfium.sh",
         lib.display()
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let docs = tmp.path().join("docs");
+    let docs = dir.join("docs");
     std::fs::create_dir(&docs).unwrap();
     std::fs::write(
         docs.join("report.pdf"),
         excerpt_testkit::fixtures::report_pdf(),
     )
     .unwrap();
-    let engine = Arc::new(Engine::new(engine_options(&tmp.path().join("idx"))));
     let report = engine
         .ingest(
             std::slice::from_ref(&docs),
@@ -45,7 +64,7 @@ fn a_pdf_piece_shows_its_page_with_an_outline() {
             ..ServerOptions::default()
         },
     );
-    let b = Browser::start(&tools, &s, false);
+    let b = Browser::start(tools, &s, false);
     let q = "compressor engine started before use";
     b.goto(&format!("/?q={}&strategy=topk&budget=60", enc(q)));
     b.wait("!document.getElementById('auth').hidden", "the token form");
@@ -101,5 +120,5 @@ fn a_pdf_piece_shows_its_page_with_an_outline() {
         img["alt"].as_str().unwrap().contains("Page 2 of 3"),
         "{img}"
     );
-    b.shot("pdf-page");
+    b.shot(shot);
 }
