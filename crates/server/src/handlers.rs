@@ -19,6 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, on_pool, JsonBody};
+use crate::highlight::highlight_ranges;
 use crate::metrics::PROMETHEUS_TEXT;
 use crate::openapi::bodies::QueryBody;
 use crate::state::AppState;
@@ -628,9 +629,6 @@ pub(crate) async fn metrics(State(st): State<AppState>) -> Result<Response, ApiE
         .into_response())
 }
 
-/// Most ranges `GET /v1/pages/{page}/{id}` outlines at once.
-pub(crate) const MAX_HIGHLIGHTS: usize = 256;
-
 /// The header of `GET /v1/pages/{page}/{id}` that counts the boxes drawn for each range
 /// of `highlight`, in its order (`3,0,1`): 0 for a range off the page, or whose
 /// characters could not be placed.
@@ -650,36 +648,6 @@ pub(crate) struct PageQuery {
     /// the page's shape.
     #[param(value_type = Option<u32>, minimum = 200, maximum = 2000)]
     width: Option<String>,
-}
-
-/// The ranges of `?highlight=`: `START-END` pairs separated by commas.
-fn highlight_ranges(s: Option<&str>) -> Result<Vec<(usize, usize)>, ApiError> {
-    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        let range = part.trim().split_once('-').and_then(|(a, b)| {
-            let (a, b) = (
-                a.trim().parse::<usize>().ok()?,
-                b.trim().parse::<usize>().ok()?,
-            );
-            (a <= b).then_some((a, b))
-        });
-        let Some(range) = range else {
-            return Err(ApiError::bad_request(format!(
-                "highlight takes START-END character ranges separated by commas, START at most END, not {part:?}"
-            )));
-        };
-        out.push(range);
-    }
-    if out.len() > MAX_HIGHLIGHTS {
-        return Err(ApiError::bad_request(format!(
-            "highlight has {} ranges; at most {MAX_HIGHLIGHTS} are drawn at once",
-            out.len()
-        )));
-    }
-    Ok(out)
 }
 
 /// A page error as an answer: 404 no such page, 409 the source changed, 422 not a PDF

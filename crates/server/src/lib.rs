@@ -46,6 +46,7 @@ mod error;
 mod extract;
 mod guard;
 mod handlers;
+mod highlight;
 mod metrics;
 mod openapi;
 mod serve;

@@ -282,14 +282,6 @@ pub(super) fn page_lines(
         cur_glyphs.clear();
         sizes.clear();
     };
-    // The right edge of a line's last visible character, asked of PDFium once per line.
-    let right_edge = |last: Option<(PdfPageTextChar<'_>, f32, f32)>| {
-        last.map_or(0.0, |(ch, ox, size)| {
-            ch.tight_bounds()
-                .map_or(ox + size * 0.5, |r| r.right().value)
-                .max(ox)
-        })
-    };
     let mut last: Option<(PdfPageTextChar<'_>, f32, f32)> = None;
     // Where the characters of the glyph last seen start in `cur.text` (and in
     // `cur_glyphs`), and its origin.
@@ -319,23 +311,7 @@ pub(super) fn page_lines(
         // The font is asked at the start of each word (a change inside a word is rare).
         let word_start = glyph.is_none();
         if sizes.is_empty() {
-            let face = strip_subset(&ch.font_name()).to_string();
-            cur.y = oy;
-            cur.x = ox;
-            cur.mono = ch.font_is_fixed_pitch();
-            cur.bold = ch.font_is_bold_reenforced()
-                || face.contains("Bold")
-                || matches!(
-                    ch.font_weight(),
-                    Some(
-                        PdfFontWeight::Weight600
-                            | PdfFontWeight::Weight700Bold
-                            | PdfFontWeight::Weight800
-                            | PdfFontWeight::Weight900
-                    )
-                );
-            cur.uniform = true;
-            cur.face = face;
+            start_line(&mut cur, &ch, ox, oy);
         } else if word_start && cur.uniform && strip_subset(&ch.font_name()) != cur.face {
             cur.uniform = false;
         }
@@ -345,13 +321,6 @@ pub(super) fn page_lines(
         // Arabic lam-alef ligature) comes out in visual order: put them back in logical
         // order by inserting each at the start of its glyph's characters.
         let bounds = if collect { char_box(&ch) } else { None };
-        let boxed = |piece: &str| {
-            piece
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .map(|c| Glyph { c, bounds })
-                .collect::<Vec<_>>()
-        };
         match glyph {
             Some((at, at_glyph, gx, gy, prev))
                 if (gx - ox).abs() < 0.01
@@ -363,7 +332,7 @@ pub(super) fn page_lines(
                 push_normalised(&mut piece, c);
                 cur.text.insert_str(at, &piece);
                 if collect {
-                    cur_glyphs.splice(at_glyph..at_glyph, boxed(&piece));
+                    cur_glyphs.splice(at_glyph..at_glyph, boxed(&piece, bounds));
                 }
             }
             _ => {
@@ -371,7 +340,7 @@ pub(super) fn page_lines(
                 let from = cur.text.len();
                 push_normalised(&mut cur.text, c);
                 if collect {
-                    let piece = boxed(&cur.text[from..]);
+                    let piece = boxed(&cur.text[from..], bounds);
                     cur_glyphs.extend(piece);
                 }
             }
@@ -381,6 +350,46 @@ pub(super) fn page_lines(
     cur.x_end = right_edge(last.take());
     finish(&mut cur, &mut cur_glyphs, &mut sizes, &mut lines);
     lines
+}
+
+/// The right edge of a line's last visible character, asked of PDFium once per line.
+fn right_edge(last: Option<(PdfPageTextChar<'_>, f32, f32)>) -> f32 {
+    last.map_or(0.0, |(ch, ox, size)| {
+        ch.tight_bounds()
+            .map_or(ox + size * 0.5, |r| r.right().value)
+            .max(ox)
+    })
+}
+
+/// The visible characters of `piece`, each with the box of the PDF character.
+fn boxed(piece: &str, bounds: Option<[f32; 4]>) -> Vec<Glyph> {
+    piece
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| Glyph { c, bounds })
+        .collect()
+}
+
+/// Sets what a line takes from its first visible character `ch` at origin `(ox, oy)`:
+/// position, face, fixed pitch, bold.
+fn start_line(cur: &mut Line, ch: &PdfPageTextChar<'_>, ox: f32, oy: f32) {
+    let face = strip_subset(&ch.font_name()).to_string();
+    cur.y = oy;
+    cur.x = ox;
+    cur.mono = ch.font_is_fixed_pitch();
+    cur.bold = ch.font_is_bold_reenforced()
+        || face.contains("Bold")
+        || matches!(
+            ch.font_weight(),
+            Some(
+                PdfFontWeight::Weight600
+                    | PdfFontWeight::Weight700Bold
+                    | PdfFontWeight::Weight800
+                    | PdfFontWeight::Weight900
+            )
+        );
+    cur.uniform = true;
+    cur.face = face;
 }
 
 /// A visible character of a line (after the normalisation the text has) and the box of
