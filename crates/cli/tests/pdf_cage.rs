@@ -227,6 +227,39 @@ fn watch(mut child: Child, limit: Duration) -> (Output, u64) {
     (output, peak)
 }
 
+/// `excerpt serve` on `index` with the tests' PDF limits, on a free port: the child,
+/// its base URL once it listens, and an agent that hands back error statuses.
+fn caged_server(index: &std::path::Path) -> (Child, String, ureq::Agent) {
+    let mut child = bin()
+        .arg("--index")
+        .arg(index)
+        .args(["--quiet", "serve", "--addr", "127.0.0.1:0", "--no-warmup"])
+        .args([
+            "--pdf-memory-mb",
+            MEMORY_MIB,
+            "--pdf-timeout-secs",
+            TIMEOUT_SECS,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    (child, base, agent)
+}
+
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_excerpt"));
     c.env_remove("EXCERPT_INDEX");
@@ -396,34 +429,8 @@ fn serve_survives_hostile_pdfs() {
     assert_eq!(base64(b"Ma"), "TWE=");
     let tmp = tempfile::tempdir().unwrap();
     let index = tmp.path().join("idx");
-    let mut child = bin()
-        .arg("--index")
-        .arg(&index)
-        .args(["--quiet", "serve", "--addr", "127.0.0.1:0", "--no-warmup"])
-        .args([
-            "--pdf-memory-mb",
-            MEMORY_MIB,
-            "--pdf-timeout-secs",
-            TIMEOUT_SECS,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, base, agent) = caged_server(&index);
     let pid = child.id();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
     let healthz = || {
         let r = agent.get(format!("{base}/healthz")).call().unwrap();
         assert_eq!(r.status().as_u16(), 200);
@@ -591,33 +598,7 @@ fn serve_renders_pages_in_the_caged_worker() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut child = bin()
-        .arg("--index")
-        .arg(&index)
-        .args(["--quiet", "serve", "--addr", "127.0.0.1:0", "--no-warmup"])
-        .args([
-            "--pdf-memory-mb",
-            MEMORY_MIB,
-            "--pdf-timeout-secs",
-            TIMEOUT_SECS,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let (mut child, base, agent) = caged_server(&index);
     let doc: Value = agent
         .get(format!("{base}/v1/documents/report.pdf"))
         .call()

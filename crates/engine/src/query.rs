@@ -31,9 +31,9 @@ pub struct Retrieved {
     /// How long the first stage's steps took (embedding, searches, fusion, reranking,
     /// feedback terms).
     pub timings: Timings,
-    /// What hybrid fusion multiplied the dense list's weight by: 1, or less for a query
-    /// in a language the model does not read ([`excerpt_retrieve::dense_scale`]).
-    pub dense_scale: f32,
+    /// Hybrid mode answered by BM25 alone: the model does not read the query's language
+    /// ([`excerpt_retrieve::model_reads_query`]).
+    pub bm25_alone: bool,
 }
 
 impl std::fmt::Debug for Retrieved {
@@ -251,7 +251,7 @@ impl Engine {
             hits: found.hits,
             feedback,
             timings,
-            dense_scale: found.dense_scale,
+            bm25_alone: found.bm25_alone,
         })
     }
 
@@ -286,22 +286,17 @@ impl Engine {
         };
         let mut ctx = assemble(strategy, &req)?;
         ctx.warnings = retrieved.warnings.clone();
-        if retrieved.dense_scale < 1.0 {
+        if retrieved.bm25_alone {
             let reads = self
                 .embedder()
                 .ok()
                 .and_then(|e| e.languages().map(|l| l.join(", ")))
                 .unwrap_or_default();
-            let how = if retrieved.dense_scale == 0.0 {
-                "BM25 alone".to_string()
-            } else {
-                format!("the model's vectors weighted {}", retrieved.dense_scale)
-            };
             ctx.notes.insert(
                 0,
                 format!(
-                    "hybrid: {how}: the query is not in a language the model's card lists \
-                     ({reads})"
+                    "hybrid: BM25 alone: the query is not in a language the model's card \
+                     lists ({reads})"
                 ),
             );
         }

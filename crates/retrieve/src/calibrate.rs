@@ -44,22 +44,19 @@ pub fn fused_hits(list: Vec<Fused>) -> Vec<Hit> {
 /// Gives hits fused by rank (RRF, whose relevance reads only ranks) the relevance of
 /// their scores ([`Hit::score_relevance`]): the relevance of the same two lists fused by
 /// [`FusionMethod::MinMax`] with equal weights, the mean of each list's min-max
-/// normalised score (0 for a list the chunk is not in; the dense list's weight times
-/// `dense_scale`, as it was in the fusion). Hits fused by score keep `None` (their
-/// relevance already reads the scores).
+/// normalised score (0 for a list the chunk is not in). Hits fused by score keep
+/// `None` (their relevance already reads the scores).
 pub fn with_score_relevance(
     hits: &mut [Hit],
     dense: &[(ChunkKey, f32)],
     bm25: &[(ChunkKey, f32)],
     method: FusionMethod,
-    dense_scale: f32,
 ) -> Result<(), FusionError> {
     if !matches!(method, FusionMethod::Rrf { .. }) {
         return Ok(());
     }
-    let alpha = dense_scale / (1.0 + dense_scale);
     let by_score: BTreeMap<ChunkKey, f32> =
-        fuse_hybrid(dense, bm25, FusionMethod::MinMax { alpha })?
+        fuse_hybrid(dense, bm25, FusionMethod::MinMax { alpha: 0.5 })?
             .into_iter()
             .map(|f| (f.key, f.relevance))
             .collect();
@@ -103,7 +100,7 @@ mod tests {
         let rrf = FusionMethod::Rrf { k: 60.0 };
         let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, rrf).unwrap());
         assert!(hits.iter().all(|h| h.score_relevance.is_none()));
-        with_score_relevance(&mut hits, &dense, &bm25, rrf, 1.0).unwrap();
+        with_score_relevance(&mut hits, &dense, &bm25, rrf).unwrap();
         let by_key = |o: u32| hits.iter().find(|h| h.key == key(o)).unwrap();
         // Ranks alone rate the three close together; the scores do not: the mean of the
         // min-max normalised dense and BM25 scores (0 where a list lacks the chunk).
@@ -115,7 +112,7 @@ mod tests {
         // Hits fused by score keep their relevance alone.
         let mm = FusionMethod::MinMax { alpha: 0.5 };
         let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, mm).unwrap());
-        with_score_relevance(&mut hits, &dense, &bm25, mm, 1.0).unwrap();
+        with_score_relevance(&mut hits, &dense, &bm25, mm).unwrap();
         assert!(hits.iter().all(|h| h.score_relevance.is_none()));
     }
 }

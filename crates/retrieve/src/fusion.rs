@@ -289,21 +289,8 @@ pub fn fuse_hybrid(
     bm25: &[(ChunkKey, f32)],
     method: FusionMethod,
 ) -> Result<Vec<Fused>, FusionError> {
-    fuse_hybrid_scaled(dense, bm25, method, 1.0)
-}
-
-/// [`fuse_hybrid`] with the dense list's weight multiplied by `dense_scale` (finite,
-/// `>= 0`): the retrieval stage's way of trusting a model less where it cannot read
-/// the query's language.
-pub fn fuse_hybrid_scaled(
-    dense: &[(ChunkKey, f32)],
-    bm25: &[(ChunkKey, f32)],
-    method: FusionMethod,
-    dense_scale: f32,
-) -> Result<Vec<Fused>, FusionError> {
     method.validate()?;
     let [wd, wb] = method.hybrid_weights();
-    let wd = wd * dense_scale;
     fuse(
         &[
             WeightedList {

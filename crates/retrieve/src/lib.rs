@@ -21,12 +21,11 @@ pub mod store;
 pub use filter::{Filter, MetaCondition};
 
 pub use fusion::{
-    fuse, fuse_hybrid, fuse_hybrid_scaled, ChunkKey, Fused, FusionError, FusionMethod,
-    Normalization, WeightedList,
+    fuse, fuse_hybrid, ChunkKey, Fused, FusionError, FusionMethod, Normalization, WeightedList,
 };
 pub use stage::{
-    dense_scale, retrieve, retrieve_with, Mode, Retrieval, RetrieveError, RetrieveRequest,
-    FOREIGN_DENSE_SCALE, MAX_CANDIDATES, MAX_QUERY_BYTES,
+    model_reads_query, retrieve, retrieve_with, Mode, Retrieval, RetrieveError, RetrieveRequest,
+    MAX_CANDIDATES, MAX_QUERY_BYTES,
 };
 pub use store::{
     AfterLexical, EmbedQuery, Found, SearchRequest, SearchTimes, SnapshotCorpus, SnapshotStore,

@@ -16,7 +16,7 @@ use crate::calibrate::{bm25_hits, dense_hits, fused_hits, with_score_relevance};
 use crate::filter::Filter;
 use excerpt_analysis::Language;
 
-use crate::fusion::{fuse_hybrid_scaled, FusionError, FusionMethod};
+use crate::fusion::{fuse_hybrid, FusionError, FusionMethod};
 use crate::store::{timed, AfterLexical, SearchRequest, Store, StoreCorpus, StoreError};
 
 /// Which first-stage retrieval runs.
@@ -143,9 +143,9 @@ pub struct Retrieval {
     /// How long each step took (embedding, both searches, fusion, reranking; the rest
     /// of the fields are the caller's to fill).
     pub timings: Timings,
-    /// What the dense list's weight in the fusion was multiplied by: 1, or
-    /// [`FOREIGN_DENSE_SCALE`] for a query in a language the model does not read.
-    pub dense_scale: f32,
+    /// Hybrid mode answered by BM25 alone, with no query vector: the model's card does
+    /// not list the query's language ([`model_reads_query`]).
+    pub bm25_alone: bool,
 }
 
 impl std::fmt::Debug for Retrieval {
@@ -316,19 +316,19 @@ pub fn retrieve_with(
         ..Timings::default()
     };
     let (dense, bm25) = (found.dense, found.lexical);
-    let scale = match (req.mode, embedder) {
-        (Mode::Hybrid, Some(e)) => dense_scale(e, found.corpus.as_corpus(), &bm25, req.text),
-        _ => 1.0,
+    let bm25_alone = match (req.mode, embedder) {
+        (Mode::Hybrid, Some(e)) => !model_reads_query(e, found.corpus.as_corpus(), &bm25, req.text),
+        _ => false,
     };
     let (hits, fusion_time) = timed(|| -> Result<Vec<Hit>, RetrieveError> {
         Ok(match req.mode {
             Mode::Dense => dense_hits(&dense),
             Mode::Bm25 => bm25_hits(&bm25),
             // The model cannot read the query: BM25's hits alone, as in BM25 mode.
-            Mode::Hybrid if scale == 0.0 => bm25_hits(&bm25),
+            Mode::Hybrid if bm25_alone => bm25_hits(&bm25),
             Mode::Hybrid => {
-                let mut hits = fused_hits(fuse_hybrid_scaled(&dense, &bm25, req.fusion, scale)?);
-                with_score_relevance(&mut hits, &dense, &bm25, req.fusion, scale)?;
+                let mut hits = fused_hits(fuse_hybrid(&dense, &bm25, req.fusion)?);
+                with_score_relevance(&mut hits, &dense, &bm25, req.fusion)?;
                 hits
             }
         })
@@ -354,40 +354,37 @@ pub fn retrieve_with(
         hits.truncate(k);
     }
     // Nor do the strategies compare sentences with a vector that cannot mean the query.
-    let query_vector = query_vector.filter(|_| scale > 0.0);
+    let query_vector = query_vector.filter(|_| !bm25_alone);
     Ok(Retrieval {
         query_vector,
         hits,
         corpus: found.corpus,
         lexical: bm25,
         timings,
-        dense_scale: scale,
+        bm25_alone,
     })
 }
 
-/// The dense list's weight in hybrid fusion, against its method's weight, for a query
-/// in a language the embedding model was not trained for (its card names the
-/// languages it reads, [`Embedder::languages`], and the query's is not among them): 0,
-/// and the query is answered as in BM25 mode (BM25's hits, no query vector for the
-/// strategies). Such a model places a query near texts that share its characters, not
-/// its meaning: on the XQuAD dev languages with all-MiniLM-L6-v2, equal fusion pulled
-/// recall below BM25 alone in every language but English (Hindi 0.16 against 0.52),
-/// and every smaller weight measured (0.2, 0.1, 0.05) stayed below it (docs/EVAL.md).
-pub const FOREIGN_DENSE_SCALE: f32 = 0.0;
-
-/// [`FOREIGN_DENSE_SCALE`] when `embedder` declares the languages it reads and the
-/// query's language is not one of them, else 1. The query's language is the one it
-/// says clearly ([`excerpt_analysis::detect_query`]), else that of the document of the
-/// best BM25 hit (a short Latin-script question may be in several languages; the
-/// documents it matches word for word are in its own); with neither, 1.
-pub fn dense_scale(
+/// Whether the embedding model can read `query`: its card names no languages
+/// ([`Embedder::languages`]: unknown, or multilingual), or the query's language is one
+/// of them. The query's language is the one it says clearly
+/// ([`excerpt_analysis::detect_query`]), else that of the document of the best BM25 hit
+/// (a short Latin-script question may be in several languages; the documents it
+/// matches word for word are in its own); with neither, it is taken as read.
+///
+/// When it cannot, hybrid mode answers as BM25 mode does. Such a model places a query
+/// near texts that share its characters, not its meaning: on the XQuAD dev languages
+/// with all-MiniLM-L6-v2, equal fusion pulled recall below BM25 alone in every
+/// language but English (Hindi 0.16 against 0.52), and every smaller weight of the
+/// dense list measured (0.2, 0.1, 0.05) stayed below it (docs/EVAL.md).
+pub fn model_reads_query(
     embedder: &dyn Embedder,
     corpus: &dyn Corpus,
     bm25: &[(ChunkKey, f32)],
     query: &str,
-) -> f32 {
+) -> bool {
     let Some(reads) = embedder.languages() else {
-        return 1.0;
+        return true;
     };
     let language = excerpt_analysis::detect_query(query).or_else(|| {
         let best = bm25.first()?;
@@ -395,12 +392,7 @@ pub fn dense_scale(
             .document(best.0.doc)
             .map(excerpt_index::bm25::document_language)
     });
-    match language {
-        Some(l) if !reads.iter().any(|code| Language::parse(code) == Some(l)) => {
-            FOREIGN_DENSE_SCALE
-        }
-        _ => 1.0,
-    }
+    language.is_none_or(|l| reads.iter().any(|code| Language::parse(code) == Some(l)))
 }
 
 /// Reranks the best `n` hits: the reranker reads each chunk as indexed (header and
