@@ -1,7 +1,7 @@
 //! LLM token counting, as the budget check does it: every paragraph of a document
-//! counted, then the whole document, with `cl100k_base` (the default, its pieces cut
-//! without the regex where the text is ASCII) and `o200k_base` (every piece cut by the
-//! crate's regex). The documents are this repository's own Markdown.
+//! counted, then the whole document, with `cl100k_base` (its pieces cut without the regex
+//! where the text is ASCII) and `o200k_base` (the default since 2026-12-03, every piece
+//! cut by the crate's regex). The documents are this repository's own Markdown.
 //!
 //! Run with `cargo bench -p excerpt-bench --bench tokens`.
 

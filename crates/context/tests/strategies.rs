@@ -995,6 +995,46 @@ fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
 }
 
 #[test]
+fn passages_read_a_list_item_with_its_lead_in_or_not_at_all() {
+    let c = TestCorpus::new(vec![build_doc(
+        "nda.md",
+        "NDA",
+        &[
+            chunk(&["Alpha beta appear together here. "]),
+            chunk(&["The parties agree as follows: ", "(a) keep alpha secret. "]),
+            chunk(&["Beta notes stand alone there. "]),
+        ],
+    )]);
+    let hits = vec![hit(0, 0, 0.9), hit(0, 1, 0.8), hit(0, 2, 0.7)];
+    let r = req(&c, &hits, 14, None, None);
+    let run = |cfg: &str| {
+        let ctx = assemble(&cfg.parse().unwrap(), &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 14, &WordTokens, true).unwrap();
+        ctx.pieces.into_iter().map(|p| p.text).collect::<Vec<_>>()
+    };
+    // The item brings the words that govern it, in one passage: the lead-in is worth
+    // what its item is, and a label may not end a run, so it is never alone.
+    let with = run("topk:unit=sentence,passages=true,piece_chars=0,tokens_per_piece=0");
+    assert_eq!(
+        with,
+        [
+            "Alpha beta appear together here. The parties agree as follows: (a) keep alpha secret. "
+        ]
+    );
+    // Without lead-ins, the five tokens go to the next best sentence instead.
+    let without =
+        run("topk:unit=sentence,passages=true,piece_chars=0,tokens_per_piece=0,lead_ins=false");
+    assert!(
+        without.iter().all(|t| !t.contains("agree as follows")),
+        "{without:?}"
+    );
+    assert!(
+        without.iter().any(|t| t.contains("Beta notes")),
+        "{without:?}"
+    );
+}
+
+#[test]
 fn topk_sentences_take_the_matching_sentences_best_first_with_list_lead_ins() {
     let c = TestCorpus::new(vec![build_doc(
         "nda.md",

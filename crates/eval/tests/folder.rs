@@ -247,3 +247,27 @@ fn folder_and_page_inputs_are_checked_before_any_work() {
     assert!(err.contains("no documents"), "{err}");
     assert!(!data.join("index").exists());
 }
+
+#[test]
+fn a_folder_whose_every_file_is_skipped_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let (engine, mut opts) = setup(data);
+    // Only a file the ingest skips (as it skips every PDF when PDFium is missing): the
+    // error names the skip and its reason, not a missing index.
+    opts.corpus = data.join("skipped");
+    write_file(&opts.corpus, "empty.txt", "");
+    write_jsonl(
+        &opts.queries,
+        &[query("q", "What is inside?", "empty.txt", 1, "nothing")],
+    )
+    .unwrap();
+    let err = run_eval(&engine, &opts, &NoProgress)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("skipped every file") && err.contains("empty.txt"),
+        "{err}"
+    );
+    assert!(!err.contains("no index"), "{err}");
+}

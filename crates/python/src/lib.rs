@@ -287,9 +287,10 @@ impl Engine {
     /// `$EXCERPT_HOME/models` (default: all-MiniLM-L6-v2). `embed_url` + `embed_model`:
     /// an OpenAI-compatible `/v1/embeddings` endpoint instead (key from
     /// `$OPENAI_API_KEY` or the variable named by `embed_api_key_env`).
-    /// `llm_encoding`: the tokenizer budgets are counted in (`cl100k_base`, `o200k_base`).
+    /// `llm_encoding`: the tokenizer budgets are counted in (`o200k_base`, the default,
+    /// or `cl100k_base`).
     #[new]
-    #[pyo3(signature = (index, *, model=None, embed_url=None, embed_model=None, embed_api_key_env=None, llm_encoding="cl100k_base"))]
+    #[pyo3(signature = (index, *, model=None, embed_url=None, embed_model=None, embed_api_key_env=None, llm_encoding="o200k_base"))]
     fn new(
         py: Python<'_>,
         index: PathBuf,

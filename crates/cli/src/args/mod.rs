@@ -98,8 +98,10 @@ pub struct Global {
     /// anyone on the path could read them).
     #[arg(long, global = true, env = "EXCERPT_ALLOW_PLAIN_HTTP_KEY")]
     pub allow_plain_http_key: bool,
-    /// Tokenizer for LLM token budgets.
-    #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "cl100k_base",
+    /// Tokenizer for LLM token budgets: o200k_base (GPT-4o and later, the default) or
+    /// cl100k_base (GPT-4, GPT-3.5; two to three times the tokens on Greek, Hindi, Arabic
+    /// or Thai text, about the same on English).
+    #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "o200k_base",
           value_parser = ["cl100k_base", "o200k_base"])]
     pub llm_encoding: String,
     /// Local cross-encoder directory used by `query --rerank N`.

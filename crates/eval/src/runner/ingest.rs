@@ -55,6 +55,22 @@ pub(super) fn ingest(
         .chain(&report.skipped)
         .map(|p| format!("{}: {}", p.path, p.reason))
         .collect();
+    // A folder whose every file was skipped (PDFs without PDFium, say) leaves no index to
+    // open: say why before opening it.
+    if let Corpus::Folder { files } = &corpus {
+        if unskipped(files, &report.skipped).is_empty() {
+            return Err(EvalError::IndexMismatch(format!(
+                "the ingest skipped every file of {}: {}",
+                opts.corpus.display(),
+                failures_seen
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+    }
     let contents = engine.contents()?;
     let shown = std::path::PathBuf::from(engine.index_shown());
     let (documents, texts) = match corpus {
@@ -68,24 +84,7 @@ pub(super) fn ingest(
             )
         }
         Corpus::Folder { files } => {
-            let skipped: HashSet<&str> = report.skipped.iter().map(|p| p.path.as_str()).collect();
-            let expected: HashMap<String, Option<String>> = files
-                .iter()
-                .filter(|(_, path)| !skipped.contains(path.display().to_string().as_str()))
-                .map(|(id, _)| (id.clone(), None))
-                .collect();
-            if expected.is_empty() {
-                return Err(EvalError::IndexMismatch(format!(
-                    "the ingest skipped every file of {}: {}",
-                    opts.corpus.display(),
-                    failures_seen
-                        .iter()
-                        .take(5)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )));
-            }
+            let expected = unskipped(&files, &report.skipped);
             verify_index(&contents, &expected, &shown, &failures_seen)?;
             let lost: Vec<String> = files
                 .iter()
@@ -125,6 +124,20 @@ pub(super) fn ingest(
         ingested: report.added + report.updated,
         ingest_seconds: report.seconds,
     })
+}
+
+/// The documents of a folder's `files` (id, path) that the ingest did not skip, each
+/// expected in the index with no known hash.
+fn unskipped(
+    files: &[(String, std::path::PathBuf)],
+    skipped: &[excerpt::Problem],
+) -> HashMap<String, Option<String>> {
+    let skipped: HashSet<&str> = skipped.iter().map(|p| p.path.as_str()).collect();
+    files
+        .iter()
+        .filter(|(_, path)| !skipped.contains(path.display().to_string().as_str()))
+        .map(|(id, _)| (id.clone(), None))
+        .collect()
 }
 
 /// Boundary offsets of every indexed document: sentence starts, ends, and ends without

@@ -66,7 +66,7 @@ class Engine:
         embed_url: Optional[str] = None,
         embed_model: Optional[str] = None,
         embed_api_key_env: Optional[str] = None,
-        llm_encoding: str = "cl100k_base",
+        llm_encoding: str = "o200k_base",
     ) -> None: ...
     @property
     def index(self) -> str: ...

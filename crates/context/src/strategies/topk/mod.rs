@@ -27,7 +27,7 @@ pub(crate) use sentences::SentenceScoring;
 use sentences::{best_sentences, SentenceHit};
 
 /// How many sentences before a list item are searched for its lead-in.
-const LEAD_IN_WINDOW: usize = 12;
+pub(super) const LEAD_IN_WINDOW: usize = 12;
 
 /// Longest block, in characters, that a lead-in brings after it (`lead_outs`): about a
 /// table part ([`crate::sentences::units`]' figure parts are 500) or a short list.
@@ -110,7 +110,8 @@ pub struct TopkParams {
     pub heading_terms: bool,
     /// With `unit = sentence`: a list item (a sentence opening with an enumerator such as
     /// `(a)` or `2.`) is accompanied by its lead-in, the sentence ending with a colon
-    /// before the list, when it fits (default true).
+    /// before the list, when it fits (default true). With `passages`, the lead-in is
+    /// valued as its item and read with it in one passage, or left out.
     pub lead_ins: bool,
     /// With `unit = sentence`: a lead-in (a unit ending with a colon, `"… were as
     /// follows:"`) is followed by what it introduces, the table part, code block or lines
@@ -363,15 +364,16 @@ fn topk_sentences(
                 p.stop_share
             ));
         }
-        let t = take_passages(params, &sentences, least, &added, req, sel);
+        let t = take_passages(params, p.lead_ins, &sentences, least, &added, req, sel);
         notes.push(format!(
-            "topk: {} passage(s) of {} sentence(s), of {} sentence(s) of the best {} hit(s) (a piece priced at {} characters, at most one per {} tokens), {} lead-in(s) followed by what they introduce",
+            "topk: {} passage(s) of {} sentence(s), of {} sentence(s) of the best {} hit(s) (a piece priced at {} characters, at most one per {} tokens), {} list lead-in(s) valued as their items, {} lead-in(s) followed by what they introduce",
             t.runs,
             t.units,
             sentences.len(),
             pool.len(),
             p.piece_chars,
             p.tokens_per_piece,
+            t.leads,
             t.outs
         ));
         return;
