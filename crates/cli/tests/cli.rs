@@ -148,6 +148,28 @@ fn ingest_query_update_remove() {
             .unwrap();
         assert_eq!(r.slice(&d.text), p["text"].as_str().unwrap());
     }
+    // A budget in characters: 4 a token, headers included, whatever the script.
+    let q = json(&run(
+        &index,
+        &[
+            "--llm-encoding",
+            "chars",
+            "query",
+            "does it work offline without network?",
+            "--format",
+            "json",
+            "--budget",
+            "60",
+        ],
+    ));
+    let chars: usize = q["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["text"].as_str().unwrap().chars().count())
+        .sum();
+    assert!(chars > 0 && chars <= 240, "{chars} characters: {q:#}");
+    assert!(q["tokens"].as_u64().unwrap() <= 60, "{q:#}");
     // Scoped to one document, BM25 only.
     let q = json(&run(
         &index,

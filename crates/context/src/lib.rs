@@ -50,4 +50,4 @@ pub use strategies::{
     AdjacentParams, AutoParams, RseParams, RsePreset, RseUnit, SectionParams, Strategy,
     StrategyConfig, TopkParams, TopkUnit, WindowExpand, WindowParams, WindowSeeds,
 };
-pub use tokens::TiktokenCounter;
+pub use tokens::{llm_counter, CharCounter, TiktokenCounter, LLM_ENCODINGS};

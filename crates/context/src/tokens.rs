@@ -106,6 +106,51 @@ impl LlmTokens for TiktokenCounter {
     }
 }
 
+/// A budget in characters instead of an LLM's tokens: every
+/// [`CharCounter::CHARS_PER_TOKEN`] characters of a text count as one token, rounded up,
+/// whatever the script (`--llm-encoding chars`: a budget of 500 holds 2000 characters).
+/// For an LLM whose tokenizer is none of OpenAI's, and for measuring at a number of
+/// characters, as the evaluation's scorers cut contexts (4 characters a budget token).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CharCounter;
+
+impl CharCounter {
+    /// Its encoding name.
+    pub const NAME: &'static str = "chars";
+    /// Characters a token.
+    pub const CHARS_PER_TOKEN: usize = 4;
+}
+
+impl LlmTokens for CharCounter {
+    fn count(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(Self::CHARS_PER_TOKEN)
+    }
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+    fn lower_bound(&self, text: &str) -> usize {
+        self.count(text)
+    }
+}
+
+/// Every encoding [`llm_counter`] accepts.
+pub const LLM_ENCODINGS: [&str; 3] = ["o200k_base", "cl100k_base", CharCounter::NAME];
+
+/// The counter of encoding `name`: a [`TiktokenCounter`] (`o200k_base`, `cl100k_base`)
+/// or the [`CharCounter`] (`chars`).
+pub fn llm_counter(name: &str) -> Result<std::sync::Arc<dyn LlmTokens + Send>, ContextError> {
+    if name == CharCounter::NAME {
+        return Ok(std::sync::Arc::new(CharCounter));
+    }
+    match TiktokenCounter::new(name) {
+        Ok(t) => Ok(std::sync::Arc::new(t)),
+        Err(_) => Err(ContextError::Tokenizer {
+            name: name.to_string(),
+            message: format!("unknown encoding, expected one of {LLM_ENCODINGS:?}"),
+        }),
+    }
+}
+
 /// Longest piece whose count [`TiktokenCounter::count`] remembers, in bytes.
 const MEMO_PIECE_BYTES: usize = 32;
 
@@ -162,6 +207,24 @@ pub(crate) fn words(text: &str) -> usize {
 mod tests {
     use super::words;
     use proptest::prelude::*;
+
+    #[test]
+    fn chars_count_four_characters_a_token_in_any_script() {
+        let c = super::llm_counter("chars").unwrap();
+        assert_eq!(c.name(), "chars");
+        assert_eq!(c.count(""), 0);
+        assert_eq!(c.count("abcd"), 1);
+        assert_eq!(c.count("abcde"), 2);
+        // Characters, not bytes: eight Greek letters are 16 bytes and 2 tokens.
+        assert_eq!(c.count("αβγδεζηθ"), 2);
+        assert_eq!(c.lower_bound("αβγδεζηθ"), 2);
+        assert_eq!(
+            super::llm_counter("o200k_base").unwrap().name(),
+            "o200k_base"
+        );
+        let err = super::llm_counter("gpt2").err().unwrap().to_string();
+        assert!(err.contains("chars") && err.contains("o200k_base"), "{err}");
+    }
 
     #[test]
     fn remembered_piece_counts_are_the_crates_in_either_encoding() {

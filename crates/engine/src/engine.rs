@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use excerpt_context::TiktokenCounter;
+use excerpt_context::{llm_counter, LlmTokens};
 use excerpt_core::{ChunkerConfig, Embedder, Reranker};
 use excerpt_embed::{
     resolve_model, CrossEncoderReranker, HttpReranker, LocalEmbedder, RemoteConfig, RemoteEmbedder,
@@ -51,7 +51,8 @@ pub struct EngineOptions {
     /// Whether a new index embeds and searches chunk headers (`None`: the index's own,
     /// or on for a new one).
     pub headers: Option<bool>,
-    /// LLM token encoding for budgets (`cl100k_base` or `o200k_base`).
+    /// LLM token encoding for budgets (`o200k_base`, `cl100k_base`, or `chars`: 4
+    /// characters a token).
     pub llm_encoding: String,
     /// Reranker applied to the fused candidates when a request asks for it.
     pub reranker: Option<RerankerSpec>,
@@ -85,7 +86,7 @@ impl EngineOptions {
 pub struct Engine {
     pub(crate) options: EngineOptions,
     embedder: OnceLock<Arc<dyn Embedder>>,
-    llm_tokens: OnceLock<Arc<TiktokenCounter>>,
+    llm_tokens: OnceLock<Arc<dyn LlmTokens + Send>>,
     reranker: OnceLock<Arc<dyn Reranker>>,
     /// Where the index lives, chosen once from `options.index_dir`.
     pub(crate) backend: Box<dyn Backend>,
@@ -167,11 +168,11 @@ impl Engine {
     }
 
     /// The LLM token counter budgets are measured with, loaded on first call.
-    pub fn llm_tokens(&self) -> Result<Arc<TiktokenCounter>, EngineError> {
+    pub fn llm_tokens(&self) -> Result<Arc<dyn LlmTokens + Send>, EngineError> {
         if let Some(t) = self.llm_tokens.get() {
             return Ok(t.clone());
         }
-        let t = Arc::new(TiktokenCounter::new(&self.options.llm_encoding)?);
+        let t = llm_counter(&self.options.llm_encoding)?;
         Ok(self.llm_tokens.get_or_init(|| t).clone())
     }
 

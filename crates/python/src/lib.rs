@@ -288,7 +288,7 @@ impl Engine {
     /// an OpenAI-compatible `/v1/embeddings` endpoint instead (key from
     /// `$OPENAI_API_KEY` or the variable named by `embed_api_key_env`).
     /// `llm_encoding`: the tokenizer budgets are counted in (`o200k_base`, the default,
-    /// or `cl100k_base`).
+    /// `cl100k_base`, or `chars`: 4 characters a token).
     #[new]
     #[pyo3(signature = (index, *, model=None, embed_url=None, embed_model=None, embed_api_key_env=None, llm_encoding="o200k_base"))]
     fn new(

@@ -98,11 +98,12 @@ pub struct Global {
     /// anyone on the path could read them).
     #[arg(long, global = true, env = "EXCERPT_ALLOW_PLAIN_HTTP_KEY")]
     pub allow_plain_http_key: bool,
-    /// Tokenizer for LLM token budgets: o200k_base (GPT-4o and later, the default) or
+    /// Tokenizer for LLM token budgets: o200k_base (GPT-4o and later, the default),
     /// cl100k_base (GPT-4, GPT-3.5; two to three times the tokens on Greek, Hindi, Arabic
-    /// or Thai text, about the same on English).
+    /// or Thai text, about the same on English), or chars (4 characters a token, any
+    /// script: for other LLMs' tokenizers, or a budget in characters).
     #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "o200k_base",
-          value_parser = ["cl100k_base", "o200k_base"])]
+          value_parser = ["o200k_base", "cl100k_base", "chars"])]
     pub llm_encoding: String,
     /// Local cross-encoder directory used by `query --rerank N`.
     #[arg(long, global = true, env = "EXCERPT_RERANKER")]

@@ -5,7 +5,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use excerpt::{Engine, IndexContents, IngestProgress};
-use excerpt_context::LlmTokens;
 use excerpt_core::content_hash;
 
 use super::options::EvalOptions;
