@@ -166,10 +166,10 @@ fn priced_units(kept: &[Candidate], req: &AssembleRequest<'_>, sel: &Selection<'
 /// Values the lead-in of each list item among `cands` (the sentence ending with a colon
 /// that governs it, [`lead_in`]) at least as the item, adding it as a candidate when it
 /// is none yet: the words that govern an item are worth what the item is (0.9 of it
-/// measured: contracts 0.3 points less at 2000 characters). A lead-in is a label that may not end a run, so the
-/// planner takes it only as the start of a passage that reaches its item: `"The
-/// Receiving Party undertakes:"` is read with `"f) not to reverse engineer …"`, or not
-/// at all. Returns how many lead-ins were raised or added.
+/// measured: contracts 0.3 points less at 2000 characters). A lead-in is a label that
+/// may not end a run, so the planner takes it only as the start of a passage that
+/// reaches its item: `"The Receiving Party undertakes:"` is read with `"f) not to
+/// reverse engineer …"`, or not at all. Returns how many lead-ins were raised or added.
 fn lift_lead_ins(
     sentences: &[SentenceHit],
     least: f32,
@@ -190,10 +190,9 @@ fn lift_lead_ins(
         else {
             continue;
         };
-        let v = s.value;
         match lifts.iter_mut().find(|(k, _)| *k == (s.doc, j)) {
-            Some((_, best)) => *best = best.max(v),
-            None => lifts.push(((s.doc, j), v)),
+            Some((_, best)) => *best = best.max(s.value),
+            None => lifts.push(((s.doc, j), s.value)),
         }
     }
     let mut n = 0;
