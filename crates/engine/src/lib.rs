@@ -66,7 +66,7 @@ pub use spec::{
 };
 
 pub use excerpt_context::{
-    Context, ContextError, Piece, Strategy, StrategyConfig, Timings, MAX_BUDGET,
+    Context, ContextError, Piece, Strategy, StrategyConfig, Timings, LLM_ENCODINGS, MAX_BUDGET,
 };
 pub use excerpt_core::{
     check_document_id, ChunkKey, ChunkerConfig, Document, EmbedError, ErrorKind, RemoteEndpoint,

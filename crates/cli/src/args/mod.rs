@@ -103,7 +103,7 @@ pub struct Global {
     /// or Thai text, about the same on English), or chars (4 characters a token, any
     /// script: for other LLMs' tokenizers, or a budget in characters).
     #[arg(long, global = true, env = "EXCERPT_LLM_ENCODING", default_value = "o200k_base",
-          value_parser = ["o200k_base", "cl100k_base", "chars"])]
+          value_parser = clap::builder::PossibleValuesParser::new(excerpt::LLM_ENCODINGS))]
     pub llm_encoding: String,
     /// Local cross-encoder directory used by `query --rerank N`.
     #[arg(long, global = true, env = "EXCERPT_RERANKER")]

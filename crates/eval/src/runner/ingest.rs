@@ -54,10 +54,14 @@ pub(super) fn ingest(
         .chain(&report.skipped)
         .map(|p| format!("{}: {}", p.path, p.reason))
         .collect();
-    // A folder whose every file was skipped (PDFs without PDFium, say) leaves no index to
-    // open: say why before opening it.
-    if let Corpus::Folder { files } = &corpus {
-        if unskipped(files, &report.skipped).is_empty() {
+    // A folder's documents the index must hold. When the ingest skipped every file (PDFs
+    // without PDFium, say) there is no index to open: say why before opening it.
+    let folder_expected = match &corpus {
+        Corpus::Folder { files } => Some(unskipped(files, &report.skipped)),
+        Corpus::Jsonl { .. } => None,
+    };
+    if let Some(expected) = &folder_expected {
+        if expected.is_empty() {
             return Err(EvalError::IndexMismatch(format!(
                 "the ingest skipped every file of {}: {}",
                 opts.corpus.display(),
@@ -83,7 +87,7 @@ pub(super) fn ingest(
             )
         }
         Corpus::Folder { files } => {
-            let expected = unskipped(&files, &report.skipped);
+            let expected = folder_expected.unwrap_or_default();
             verify_index(&contents, &expected, &shown, &failures_seen)?;
             let lost: Vec<String> = files
                 .iter()
