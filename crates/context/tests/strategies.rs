@@ -995,6 +995,43 @@ fn topk_sentences_keep_a_hard_wrapped_sentence_whole() {
 }
 
 #[test]
+fn sentences_may_value_their_chunks_by_the_relevance_of_their_scores() {
+    // Two chunks whose sentences match the query alike; rank relevance (as RRF gives the
+    // first hits) rates them nearly alike, their scores say the second is far better.
+    let c = TestCorpus::new(vec![build_doc(
+        "d.md",
+        "D",
+        &[
+            chunk(&["Alpha beta first here. "]),
+            chunk(&["Alpha beta second here. "]),
+        ],
+    )]);
+    let hits = vec![
+        Hit {
+            score_relevance: Some(0.1),
+            ..hit(0, 0, 0.95)
+        },
+        Hit {
+            score_relevance: Some(0.9),
+            ..hit(0, 1, 0.94)
+        },
+    ];
+    let r = req(&c, &hits, 4, None, None);
+    let run = |cfg: &str| {
+        let ctx = assemble(&cfg.parse().unwrap(), &r).unwrap();
+        check_invariants(&ctx, &c, &hits, 4, &WordTokens, true).unwrap();
+        ctx.pieces.into_iter().map(|p| p.text).collect::<Vec<_>>()
+    };
+    assert_eq!(run("topk:unit=sentence"), ["Alpha beta first here. "]);
+    assert_eq!(
+        run("topk:unit=sentence,score_weight=1"),
+        ["Alpha beta second here. "]
+    );
+    let out_of_range: StrategyConfig = "topk:score_weight=1.5".parse().unwrap();
+    assert!(assemble(&out_of_range, &r).is_err());
+}
+
+#[test]
 fn passages_read_a_list_item_with_its_lead_in_or_not_at_all() {
     let c = TestCorpus::new(vec![build_doc(
         "nda.md",

@@ -182,6 +182,12 @@ pub struct TopkParams {
     /// of the best sentence's value, in [0, 1] (default 0: the best places, however far
     /// below the first; `auto` 0.7, measured against 0, 0.6 and 0.8 in docs/EVAL.md).
     pub anchor_floor: f32,
+    /// With `unit = sentence`: weight of a pooled hit's relevance read from its scores
+    /// ([`excerpt_core::Hit::score_relevance`], set by RRF fusion) against its
+    /// `relevance`, in [0, 1] (default 0). RRF's relevance reads ranks only and is nearly
+    /// flat over the first hits; 0.25, 0.5 and 1 are measured in docs/EVAL.md (English
+    /// XQuAD gains up to 2.1 points, the documentation sets lose up to 2.6).
+    pub score_weight: f32,
 }
 
 impl Default for TopkParams {
@@ -217,6 +223,7 @@ impl Default for TopkParams {
             anchor_spread: 0,
             anchors: usize::MAX,
             anchor_floor: 0.0,
+            score_weight: 0.0,
         }
     }
 }
@@ -239,7 +246,7 @@ impl TopkParams {
     }
 
     /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `long_floor`, `dense_weight`,
-    /// `neighbours`, `feedback`, `stop_share`, `long_clauses` and `anchor_floor` in
+    /// `neighbours`, `feedback`, `stop_share`, `long_clauses`, `anchor_floor` and `score_weight` in
     /// [0, 1], `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
@@ -253,6 +260,7 @@ impl TopkParams {
         check_range("topk", "stop_share", self.stop_share, 0.0, 1.0)?;
         check_range("topk", "long_clauses", self.long_clauses, 0.0, 1.0)?;
         check_range("topk", "anchor_floor", self.anchor_floor, 0.0, 1.0)?;
+        check_range("topk", "score_weight", self.score_weight, 0.0, 1.0)?;
         check_range(
             "topk",
             "value_power",
@@ -322,7 +330,10 @@ fn topk_sentences(
     let pool: Vec<_> = hits
         .iter()
         .take(n)
-        .map(|h| (h.key, h.relevance * (-(h.rank as f32) / p.rank_decay).exp()))
+        .map(|h| {
+            let r = (1.0 - p.score_weight) * h.relevance + p.score_weight * h.score_relevance;
+            (h.key, r * (-(h.rank as f32) / p.rank_decay).exp())
+        })
         .collect();
     let scoring = SentenceScoring {
         floor: p.lexical_floor,
