@@ -87,6 +87,65 @@ fn check_index(index: &Path) -> Snapshot {
     s
 }
 
+/// `query --explain`: the fused hits with each list's own rank, their chunks' exact
+/// ranges, how much of each the context holds; the context itself does not change.
+#[test]
+fn query_explain_ranks_each_hit_in_both_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    let index = tmp.path().join("idx");
+    corpus(&docs);
+    assert!(run(&index, &["ingest", docs.to_str().unwrap()])
+        .status
+        .success());
+    let s = check_index(&index);
+    let question = "does it work offline without network?";
+    let plain = json(&run(&index, &["query", question, "--json"]));
+    let q = json(&run(
+        &index,
+        &["query", question, "--json", "--explain", "3"],
+    ));
+    assert_eq!(q["pieces"], plain["pieces"]);
+    let hits = q["explain"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 3, "{q:#}");
+    let mut held = 0;
+    for (i, h) in hits.iter().enumerate() {
+        assert_eq!(h["rank"], i + 1);
+        let d = &s.documents()[s.doc_index(h["doc_id"].as_str().unwrap()).unwrap() as usize];
+        let chunk = &d.chunks[h["chunk"].as_u64().unwrap() as usize];
+        assert_eq!(h["start"], chunk.range.char_start);
+        assert_eq!(h["end"], chunk.range.char_end);
+        assert!(chunk
+            .range
+            .slice(&d.text)
+            .starts_with(h["preview"].as_str().unwrap()));
+        // A hybrid hit comes from at least one of the lists.
+        assert!(h["bm25_rank"].is_u64() || h["dense_rank"].is_u64(), "{h:#}");
+        let n = h["in_context"].as_u64().unwrap();
+        assert!(n <= (chunk.range.char_end - chunk.range.char_start) as u64);
+        held += n;
+    }
+    assert!(held > 0, "the context holds some of the best hits: {q:#}");
+    // One list alone: its ranks are the fused ones, the other list's are absent.
+    let q = json(&run(
+        &index,
+        &["query", question, "--mode", "bm25", "--json", "--explain"],
+    ));
+    for h in q["explain"].as_array().unwrap() {
+        assert_eq!(h["bm25_rank"], h["rank"]);
+        assert!(h["dense_rank"].is_null());
+    }
+    // Text: a line per hit on standard error.
+    let out = run(&index, &["query", question, "--explain", "2"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("explain: #")).count(),
+        2,
+        "{err}"
+    );
+}
+
 #[test]
 fn ingest_query_update_remove() {
     let tmp = tempfile::tempdir().unwrap();

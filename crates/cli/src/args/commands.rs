@@ -410,6 +410,12 @@ pub struct QueryArgs {
     /// output, one line on stderr otherwise.
     #[arg(long)]
     pub timings: bool,
+    /// Explain the context: the first stage's best N hits (default 20), each with its
+    /// chunk, its rank in BM25's list alone and in the model's alone (hybrid mode runs
+    /// each search again), its relevance and how many of its characters the context
+    /// holds. An `explain` array in the JSON output, a line per hit on stderr otherwise.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "20")]
+    pub explain: Option<usize>,
 }
 
 /// How a context is retrieved and assembled: `query` and `ask` take the same options.

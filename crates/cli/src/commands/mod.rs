@@ -11,6 +11,7 @@ mod ask;
 mod common;
 mod contents;
 mod eval;
+mod explain;
 mod ingest;
 mod maintenance;
 mod pdf_worker;

@@ -39,7 +39,24 @@ pub(super) fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
             t.total_ms
         );
     }
-    let out = render(&req.text, &ctx, format.into(), a.instruction);
+    let explained = match a.explain {
+        Some(n) => Some(super::explain::explain(&engine, &req, &ctx, n)?),
+        None => None,
+    };
+    let mut out = render(&req.text, &ctx, format.into(), a.instruction);
+    if let Some(hits) = &explained {
+        if json {
+            let mut value: serde_json::Value = serde_json::from_str(&out)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("explain".into(), serde_json::to_value(hits)?);
+            }
+            out = serde_json::to_string_pretty(&value)?;
+        } else {
+            for line in super::explain::lines(hits) {
+                eprintln!("{}", printable(&line));
+            }
+        }
+    }
     // JSON escapes control characters itself; text and Markdown carry document text
     // and titles as they are, so they are made safe for the terminal here.
     let out = if json {
