@@ -161,6 +161,8 @@ impl From<&excerpt::Piece> for Piece {
 struct Context {
     query: String,
     inner: excerpt::Context,
+    /// The best hits explained (`query(explain=N)`).
+    explained: Option<Vec<excerpt::ExplainedHit>>,
 }
 
 #[pymethods]
@@ -217,6 +219,15 @@ impl Context {
             .as_ref()
             .map(|t| to_py(py, t))
             .transpose()
+    }
+
+    /// Why the context holds what it does, when the query asked (`explain=N`): the first
+    /// stage's best N hits as dicts (`rank`, `doc_id`, `chunk`, `start`, `end`,
+    /// `relevance`, `score_relevance`, `bm25_rank`, `dense_rank`, `in_context`,
+    /// `preview`; `excerpt query --explain`); else `None`.
+    #[getter]
+    fn explain<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.explained.as_ref().map(|e| to_py(py, e)).transpose()
     }
 
     /// The context as prompt text (`excerpt query --format text`).
@@ -422,8 +433,9 @@ impl Engine {
     /// `where` (`"key=value"`, `"key>=n"`, `"key=a|b"`; all must hold). `top_k`: hits
     /// handed to the strategy; `candidates`: per search before fusion; `rerank`: rerank
     /// this many with the configured reranker. `timings`: the context says where the
-    /// query's time went (`Context.timings`).
-    #[pyo3(signature = (text, *, budget=None, strategy=None, mode=None, fusion=None, doc_ids=None, prefixes=None, r#where=None, top_k=None, candidates=None, rerank=None, timings=false))]
+    /// query's time went (`Context.timings`). `explain`: the context explains its best
+    /// this many hits (`Context.explain`; each search is run again alone).
+    #[pyo3(signature = (text, *, budget=None, strategy=None, mode=None, fusion=None, doc_ids=None, prefixes=None, r#where=None, top_k=None, candidates=None, rerank=None, timings=false, explain=None))]
     #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
@@ -440,6 +452,7 @@ impl Engine {
         candidates: Option<usize>,
         rerank: Option<usize>,
         timings: bool,
+        explain: Option<usize>,
     ) -> PyResult<Context> {
         let mut spec = QuerySpec::new(text.clone());
         spec.timings = timings;
@@ -454,15 +467,21 @@ impl Engine {
         spec.filter.prefixes = strings(prefixes)?;
         spec.filter.conditions = strings(r#where)?;
         let engine = self.inner.clone();
-        let ctx = py
+        let (ctx, explained) = py
             .detach(move || {
                 let req = spec.to_request()?;
-                engine.query(&req)
+                let ctx = engine.query(&req)?;
+                let explained = match explain {
+                    Some(n) => Some(engine.explain(&req, &ctx, n)?),
+                    None => None,
+                };
+                Ok::<_, excerpt::EngineError>((ctx, explained))
             })
             .map_err(|e| py_err(py, e))?;
         Ok(Context {
             query: text,
             inner: ctx,
+            explained,
         })
     }
 

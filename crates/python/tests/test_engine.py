@@ -94,6 +94,24 @@ def test_timings_when_asked(engine):
     assert t["embed_ms"] > 0 and t["total_ms"] >= t["embed_ms"] + t["assembly_ms"]
 
 
+def test_explain_when_asked(engine):
+    plain = engine.query("tomatoes sunlight", budget=500)
+    assert plain.explain is None
+    ctx = engine.query("tomatoes sunlight", budget=500, explain=3)
+    assert [(p.doc_id, p.start, p.end) for p in ctx.pieces] == [
+        (p.doc_id, p.start, p.end) for p in plain.pieces
+    ]
+    hits = ctx.explain
+    assert 0 < len(hits) <= 3
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    for h in hits:
+        text = engine.document_text(h["doc_id"])
+        assert text[h["start"]:h["end"]].startswith(h["preview"])
+        assert h["bm25_rank"] is not None or h["dense_rank"] is not None
+        assert 0 <= h["in_context"] <= h["end"] - h["start"]
+    assert sum(h["in_context"] for h in hits) > 0
+
+
 def test_filters_restrict_documents(engine):
     ids = {d["id"] for d in engine.documents()}
     garden = next(i for i in ids if i.endswith("garden.txt"))

@@ -40,7 +40,7 @@ pub(super) fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
         );
     }
     let explained = match a.explain {
-        Some(n) => Some(super::explain::explain(&engine, &req, &ctx, n)?),
+        Some(n) => Some(engine.explain(&req, &ctx, n)?),
         None => None,
     };
     let mut out = render(&req.text, &ctx, format.into(), a.instruction);
