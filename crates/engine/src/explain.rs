@@ -8,7 +8,7 @@ use excerpt_context::Context;
 use excerpt_core::ChunkKey;
 use serde::Serialize;
 
-use crate::{Engine, EngineError, Mode, QueryRequest};
+use crate::{Engine, EngineError, Mode, QueryRequest, Strategy, StrategyConfig};
 
 /// One fused hit, explained.
 #[derive(Debug, Serialize)]
@@ -42,71 +42,63 @@ pub struct ExplainedHit {
 
 impl Engine {
     /// The first `n` hits of the first stage for `req`, explained against `ctx` (the
-    /// context [`Engine::query`] assembled for it). In hybrid mode each list is searched
-    /// again alone, unreranked, for its ranks.
+    /// context [`Engine::query`] assembled for it). The first stage runs again (without
+    /// the feedback terms only the assembly reads), and in hybrid mode each list alone,
+    /// unreranked, for its ranks.
     pub fn explain(
         &self,
         req: &QueryRequest,
         ctx: &Context,
         n: usize,
     ) -> Result<Vec<ExplainedHit>, EngineError> {
-        explain(self, req, ctx, n)
-    }
-}
-
-/// [`Engine::explain`].
-fn explain(
-    engine: &Engine,
-    req: &QueryRequest,
-    ctx: &Context,
-    n: usize,
-) -> Result<Vec<ExplainedHit>, EngineError> {
-    let fused = engine.retrieve(req)?;
-    let ranks = |mode: Mode| -> Result<BTreeMap<ChunkKey, usize>, EngineError> {
-        let mut alone = req.clone();
-        alone.mode = mode;
-        alone.rerank_top = None;
-        alone.top_k = None;
-        Ok(ranks_of(
-            engine.retrieve(&alone)?.hits.iter().map(|h| h.key),
-        ))
-    };
-    let (bm25, dense) = match req.mode {
-        Mode::Hybrid => (ranks(Mode::Bm25)?, ranks(Mode::Dense)?),
-        Mode::Bm25 => (ranks_of(fused.hits.iter().map(|h| h.key)), BTreeMap::new()),
-        Mode::Dense => (BTreeMap::new(), ranks_of(fused.hits.iter().map(|h| h.key))),
-    };
-    let corpus = fused.corpus.as_corpus();
-    let mut out = Vec::new();
-    for (i, h) in fused.hits.iter().take(n).enumerate() {
-        let Some(doc) = corpus.document(h.key.doc) else {
-            continue;
+        let mut first = req.clone();
+        first.strategy = StrategyConfig::default_for(Strategy::Topk);
+        let fused = self.retrieve(&first)?;
+        let keys = |hits: &[excerpt_core::Hit]| ranks_of(hits.iter().map(|h| h.key));
+        let alone = |mode: Mode| -> Result<BTreeMap<ChunkKey, usize>, EngineError> {
+            let mut alone = first.clone();
+            alone.mode = mode;
+            alone.rerank_top = None;
+            alone.top_k = None;
+            Ok(keys(&self.retrieve(&alone)?.hits))
         };
-        let Some(chunk) = doc.chunks.get(h.key.ordinal as usize) else {
-            continue;
+        let (bm25, dense) = match req.mode {
+            Mode::Hybrid => (alone(Mode::Bm25)?, alone(Mode::Dense)?),
+            Mode::Bm25 => (keys(&fused.hits), BTreeMap::new()),
+            Mode::Dense => (BTreeMap::new(), keys(&fused.hits)),
         };
-        let (start, end) = (chunk.range.char_start, chunk.range.char_end);
-        let in_context = ctx
-            .pieces
-            .iter()
-            .filter(|p| p.doc_id == doc.id)
-            .map(|p| p.end.min(end).saturating_sub(p.start.max(start)))
-            .sum();
-        out.push(ExplainedHit {
-            rank: i + 1,
-            doc_id: doc.id.clone(),
-            chunk: h.key.ordinal,
-            start,
-            end,
-            relevance: h.relevance,
-            score_relevance: h.score_relevance,
-            bm25_rank: bm25.get(&h.key).copied(),
-            dense_rank: dense.get(&h.key).copied(),
-            in_context,
-            preview: chunk.range.slice(&doc.text).chars().take(60).collect(),
-        });
+        let corpus = fused.corpus.as_corpus();
+        let mut out = Vec::new();
+        for (i, h) in fused.hits.iter().take(n).enumerate() {
+            let Some(doc) = corpus.document(h.key.doc) else {
+                continue;
+            };
+            let Some(chunk) = doc.chunks.get(h.key.ordinal as usize) else {
+                continue;
+            };
+            let (start, end) = (chunk.range.char_start, chunk.range.char_end);
+            let in_context = ctx
+                .pieces
+                .iter()
+                .filter(|p| p.doc_id == doc.id)
+                .map(|p| p.end.min(end).saturating_sub(p.start.max(start)))
+                .sum();
+            out.push(ExplainedHit {
+                rank: i + 1,
+                doc_id: doc.id.clone(),
+                chunk: h.key.ordinal,
+                start,
+                end,
+                relevance: h.relevance,
+                score_relevance: h.score_relevance,
+                bm25_rank: bm25.get(&h.key).copied(),
+                dense_rank: dense.get(&h.key).copied(),
+                in_context,
+                preview: chunk.range.slice(&doc.text).chars().take(60).collect(),
+            });
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// Each key's 1-based rank in a list, best first.
