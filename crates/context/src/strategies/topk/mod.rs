@@ -185,8 +185,9 @@ pub struct TopkParams {
     /// With `unit = sentence`: weight of a pooled hit's relevance read from its scores
     /// ([`excerpt_core::Hit::score_relevance`], set by RRF fusion) against its
     /// `relevance`, in [0, 1] (default 0). RRF's relevance reads ranks only and is nearly
-    /// flat over the first hits; 0.25, 0.5 and 1 are measured in docs/EVAL.md (English
-    /// XQuAD gains up to 2.1 points, the documentation sets lose up to 2.6).
+    /// flat over the first hits; 0.25, 0.5 and 1 are measured in
+    /// docs/history/eval-2026-12-03.md (English XQuAD gains up to 2.1 points, the
+    /// documentation sets lose up to 2.6).
     pub score_weight: f32,
 }
 
@@ -246,8 +247,8 @@ impl TopkParams {
     }
 
     /// `max_chunks ≥ 1`, `pool ≥ 1`, `lexical_floor`, `long_floor`, `dense_weight`,
-    /// `neighbours`, `feedback`, `stop_share`, `long_clauses`, `anchor_floor` and `score_weight` in
-    /// [0, 1], `rank_decay > 0`.
+    /// `neighbours`, `feedback`, `stop_share`, `long_clauses`, `anchor_floor` and
+    /// `score_weight` in [0, 1], `rank_decay > 0`.
     pub fn validate(&self) -> Result<(), ContextError> {
         check_min("topk", "max_chunks", self.max_chunks, 1)?;
         check_min("topk", "pool", self.pool, 1)?;
