@@ -1,6 +1,7 @@
 //! Why a passage is in a context or not ([`Engine::explain`]): the first stage's best
 //! hits, each with where BM25 alone and the model alone rank it, its relevance and how
-//! much of it the context holds (`excerpt query --explain`, the Python `explain=`).
+//! much of it the context holds (`excerpt query --explain`, `explain` of `POST /v1/query`,
+//! the Python `explain=`).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 use crate::{Engine, EngineError, Mode, QueryRequest, Strategy, StrategyConfig};
 
 /// One fused hit, explained.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Serialize)]
 pub struct ExplainedHit {
     /// 1-based rank in the fused list the strategy was handed.
@@ -28,11 +30,11 @@ pub struct ExplainedHit {
     /// The relevance read from the two lists' scores (RRF fusion only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score_relevance: Option<f32>,
-    /// 1-based rank in BM25's list alone; `None`: not among its candidates, or a dense
-    /// query.
+    /// 1-based rank in BM25's list alone; none (`null`): not among its candidates, or
+    /// a dense query.
     pub bm25_rank: Option<usize>,
-    /// 1-based rank in the dense list alone; `None`: not among its candidates, or a
-    /// BM25 query.
+    /// 1-based rank in the dense list alone; none (`null`): not among its candidates,
+    /// or a BM25 query.
     pub dense_rank: Option<usize>,
     /// Characters of the chunk the context holds.
     pub in_context: usize,

@@ -77,6 +77,19 @@ fn take_string(body: &mut Map<String, Value>, key: &str) -> Result<Option<String
     }
 }
 
+/// `body` (a context's JSON object) with `hits` added as its `explain`.
+fn with_explain(body: &[u8], hits: &[excerpt::ExplainedHit]) -> Result<Vec<u8>, ApiError> {
+    let internal = |e: serde_json::Error| ApiError::internal(e.to_string());
+    let mut value: Value = serde_json::from_slice(body).map_err(internal)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "explain".into(),
+            serde_json::to_value(hits).map_err(internal)?,
+        );
+    }
+    serde_json::to_vec(&value).map_err(internal)
+}
+
 /// The answer of `POST /v1/query` with `format: "json"`: the context as `excerpt query
 /// --format json` prints it.
 #[derive(Debug, ToSchema)]
@@ -86,6 +99,11 @@ pub(crate) struct ContextAnswer {
     /// The context.
     #[serde(flatten)]
     context: Context,
+    /// The best hits explained, when the body asked (`explain`).
+    // In the schema only: the handler adds it to the bytes (`with_explain`).
+    #[allow(dead_code)]
+    #[schema(nullable = false)]
+    explain: Option<Vec<excerpt::ExplainedHit>>,
 }
 
 /// Serialized as [`ContextJson`], like the CLI's output, so the numbers are spelled the
@@ -164,19 +182,33 @@ pub(crate) async fn query(
         Some(f) => f.parse::<RenderFormat>().map_err(ApiError::bad_request)?,
     };
     let instruction = take_string(&mut body, "instruction")?;
+    let explain = match body.remove("explain") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            ApiError::bad_request(format!("explain must be a count of hits, not {v}"))
+        })? as usize),
+    };
     let spec: QuerySpec = serde_json::from_value(Value::Object(body))
         .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
     let req = spec.to_request()?;
     let engine = st.engine.clone();
-    let (req, ctx) = on_pool(move || {
+    let (req, ctx, explained) = on_pool(move || {
         let ctx = engine.query(&req)?;
-        Ok((req, ctx))
+        let explained = match explain {
+            Some(n) => Some(engine.explain(&req, &ctx, n)?),
+            None => None,
+        };
+        Ok((req, ctx, explained))
     })
     .await?;
     if format == RenderFormat::Json {
         // The bytes `ContextAnswer` serializes to, written without the JSON value in
         // between (`context_json`): a tenth of a millisecond less on every query.
         let body = context_json(&req.text, &ctx);
+        let body = match explained {
+            None => body,
+            Some(hits) => with_explain(&body, &hits)?,
+        };
         return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
     }
     let rendered = render(&req.text, &ctx, format, instruction);

@@ -10,7 +10,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
-/// The body of `POST /v1/query`: a [`QuerySpec`] plus `format` and `instruction`.
+/// The body of `POST /v1/query`: a [`QuerySpec`] plus `format`, `instruction` and
+/// `explain`.
 pub(crate) struct QueryBody;
 
 impl PartialSchema for QueryBody {
@@ -37,6 +38,17 @@ prompt) or `markdown` (for people): the context rendered, in `context`.",
                         .description(Some(
                             "The closing instruction of the `text` rendering (default: one \
 that says how the pieces are ordered).",
+                        ))
+                        .build(),
+                ),
+                (
+                    "explain",
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(0))
+                        .description(Some(
+                            "With `format: json`: explain the first stage's best this many \
+hits in the answer's `explain` (`excerpt query --explain`; each search runs again alone).",
                         ))
                         .build(),
                 ),

@@ -392,6 +392,49 @@ fn ingest_query_filter_and_delete_over_http() {
     assert_eq!(stats["chunker"], "tokens:48");
 }
 
+/// `explain` in a query's body: the answer's `explain` lists the best hits with each
+/// list's rank, as `excerpt query --explain`; the pieces do not change; a value that is
+/// not a count is a 400.
+#[test]
+fn query_explain_over_http() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("idx"));
+    let (st, r) = post(&s, "/v1/ingest", &ingest_body());
+    assert_eq!(st, 200, "{r}");
+    let (st, plain) = post(&s, "/v1/query", &json!({"query": "database"}));
+    assert_eq!(st, 200, "{plain}");
+    assert!(plain.get("explain").is_none());
+    let (st, ctx) = post(&s, "/v1/query", &json!({"query": "database", "explain": 2}));
+    assert_eq!(st, 200, "{ctx}");
+    assert_eq!(ctx["pieces"], plain["pieces"]);
+    let hits = ctx["explain"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 2, "{ctx}");
+    for (i, h) in hits.iter().enumerate() {
+        assert_eq!(h["rank"], i + 1);
+        assert!(h["bm25_rank"].is_u64() || h["dense_rank"].is_u64(), "{h}");
+        let (st, d) = get(
+            &s,
+            &format!("/v1/documents/{}", h["doc_id"].as_str().unwrap()),
+        );
+        assert_eq!(st, 200, "{d}");
+        let text = chars(
+            d["text"].as_str().unwrap(),
+            h["start"].as_u64().unwrap() as usize,
+            h["end"].as_u64().unwrap() as usize,
+        );
+        assert!(text.starts_with(h["preview"].as_str().unwrap()), "{h}");
+    }
+    assert_error(
+        post(
+            &s,
+            "/v1/query",
+            &json!({"query": "database", "explain": "all"}),
+        ),
+        400,
+        "explain",
+    );
+}
+
 #[test]
 fn bad_requests_get_json_errors() {
     let tmp = tempfile::tempdir().unwrap();
