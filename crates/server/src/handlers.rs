@@ -9,13 +9,14 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use excerpt::{
-    context_json, render, Context, ContextJson, DocumentSummary, LoadOptions, NoProgress,
-    ParsedDocument, PostedDocument, QuerySpec, RenderFormat,
+    context_json, render, DocumentSummary, LoadOptions, NoProgress, ParsedDocument, PostedDocument,
+    QuerySpec, RenderFormat,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::answers::{with_explain, QueryAnswer, RenderedContext};
 use crate::error::ApiError;
 use crate::error::ErrorBody;
 use crate::extract::{blocking, on_pool, JsonBody};
@@ -75,78 +76,6 @@ fn take_string(body: &mut Map<String, Value>, key: &str) -> Result<Option<String
             "{key} must be a string, not {other}"
         ))),
     }
-}
-
-/// `body` (a context's JSON object) with `hits` added as its `explain`.
-fn with_explain(body: &[u8], hits: &[excerpt::ExplainedHit]) -> Result<Vec<u8>, ApiError> {
-    let internal = |e: serde_json::Error| ApiError::internal(e.to_string());
-    let mut value: Value = serde_json::from_slice(body).map_err(internal)?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert(
-            "explain".into(),
-            serde_json::to_value(hits).map_err(internal)?,
-        );
-    }
-    serde_json::to_vec(&value).map_err(internal)
-}
-
-/// The answer of `POST /v1/query` with `format: "json"`: the context as `excerpt query
-/// --format json` prints it.
-#[derive(Debug, ToSchema)]
-pub(crate) struct ContextAnswer {
-    /// The query text.
-    query: String,
-    /// The context.
-    #[serde(flatten)]
-    context: Context,
-    /// The best hits explained, when the body asked (`explain`).
-    // In the schema only: the handler adds it to the bytes (`with_explain`).
-    #[allow(dead_code)]
-    #[schema(nullable = false)]
-    explain: Option<Vec<excerpt::ExplainedHit>>,
-}
-
-/// Serialized as [`ContextJson`], like the CLI's output, so the numbers are spelled the
-/// same way (its scores are `f32`s widened to `f64`); the handler writes the same bytes
-/// with [`context_json`].
-impl Serialize for ContextAnswer {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ContextJson {
-            query: &self.query,
-            context: &self.context,
-        }
-        .serialize(s)
-    }
-}
-
-/// The answer of `POST /v1/query` with `format` `text` or `markdown`: the rendering.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct RenderedContext {
-    /// The query text.
-    query: String,
-    /// `text` or `markdown`.
-    format: String,
-    /// The strategy that assembled the context.
-    strategy: String,
-    /// The token budget asked for.
-    budget: usize,
-    /// LLM tokens of all pieces.
-    tokens: usize,
-    /// The rendered context.
-    context: String,
-}
-
-/// The answer of `POST /v1/query`: a context, or its rendering.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub(crate) enum QueryAnswer {
-    /// `format: "json"` (the default).
-    // The handler writes this variant's bytes itself (`context_json`); the variant
-    // stays for the API's schema.
-    #[allow(dead_code)]
-    Context(ContextAnswer),
-    /// `format: "text"` or `"markdown"`.
-    Rendered(RenderedContext),
 }
 
 /// `POST /v1/query`: the body is a [`QuerySpec`] (`query`, `mode`, `strategy`, `budget`,

@@ -41,6 +41,7 @@
 
 #![forbid(unsafe_code)]
 
+mod answers;
 mod ask;
 mod error;
 mod extract;
