@@ -103,6 +103,17 @@ impl Engine {
     }
 }
 
+/// The JSON value of a context ([`crate::context_value`]) with `hits` as its `explain`:
+/// what `excerpt query --explain --json` prints and `POST /v1/query` answers.
+pub fn explained_value(query: &str, ctx: &Context, hits: &[ExplainedHit]) -> serde_json::Value {
+    let mut value = crate::context_value(query, ctx);
+    if let Some(object) = value.as_object_mut() {
+        let hits = serde_json::to_value(hits).unwrap_or(serde_json::Value::Null);
+        object.insert("explain".into(), hits);
+    }
+    value
+}
+
 /// Each key's 1-based rank in a list, best first.
 fn ranks_of(keys: impl Iterator<Item = ChunkKey>) -> BTreeMap<ChunkKey, usize> {
     keys.enumerate().map(|(i, k)| (k, i + 1)).collect()

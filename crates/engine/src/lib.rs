@@ -56,7 +56,7 @@ pub use contextualize::ContextualizeOptions;
 pub use engine::{EmbedderSpec, Engine, EngineOptions, RerankerSpec};
 pub use error::EngineError;
 pub use excerpt_postgres::{is_postgres_url, redact as redact_url, PgError};
-pub use explain::ExplainedHit;
+pub use explain::{explained_value, ExplainedHit};
 pub use ingest::IngestOptions;
 pub use json::{context_json, context_value, ContextJson};
 pub use posted::{PostedDocument, PostedFormat};

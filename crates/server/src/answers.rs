@@ -1,27 +1,8 @@
-//! The answers of `POST /v1/query`: their schemas, and the bytes the handler writes.
+//! The answers of `POST /v1/query`: their schemas.
 
 use excerpt::{Context, ContextJson};
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
-
-use crate::error::ApiError;
-
-/// `body` (a context's JSON object) with `hits` added as its `explain`.
-pub(crate) fn with_explain(
-    body: &[u8],
-    hits: &[excerpt::ExplainedHit],
-) -> Result<Vec<u8>, ApiError> {
-    let internal = |e: serde_json::Error| ApiError::internal(e.to_string());
-    let mut value: Value = serde_json::from_slice(body).map_err(internal)?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert(
-            "explain".into(),
-            serde_json::to_value(hits).map_err(internal)?,
-        );
-    }
-    serde_json::to_vec(&value).map_err(internal)
-}
 
 /// The answer of `POST /v1/query` with `format: "json"`: the context as `excerpt query
 /// --format json` prints it.
@@ -33,7 +14,7 @@ pub(crate) struct ContextAnswer {
     #[serde(flatten)]
     context: Context,
     /// The best hits explained, when the body asked (`explain`).
-    // In the schema only: the handler adds it to the bytes (`with_explain`).
+    // In the schema only: the handler writes `excerpt::explained_value`.
     #[allow(dead_code)]
     #[schema(nullable = false)]
     explain: Option<Vec<excerpt::ExplainedHit>>,

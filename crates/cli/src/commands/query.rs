@@ -46,11 +46,7 @@ pub(super) fn query(g: &Global, a: QueryArgs) -> Result<ExitCode> {
     let mut out = render(&req.text, &ctx, format.into(), a.instruction);
     if let Some(hits) = &explained {
         if json {
-            let mut value: serde_json::Value = serde_json::from_str(&out)?;
-            if let Some(object) = value.as_object_mut() {
-                object.insert("explain".into(), serde_json::to_value(hits)?);
-            }
-            out = serde_json::to_string_pretty(&value)?;
+            out = serde_json::to_string_pretty(&excerpt::explained_value(&req.text, &ctx, hits))?;
         } else {
             for line in super::explain::lines(hits) {
                 eprintln!("{}", printable(&line));
